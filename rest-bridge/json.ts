@@ -1,0 +1,51 @@
+/**
+ * JSON routes from procedure metadata: every query/mutation with `meta.openapi` is served at its
+ * documented method and path. Input = path params + (JSON body | query string); the answer is
+ * the procedure's output as JSON, or 204 (`rest.kind = 'empty'`), or a 302 (`rest.kind = 'redirect'`).
+ */
+import type { AnyRouter } from '@trpc/server';
+import type { Request, RequestHandler } from 'express';
+import { ZodVoid } from 'zod';
+import { AppError } from '../server/common/errors.js';
+import { jsonBody } from '../server/common/http.js';
+import type { ProcedureMeta } from '../server/common/trpc.js';
+import { procedureOf, requestSignal, type CallerFor, type HttpMethod, type RouteTable } from './routes.js';
+
+function hasBody(req: Request): boolean {
+  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+}
+
+/** A body must be JSON and an object: anything else is refused before a procedure sees it. */
+export const requireJsonObject: RequestHandler = (req, _res, next) => {
+  if (!hasBody(req)) return next();
+  if (!req.is(['application/json', 'application/*+json'])) {
+    return next(new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json'));
+  }
+  if (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body)) {
+    return next(new AppError(400, 'BAD_REQUEST', 'Request body must be a JSON object'));
+  }
+  next();
+};
+
+export function mountJsonProcedures<R extends AnyRouter>(table: RouteTable, router: R, callerFor: CallerFor<R>): void {
+  for (const [dottedPath, procedure] of Object.entries(router._def.procedures as Record<string, { _def: { type: string; meta?: ProcedureMeta; inputs: unknown[] } }>)) {
+    const { meta, type, inputs } = procedure._def;
+    if (!meta?.openapi || type === 'subscription') continue;
+    const takesInput = inputs.length > 0 && !(inputs[0] instanceof ZodVoid);
+    const method = meta.openapi.method.toLowerCase() as HttpMethod;
+    const usesBody = method !== 'get' && method !== 'delete';
+    const handler: RequestHandler = async (req, res) => {
+      const fields = usesBody ? (hasBody(req) ? (req.body as Record<string, unknown>) : {}) : { ...(req.query as Record<string, unknown>) };
+      const input = takesInput ? { ...fields, ...req.params } : undefined;
+      const result = await procedureOf(callerFor(req, requestSignal(req, res)), dottedPath)(input);
+      if (meta.rest?.kind === 'empty') {
+        res.status(204).end();
+      } else if (meta.rest?.kind === 'redirect') {
+        res.redirect(302, (result as { location: string }).location);
+      } else {
+        res.json(result);
+      }
+    };
+    table.add(method, meta.openapi.path, usesBody ? [jsonBody, requireJsonObject, handler] : [handler]);
+  }
+}

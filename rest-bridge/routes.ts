@@ -1,0 +1,73 @@
+/**
+ * The bridge's route table: every REST route is registered here, so that JSON routes (from
+ * procedure metadata) and hand-made adapters (SSE, 204, redirects, multipart, files) share one
+ * error path, one 405 answer for known paths with the wrong method, and one OpenAPI document.
+ */
+import type { AnyRouter } from '@trpc/server';
+import type { IRouter, NextFunction, Request, RequestHandler, Response } from 'express';
+import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-openapi';
+import { AppError, mapError } from '../server/common/errors.js';
+import { sendError } from '../server/common/http.js';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** A caller for the service's router, made per request (context from the request). */
+export type CallerFor<R extends AnyRouter> = (req: Request, signal: AbortSignal) => ReturnType<R['createCaller']>;
+
+export class RouteTable {
+  private readonly methodsByPath = new Map<string, Set<string>>();
+  /** OpenAPI entries for routes trpc-to-openapi cannot describe (streams, files, uploads). */
+  readonly extraPaths: ZodOpenApiPathsObject = {};
+
+  constructor(readonly app: IRouter) {}
+
+  add(method: HttpMethod, openapiPath: string, handlers: RequestHandler[], doc?: ZodOpenApiOperationObject): void {
+    const expressPath = openapiPath.replace(/\{(\w+)\}/g, ':$1');
+    const methods = this.methodsByPath.get(expressPath) ?? new Set<string>();
+    methods.add(method.toUpperCase());
+    if (method === 'get') methods.add('HEAD');
+    this.methodsByPath.set(expressPath, methods);
+    this.app[method](expressPath, ...handlers.map(catchAsync));
+    if (doc) this.extraPaths[openapiPath] = { ...this.extraPaths[openapiPath], [method]: doc };
+  }
+
+  /** Known path, unknown method → 405 with Allow. Call after every route is added. */
+  finish(): void {
+    for (const [expressPath, methods] of this.methodsByPath) {
+      const allow = [...methods].sort().join(', ');
+      this.app.all(expressPath, (req, res) => {
+        res.setHeader('Allow', allow);
+        sendError(req, res, mapError(new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here (allowed: ${allow})`)));
+      });
+    }
+  }
+}
+
+/** Express 5 forwards rejected promises, but an explicit wrapper keeps the contract obvious. */
+function catchAsync(handler: RequestHandler): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const result = handler(req, res, next) as unknown;
+      if (result instanceof Promise) result.catch(next);
+    } catch (error) {
+      next(error);
+    }
+  };
+}
+
+/** An AbortSignal that fires when the client goes away before the answer is complete. */
+export function requestSignal(req: Request, res: Response): AbortSignal {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  req.on('aborted', () => controller.abort());
+  return controller.signal;
+}
+
+/** Walks `a.b.c` on a tRPC caller. */
+export function procedureOf(caller: unknown, dottedPath: string): (input?: unknown) => Promise<unknown> {
+  const fn = dottedPath.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], caller);
+  if (typeof fn !== 'function') throw new Error(`no procedure ${dottedPath}`);
+  return fn as (input?: unknown) => Promise<unknown>;
+}

@@ -1,0 +1,58 @@
+/**
+ * The account service's HTTP server: tRPC at /trpc, the documented REST paths under /api/v1
+ * (rest-bridge/), JWKS at /.well-known/jwks.json, and the shared express shell.
+ */
+import { createExpressMiddleware } from '@trpc/server/adapters/express';
+import express from 'express';
+import { mountAccountBridge } from '../../rest-bridge/account.js';
+import { createHttpApp, finishHttpApp, listen } from '../common/http.js';
+import { createLogger, type Logger } from '../common/log.js';
+import type { AccountConfig } from './config.js';
+import { accountRouter } from './router.js';
+import { createAccountServices, type AccountServices } from './services.js';
+import type { AccountContext } from './trpc.js';
+
+export interface RunningAccount {
+  url: string;
+  services: AccountServices;
+  close(): Promise<void>;
+}
+
+export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel)): Promise<RunningAccount> {
+  const services = await createAccountServices(config, log);
+  const app = createHttpApp(log, { trustProxy: config.trustProxy });
+  const contextFor = (req: express.Request): AccountContext => ({
+    services,
+    log: req.log,
+    ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+    authorization: req.headers.authorization,
+  });
+  app.use(
+    '/trpc',
+    createExpressMiddleware({
+      router: accountRouter,
+      createContext: ({ req }) => contextFor(req as express.Request),
+      onError: ({ error, req }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR') (req as express.Request).log.error({ err: error.cause ?? error }, 'trpc error');
+      },
+    }),
+  );
+  app.get('/.well-known/jwks.json', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    res.json({ keys: [] });
+  });
+  const api = express.Router();
+  mountAccountBridge(api, contextFor, config.baseUrl);
+  app.use('/api/v1', api);
+  finishHttpApp(app);
+  const server = await listen(app, config.host, config.port);
+  log.info({ url: server.url, store: services.store.kind }, 'account service listening');
+  return {
+    url: server.url,
+    services,
+    async close() {
+      await server.close();
+      await services.close();
+    },
+  };
+}

@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { authRouter } from './auth/router.js';
+import { publicProcedure, router } from './trpc.js';
+
+export const accountRouter = router({
+  auth: authRouter,
+  /** `GET /api/v1` sends people (and tools) to the API's description. */
+  index: publicProcedure
+    .meta({ openapi: { method: 'GET', path: '/', protect: false, summary: 'Redirects to the OpenAPI document' }, rest: { kind: 'redirect' } })
+    .input(z.void())
+    .output(z.object({ location: z.string() }))
+    .query(({ ctx }) => ({ location: `${ctx.services.config.baseUrl}/api/v1/openapi.json` })),
+});
+
+export type AccountRouter = typeof accountRouter;

@@ -1,0 +1,27 @@
+/**
+ * Everything the account procedures work with, built once at start and closed at stop.
+ * Domain modules take what they need from here as explicit arguments.
+ */
+import type { Logger } from '../common/log.js';
+import type { AccountConfig } from './config.js';
+import { openAccountStore, type AccountStore } from './store.js';
+
+export interface AccountServices {
+  config: AccountConfig;
+  log: Logger;
+  store: AccountStore;
+  close(): Promise<void>;
+}
+
+export async function createAccountServices(config: AccountConfig, log: Logger): Promise<AccountServices> {
+  const store = await openAccountStore(config);
+  log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
+  return {
+    config,
+    log,
+    store,
+    async close() {
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * The account store: PostgreSQL through @prisma/adapter-pg when DATABASE_URL is set (many
+ * instances share it), otherwise embedded PGlite in the data directory (nothing to install).
+ * Migrations are applied on open.
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPg } from '@prisma/adapter-pg';
+import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import pg from 'pg';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { applyMigrations, type MigrationSource } from '../common/migrations.js';
+import { PrismaClient } from '../generated/account/client.js';
+
+export type AccountDb = PrismaClient;
+
+const prismaDir = fileURLToPath(new URL('../../prisma/account/', import.meta.url));
+export const accountMigrations: MigrationSource = {
+  schemaPath: path.join(prismaDir, 'schema.prisma'),
+  migrationsDir: path.join(prismaDir, 'migrations'),
+};
+
+export interface AccountStore {
+  db: AccountDb;
+  /** `postgres` or `pglite`, for logs and for tests that must know. */
+  kind: 'postgres' | 'pglite';
+  appliedMigrations: string[];
+  close(): Promise<void>;
+}
+
+interface Opened {
+  adapter: SqlMigrationAwareDriverAdapterFactory;
+  kind: AccountStore['kind'];
+  closeDriver(): Promise<void>;
+}
+
+async function openDriver(databaseUrl: string | undefined, dataDir: string): Promise<Opened> {
+  if (databaseUrl) {
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+    // An idle client that loses its server (restart, failover) must not crash the process.
+    pool.on('error', () => undefined);
+    return { adapter: new PrismaPg(pool), kind: 'postgres', closeDriver: () => pool.end() };
+  }
+  const dir = path.join(dataDir, 'account-db');
+  await mkdir(dir, { recursive: true });
+  const client = await PGlite.create(dir);
+  return { adapter: new PrismaPGlite(client), kind: 'pglite', closeDriver: () => client.close() };
+}
+
+export async function openAccountStore(opts: { databaseUrl?: string; dataDir: string }): Promise<AccountStore> {
+  const { adapter, kind, closeDriver } = await openDriver(opts.databaseUrl, opts.dataDir);
+  try {
+    const appliedMigrations = await applyMigrations(accountMigrations, adapter);
+    const db = new PrismaClient({ adapter });
+    return {
+      db,
+      kind,
+      appliedMigrations,
+      async close() {
+        await db.$disconnect();
+        await closeDriver();
+      },
+    };
+  } catch (error) {
+    await closeDriver().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * How every account procedure is wired.
+ * 1. CONTEXT: the account services, the request's logger, client IP, and the raw
+ *    Authorization header (procedures that accept a guest upgrade read it).
+ * 2. INITIALISATION: shared with the agent service (server/common/trpc.ts).
+ * 3. PROCEDURES: `publicProcedure` for sign-in endpoints; authenticated procedures are added
+ *    with the tokens module.
+ */
+import type { Logger } from '../common/log.js';
+import { initServiceTrpc } from '../common/trpc.js';
+import type { AccountServices } from './services.js';
+
+export interface AccountContext {
+  services: AccountServices;
+  log: Logger;
+  ip: string;
+  authorization: string | undefined;
+}
+
+const t = initServiceTrpc<AccountContext>();
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+export const publicProcedure = t.procedure;

@@ -1,0 +1,45 @@
+/**
+ * The agent's HTTP server: tRPC at /trpc, the documented REST paths at the root (rest-bridge/),
+ * and the shared express shell. `startAgent` is what main.ts and the tests run.
+ */
+import { createExpressMiddleware } from '@trpc/server/adapters/express';
+import { mountAgentBridge } from '../../rest-bridge/agent.js';
+import { createHttpApp, finishHttpApp, listen } from '../common/http.js';
+import { createLogger, type Logger } from '../common/log.js';
+import type { AgentConfig } from './config.js';
+import { agentRouter } from './router.js';
+import { createAgentServices, type AgentServices } from './services.js';
+import { createAgentContext } from './trpc.js';
+
+export interface RunningAgent {
+  url: string;
+  services: AgentServices;
+  close(): Promise<void>;
+}
+
+export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel)): Promise<RunningAgent> {
+  const services = await createAgentServices(config, log);
+  const app = createHttpApp(log);
+  app.use(
+    '/trpc',
+    createExpressMiddleware({
+      router: agentRouter,
+      createContext: ({ req }) => createAgentContext(services, req.log, req.headers.authorization),
+      onError: ({ error, req }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR') (req as unknown as { log: Logger }).log.error({ err: error.cause ?? error }, 'trpc error');
+      },
+    }),
+  );
+  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
+  finishHttpApp(app);
+  const server = await listen(app, config.host, config.port);
+  log.info({ url: server.url, name: config.name, workspace: config.workspace }, 'agent listening');
+  return {
+    url: server.url,
+    services,
+    async close() {
+      await server.close();
+      await services.close();
+    },
+  };
+}

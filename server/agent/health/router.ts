@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { AGENT_VERSION } from '../config.js';
+import { publicProcedure, router } from '../trpc.js';
+
+export const AgentHealth = z.object({ status: z.literal('ok'), agent_name: z.string(), version: z.string() });
+
+export const healthRouter = router({
+  get: publicProcedure
+    .meta({ openapi: { method: 'GET', path: '/health', protect: false, summary: 'Agent health (no auth)' } })
+    .input(z.void())
+    .output(AgentHealth)
+    .query(({ ctx }) => ({ status: 'ok' as const, agent_name: ctx.services.config.name, version: AGENT_VERSION })),
+});

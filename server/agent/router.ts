@@ -1,0 +1,10 @@
+import { chatRouter } from './chat/router.js';
+import { healthRouter } from './health/router.js';
+import { router } from './trpc.js';
+
+export const agentRouter = router({
+  health: healthRouter,
+  chat: chatRouter,
+});
+
+export type AgentRouter = typeof agentRouter;

@@ -1,0 +1,115 @@
+/**
+ * One error type for every failure a client may see, and one mapping from any thrown value to
+ * the wire error body `{detail, code, issues?}` (design.md: "Error body").
+ *
+ * AppError extends TRPCError so that tRPC clients get the right HTTP status and the same
+ * machine code (in `error.data.code`), while the REST bridge writes the documented body.
+ */
+import { TRPCError } from '@trpc/server';
+import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
+import { ZodError } from 'zod';
+
+export interface ErrorBody {
+  detail: string;
+  code: string;
+  issues?: Array<{ path: string; message: string }>;
+}
+
+const trpcCodeByStatus: Record<number, TRPC_ERROR_CODE_KEY> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_SUPPORTED',
+  408: 'TIMEOUT',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  422: 'UNPROCESSABLE_CONTENT',
+  429: 'TOO_MANY_REQUESTS',
+  499: 'CLIENT_CLOSED_REQUEST',
+  500: 'INTERNAL_SERVER_ERROR',
+  501: 'NOT_IMPLEMENTED',
+  502: 'BAD_GATEWAY',
+  503: 'SERVICE_UNAVAILABLE',
+  504: 'GATEWAY_TIMEOUT',
+};
+
+const statusByTrpcCode = Object.fromEntries(
+  Object.entries(trpcCodeByStatus).map(([status, code]) => [code, Number(status)]),
+) as Record<TRPC_ERROR_CODE_KEY, number>;
+
+export class AppError extends TRPCError {
+  readonly status: number;
+  readonly appCode: string;
+  /** Extra response headers, e.g. Retry-After on 429. */
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, appCode: string, detail: string, headers: Record<string, string> = {}) {
+    super({ code: trpcCodeByStatus[status] ?? 'INTERNAL_SERVER_ERROR', message: detail });
+    this.name = 'AppError';
+    this.status = status;
+    this.appCode = appCode;
+    this.headers = headers;
+  }
+}
+
+export const badRequest = (detail: string, code = 'BAD_REQUEST') => new AppError(400, code, detail);
+export const unauthorized = (detail = 'Missing or invalid credentials', code = 'UNAUTHORIZED') =>
+  new AppError(401, code, detail);
+export const forbidden = (detail = 'Forbidden', code = 'FORBIDDEN') => new AppError(403, code, detail);
+export const notFound = (detail = 'Not found', code = 'NOT_FOUND') => new AppError(404, code, detail);
+export const conflict = (detail: string, code = 'CONFLICT') => new AppError(409, code, detail);
+
+export interface MappedError {
+  status: number;
+  body: ErrorBody;
+  headers: Record<string, string>;
+  /** True when the failure is ours (5xx from an unexpected throw): log it with its stack. */
+  unexpected: boolean;
+}
+
+function zodIssues(error: ZodError): ErrorBody['issues'] {
+  return error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
+}
+
+/** Body-parser and http-errors style errors carry `status`/`type` (express.json, busboy limits). */
+function httpParserError(error: unknown): MappedError | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { status, type } = error as { status?: unknown; type?: unknown };
+  if (typeof status !== 'number' || status < 400 || status > 499) return undefined;
+  const byType: Record<string, [string, string]> = {
+    'entity.parse.failed': ['MALFORMED_JSON', 'Request body is not valid JSON'],
+    'entity.too.large': ['PAYLOAD_TOO_LARGE', 'Request body is too large'],
+    'encoding.unsupported': ['UNSUPPORTED_ENCODING', 'Unsupported content encoding'],
+    'charset.unsupported': ['UNSUPPORTED_CHARSET', 'Unsupported charset'],
+    'request.aborted': ['REQUEST_ABORTED', 'Request aborted'],
+  };
+  const [code, detail] = byType[String(type)] ?? ['BAD_REQUEST', 'Bad request'];
+  return { status, body: { detail, code }, headers: {}, unexpected: false };
+}
+
+/** Maps anything thrown anywhere to the wire error. Never leaks messages of unexpected errors. */
+export function mapError(error: unknown): MappedError {
+  const cause = error instanceof TRPCError && error.cause ? error.cause : undefined;
+  if (error instanceof AppError) {
+    return { status: error.status, body: { detail: error.message, code: error.appCode }, headers: error.headers, unexpected: false };
+  }
+  if (cause instanceof AppError) return mapError(cause);
+  const zod = error instanceof ZodError ? error : cause instanceof ZodError ? cause : undefined;
+  if (zod) {
+    return {
+      status: 400,
+      body: { detail: 'Invalid input', code: 'VALIDATION_FAILED', issues: zodIssues(zod) },
+      headers: {},
+      unexpected: false,
+    };
+  }
+  if (error instanceof TRPCError && error.code !== 'INTERNAL_SERVER_ERROR') {
+    const status = statusByTrpcCode[error.code] ?? 500;
+    return { status, body: { detail: error.message, code: error.code }, headers: {}, unexpected: status >= 500 };
+  }
+  const parser = httpParserError(error);
+  if (parser) return parser;
+  return { status: 500, body: { detail: 'Internal error', code: 'INTERNAL' }, headers: {}, unexpected: true };
+}

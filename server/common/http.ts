@@ -1,0 +1,131 @@
+/**
+ * The express shell both services share: request ids and access logs, security headers,
+ * the JSON body limit, the catch-all 404 and the one error handler, and graceful shutdown.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
+import { mapError, notFound, type MappedError } from './errors.js';
+import type { Logger } from './log.js';
+
+export const JSON_BODY_LIMIT = '1mb';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    id: string;
+    log: Logger;
+  }
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+function requestContext(log: Logger): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.get('x-request-id');
+    req.id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    req.log = log.child({ reqId: req.id });
+    res.setHeader('X-Request-Id', req.id);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    });
+    next();
+  };
+}
+
+const securityHeaders: RequestHandler = (_req, res, next) => {
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Frame-Options', 'DENY');
+  next();
+};
+
+export function createHttpApp(log: Logger, opts: { trustProxy?: string[] } = {}): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('trust proxy', opts.trustProxy?.length ? opts.trustProxy : false);
+  app.use(requestContext(log));
+  app.use(securityHeaders);
+  return app;
+}
+
+/** JSON bodies only when the client says so; anything else is left for the route to refuse. */
+export const jsonBody = express.json({ limit: JSON_BODY_LIMIT, strict: false, type: ['application/json', 'application/*+json'] });
+
+export function sendError(req: Request, res: Response, mapped: MappedError): void {
+  if (mapped.unexpected) req.log.error({ err: mapped }, 'unexpected error');
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  for (const [name, value] of Object.entries(mapped.headers)) res.setHeader(name, value);
+  res.status(mapped.status).json(mapped.body);
+}
+
+/** Last in the chain: unknown routes → 404 body; every error → the mapped body, never a stack. */
+export function finishHttpApp(app: Express): void {
+  app.use((req, res) => sendError(req, res, mapError(notFound(`No route for ${req.method} ${req.path}`, 'ROUTE_NOT_FOUND'))));
+  const onError: ErrorRequestHandler = (error, req, res, _next) => {
+    const mapped = mapError(error);
+    if (mapped.unexpected) req.log.error({ err: error }, 'unhandled error');
+    sendError(req, res, { ...mapped, unexpected: false });
+  };
+  app.use(onError);
+}
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then cuts the rest. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function listen(app: Express, host: string, port: number): Promise<RunningServer> {
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve(s)));
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0; // long SSE streams and large uploads; stalled uploads have their own idle timeout
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    url: `http://${shownHost}:${address.port}`,
+    close(graceMs = 5_000) {
+      closing ??= new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+/** SIGTERM/SIGINT → `stop()` once; a second signal exits at once. */
+export function onShutdownSignal(log: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', handler);
+  process.once('SIGINT', handler);
+}

@@ -1,0 +1,118 @@
+/**
+ * Real Prisma migrations without Prisma's native schema engine: the same engine, compiled to
+ * Wasm (@prisma/schema-engine-wasm), driven over our driver adapters. `applyMigrations` is what
+ * `prisma migrate deploy` does (records `_prisma_migrations`); `createMigration` is what
+ * `prisma migrate dev --create-only` does, diffing the committed migrations (replayed on an
+ * in-memory shadow database) against the schema.
+ */
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { bindMigrationAwareSqlAdapterFactory, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
+import * as engineGlue from '@prisma/schema-engine-wasm/schema_engine_bg';
+
+export interface MigrationSource {
+  /** The store's schema.prisma. */
+  schemaPath: string;
+  /** The folder holding `<timestamp>_<name>/migration.sql` and `migration_lock.toml`. */
+  migrationsDir: string;
+}
+
+let engineModule: Promise<typeof engineGlue> | undefined;
+
+/** Node 20 cannot import .wasm, so instantiate it by hand with its JS glue as the import object. */
+function loadEngineModule(): Promise<typeof engineGlue> {
+  engineModule ??= (async () => {
+    const entry = createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm');
+    const bytes = await readFile(path.join(path.dirname(entry), 'schema_engine_bg.wasm'));
+    const { instance } = await WebAssembly.instantiate(bytes, { './schema_engine_bg.js': engineGlue as unknown as WebAssembly.ModuleImports });
+    engineGlue.__wbg_set_wasm(instance.exports);
+    (instance.exports.__wbindgen_start as () => void)();
+    return engineGlue;
+  })();
+  return engineModule;
+}
+
+async function openEngine(source: MigrationSource, adapter: SqlMigrationAwareDriverAdapterFactory): Promise<SchemaEngine> {
+  const glue = await loadEngineModule();
+  const schema = await readFile(source.schemaPath, 'utf8');
+  const log = () => undefined;
+  return glue.SchemaEngine.new({ datamodels: [[source.schemaPath, schema]] }, log, bindMigrationAwareSqlAdapterFactory(adapter));
+}
+
+async function readMigrations(source: MigrationSource): Promise<MigrationList> {
+  const entries = await readdir(source.migrationsDir, { withFileTypes: true }).catch(() => []);
+  const directories = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const lockPath = path.join(source.migrationsDir, 'migration_lock.toml');
+  return {
+    baseDir: source.migrationsDir,
+    lockfile: { path: 'migration_lock.toml', content: await readFile(lockPath, 'utf8').catch(() => null) },
+    shadowDbInitScript: '',
+    migrationDirectories: await Promise.all(
+      directories.map(async (dir) => {
+        const file = path.join(source.migrationsDir, dir, 'migration.sql');
+        const content = await readFile(file, 'utf8').then(
+          (value) => ({ tag: 'ok' as const, value }),
+          (error: Error) => ({ tag: 'error' as const, value: error.message }),
+        );
+        return { path: dir, migrationFile: { path: 'migration.sql', content } };
+      }),
+    ),
+  };
+}
+
+const noFilters = { externalTables: [], externalEnums: [] };
+
+/** Applies every committed migration not yet recorded in the database; returns their names. */
+export async function applyMigrations(source: MigrationSource, adapter: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+  const engine = await openEngine(source, adapter);
+  try {
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: await readMigrations(source), filters: noFilters });
+    return appliedMigrationNames;
+  } finally {
+    engine.free();
+  }
+}
+
+/**
+ * Writes `<timestamp>_<name>/migration.sql` with the SQL that takes the committed migrations to
+ * the current schema. Returns the new folder, or undefined when the schema has not changed.
+ */
+export async function createMigration(
+  source: MigrationSource,
+  adapter: SqlMigrationAwareDriverAdapterFactory,
+  name: string,
+  now = new Date(),
+): Promise<string | undefined> {
+  const engine = await openEngine(source, adapter);
+  try {
+    const migrationsList = await readMigrations(source);
+    const schema = await readFile(source.schemaPath, 'utf8');
+    const from = migrationsList.migrationDirectories.length
+      ? ({ tag: 'migrations', ...migrationsList } as const)
+      : ({ tag: 'empty' } as const);
+    const { stdout } = await engine.diff({
+      from,
+      to: { tag: 'schemaDatamodel', files: [{ path: source.schemaPath, content: schema }] },
+      script: true,
+      exitCode: null,
+      filters: noFilters,
+    });
+    if (!stdout || /^-- This is an empty migration\.\s*$/.test(stdout.trim())) return undefined;
+    const stamp = now.toISOString().replace(/\D/g, '').slice(0, 14);
+    const dir = path.join(source.migrationsDir, `${stamp}_${name.replace(/\W+/g, '_').toLowerCase()}`);
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'migration.sql'), stdout);
+    if (migrationsList.lockfile.content === null) {
+      const provider = adapter.provider === 'sqlite' ? 'sqlite' : 'postgresql';
+      await writeFile(
+        path.join(source.migrationsDir, 'migration_lock.toml'),
+        `# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "${provider}"\n`,
+      );
+    }
+    return dir;
+  } finally {
+    engine.free();
+  }
+}

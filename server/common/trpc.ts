@@ -1,0 +1,33 @@
+/**
+ * tRPC initialisation shared by both services: superjson, an error formatter that exposes the
+ * same machine code the REST bridge writes (and never a stack), and the procedure metadata that
+ * the bridge and the OpenAPI document read.
+ */
+import { initTRPC } from '@trpc/server';
+import superjson from 'superjson';
+import type { OpenApiMeta } from 'trpc-to-openapi';
+import { mapError } from './errors.js';
+
+/**
+ * `openapi` (trpc-to-openapi) places a procedure at a REST path. `rest` says how the bridge
+ * answers when the answer is not a JSON body: `empty` → 204, `redirect` → 302 to the returned
+ * `location`. Streams, uploads and file bodies have their own bridge adapters.
+ */
+export type ProcedureMeta = OpenApiMeta & { rest?: { kind: 'empty' | 'redirect' } };
+
+export function initServiceTrpc<Ctx extends object>() {
+  return initTRPC
+    .context<Ctx>()
+    .meta<ProcedureMeta>()
+    .create({
+      transformer: superjson,
+      errorFormatter({ shape, error }) {
+        const mapped = mapError(error);
+        return {
+          message: mapped.body.detail,
+          code: shape.code,
+          data: { code: mapped.body.code, httpStatus: mapped.status, issues: mapped.body.issues, path: shape.data.path },
+        };
+      },
+    });
+}
