@@ -8,7 +8,11 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { bindMigrationAwareSqlAdapterFactory, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import {
+  bindMigrationAwareSqlAdapterFactory,
+  type SqlDriverAdapter,
+  type SqlMigrationAwareDriverAdapterFactory,
+} from '@prisma/driver-adapter-utils';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
 import * as engineGlue from '@prisma/schema-engine-wasm/schema_engine_bg';
 
@@ -34,11 +38,48 @@ function loadEngineModule(): Promise<typeof engineGlue> {
   return engineModule;
 }
 
-async function openEngine(source: MigrationSource, adapter: SqlMigrationAwareDriverAdapterFactory): Promise<SchemaEngine> {
+/**
+ * The engine replays SQLite migrations on the shadow database through `executeRaw`, which
+ * better-sqlite3 limits to one statement; a parameterless multi-statement query is a script.
+ */
+function acceptScripts(adapter: SqlDriverAdapter): SqlDriverAdapter {
+  if (adapter.provider !== 'sqlite') return adapter;
+  const executeRaw = adapter.executeRaw.bind(adapter);
+  adapter.executeRaw = async (query) => {
+    if (query.args.length > 0 || !/;\s*\S/.test(query.sql)) return executeRaw(query);
+    await adapter.executeScript(query.sql);
+    return 0;
+  };
+  return adapter;
+}
+
+/**
+ * Runs `work` on an engine over `factory`, then closes every connection the engine opened: the
+ * engine does not close them itself, and an open SQLite connection would keep the file locked.
+ */
+async function withEngine<T>(source: MigrationSource, factory: SqlMigrationAwareDriverAdapterFactory, work: (engine: SchemaEngine) => Promise<T>): Promise<T> {
   const glue = await loadEngineModule();
   const schema = await readFile(source.schemaPath, 'utf8');
+  const opened: SqlDriverAdapter[] = [];
+  const track = async (connection: Promise<SqlDriverAdapter>) => {
+    const adapter = await connection;
+    opened.push(adapter);
+    return adapter;
+  };
+  const tracked: SqlMigrationAwareDriverAdapterFactory = {
+    provider: factory.provider,
+    adapterName: factory.adapterName,
+    connect: () => track(factory.connect()),
+    connectToShadowDb: () => track(factory.connectToShadowDb().then(acceptScripts)),
+  };
   const log = () => undefined;
-  return glue.SchemaEngine.new({ datamodels: [[source.schemaPath, schema]] }, log, bindMigrationAwareSqlAdapterFactory(adapter));
+  const engine = await glue.SchemaEngine.new({ datamodels: [[source.schemaPath, schema]] }, log, bindMigrationAwareSqlAdapterFactory(tracked));
+  try {
+    return await work(engine);
+  } finally {
+    engine.free();
+    await Promise.all(opened.map((adapter) => adapter.dispose().catch(() => undefined)));
+  }
 }
 
 async function readMigrations(source: MigrationSource): Promise<MigrationList> {
@@ -66,13 +107,11 @@ const noFilters = { externalTables: [], externalEnums: [] };
 
 /** Applies every committed migration not yet recorded in the database; returns their names. */
 export async function applyMigrations(source: MigrationSource, adapter: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
-  const engine = await openEngine(source, adapter);
-  try {
-    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: await readMigrations(source), filters: noFilters });
+  const migrationsList = await readMigrations(source);
+  return withEngine(source, adapter, async (engine) => {
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: noFilters });
     return appliedMigrationNames;
-  } finally {
-    engine.free();
-  }
+  });
 }
 
 /**
@@ -85,34 +124,30 @@ export async function createMigration(
   name: string,
   now = new Date(),
 ): Promise<string | undefined> {
-  const engine = await openEngine(source, adapter);
-  try {
-    const migrationsList = await readMigrations(source);
-    const schema = await readFile(source.schemaPath, 'utf8');
-    const from = migrationsList.migrationDirectories.length
-      ? ({ tag: 'migrations', ...migrationsList } as const)
-      : ({ tag: 'empty' } as const);
-    const { stdout } = await engine.diff({
+  const migrationsList = await readMigrations(source);
+  const schema = await readFile(source.schemaPath, 'utf8');
+  const from = migrationsList.migrationDirectories.length ? ({ tag: 'migrations', ...migrationsList } as const) : ({ tag: 'empty' } as const);
+  const stdout = await withEngine(source, adapter, async (engine) => {
+    const diff = await engine.diff({
       from,
       to: { tag: 'schemaDatamodel', files: [{ path: source.schemaPath, content: schema }] },
       script: true,
       exitCode: null,
       filters: noFilters,
     });
-    if (!stdout || /^-- This is an empty migration\.\s*$/.test(stdout.trim())) return undefined;
-    const stamp = now.toISOString().replace(/\D/g, '').slice(0, 14);
-    const dir = path.join(source.migrationsDir, `${stamp}_${name.replace(/\W+/g, '_').toLowerCase()}`);
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'migration.sql'), stdout);
-    if (migrationsList.lockfile.content === null) {
-      const provider = adapter.provider === 'sqlite' ? 'sqlite' : 'postgresql';
-      await writeFile(
-        path.join(source.migrationsDir, 'migration_lock.toml'),
-        `# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "${provider}"\n`,
-      );
-    }
-    return dir;
-  } finally {
-    engine.free();
+    return diff.stdout;
+  });
+  if (!stdout || /^-- This is an empty migration\.\s*$/.test(stdout.trim())) return undefined;
+  const stamp = now.toISOString().replace(/\D/g, '').slice(0, 14);
+  const dir = path.join(source.migrationsDir, `${stamp}_${name.replace(/\W+/g, '_').toLowerCase()}`);
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'migration.sql'), stdout);
+  if (migrationsList.lockfile.content === null) {
+    const provider = adapter.provider === 'sqlite' ? 'sqlite' : 'postgresql';
+    await writeFile(
+      path.join(source.migrationsDir, 'migration_lock.toml'),
+      `# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "${provider}"\n`,
+    );
   }
+  return dir;
 }

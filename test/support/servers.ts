@@ -1,0 +1,84 @@
+/**
+ * Real servers for tests: each call starts a service on a free loopback port with its own data
+ * directory (and its own PostgreSQL database when asked), exactly as main.ts would.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startAccount, type RunningAccount } from '../../server/account/app.js';
+import { loadAccountConfig } from '../../server/account/config.js';
+import { startAgent, type RunningAgent } from '../../server/agent/app.js';
+import { loadAgentConfig } from '../../server/agent/config.js';
+import { createTestDatabase } from './postgres.js';
+
+export async function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(path.join(tmpdir(), `${prefix}-`));
+}
+
+/** A port that was free a moment ago, so that BASE_URL can be known before the service starts. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestAgent extends RunningAgent {
+  secret: string;
+  workspace: string;
+  auth: { authorization: string };
+  /** Stops the agent and removes its workspace (unless keepWorkspace). */
+  stop(opts?: { keepWorkspace?: boolean }): Promise<void>;
+}
+
+export async function startTestAgent(env: Record<string, string> = {}): Promise<TestAgent> {
+  const secret = env.AGENT_SECRET ?? randomBytes(24).toString('hex');
+  const workspace = env.AGENT_WORKSPACE ?? (await tempDir('agent-ws'));
+  const config = loadAgentConfig({ AGENT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', ...env, AGENT_SECRET: secret, AGENT_WORKSPACE: workspace });
+  const agent = await startAgent(config);
+  return {
+    ...agent,
+    secret,
+    workspace,
+    auth: { authorization: `Bearer ${secret}` },
+    async stop(opts) {
+      await agent.close();
+      if (!opts?.keepWorkspace) await rm(workspace, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TestAccount extends RunningAccount {
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+export async function startTestAccount(kind: 'pglite' | 'postgres' = 'pglite', env: Record<string, string> = {}): Promise<TestAccount> {
+  const dataDir = await tempDir('account-data');
+  const database = kind === 'postgres' ? await createTestDatabase() : undefined;
+  const port = String(await freePort());
+  const config = loadAccountConfig({
+    PORT: port,
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    ...(database ? { DATABASE_URL: database.url } : {}),
+    ...env,
+  });
+  const account = await startAccount(config);
+  return {
+    ...account,
+    dataDir,
+    async stop() {
+      await account.close();
+      await database?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
