@@ -39,7 +39,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   );
   app.get('/.well-known/jwks.json', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=300');
-    res.json({ keys: [] });
+    res.json(services.tokens.issuer.keys.jwks);
   });
   const api = express.Router();
   mountAccountBridge(api, contextFor, config.baseUrl);

@@ -12,6 +12,7 @@ const schema = z
     FRONTEND_URL: optionalString.pipe(httpUrl.optional()),
     REDIS_URL: optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()),
     TRUST_PROXY: optionalString,
+    SIGNING_KEYS_FILE: optionalString,
     LOG_LEVEL: logLevel,
   })
   .transform((env) => {
@@ -20,6 +21,7 @@ const schema = z
       port: env.PORT,
       host: env.HOST,
       dataDir: path.resolve(env.DATA_DIR),
+      signingKeysFile: path.resolve(env.SIGNING_KEYS_FILE ?? path.join(env.DATA_DIR, 'signing-keys.json')),
       databaseUrl: env.DATABASE_URL,
       baseUrl,
       frontendUrl: (env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''),

@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { authRouter } from './auth/router.js';
+import { tokensRouter } from './tokens/router.js';
 import { publicProcedure, router } from './trpc.js';
 
 export const accountRouter = router({
   auth: authRouter,
+  tokens: tokensRouter,
   /** `GET /api/v1` sends people (and tools) to the API's description. */
   index: publicProcedure
     .meta({ openapi: { method: 'GET', path: '/', protect: false, summary: 'Redirects to the OpenAPI document' }, rest: { kind: 'redirect' } })

@@ -3,8 +3,8 @@
  * 1. CONTEXT: the account services, the request's logger, client IP, and the raw
  *    Authorization header (procedures that accept a guest upgrade read it).
  * 2. INITIALISATION: shared with the agent service (server/common/trpc.ts).
- * 3. PROCEDURES: `publicProcedure` for sign-in endpoints; authenticated procedures are added
- *    with the tokens module.
+ * 3. PROCEDURES: `publicProcedure` for sign-in endpoints; `userProcedure` requires the access
+ *    token of a live session and puts its claims in `ctx.user`.
  */
 import type { Logger } from '../common/log.js';
 import { initServiceTrpc } from '../common/trpc.js';
@@ -22,3 +22,7 @@ const t = initServiceTrpc<AccountContext>();
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const publicProcedure = t.procedure;
+export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
+  const user = await ctx.services.tokens.authenticate(ctx.authorization);
+  return next({ ctx: { ...ctx, user } });
+});

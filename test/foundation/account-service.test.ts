@@ -67,7 +67,7 @@ describe.each(kinds)('account service on %s', (kind) => {
   });
 
   it('serves the same procedures over tRPC', async () => {
-    const res = await fetch(`${account.url}/trpc/auth.logout`, {
+    const res = await fetch(`${account.url}/trpc/tokens.logout`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ json: { refresh_token: 'unknown' } }),

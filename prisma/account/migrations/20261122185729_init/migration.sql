@@ -6,7 +6,6 @@ CREATE TABLE "users" (
     "id" UUID NOT NULL,
     "is_guest" BOOLEAN NOT NULL DEFAULT false,
     "email" TEXT,
-    "revoked_before" TIMESTAMP(3),
     "created_at" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updated_at" TIMESTAMP(3) NOT NULL,
 

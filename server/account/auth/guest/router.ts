@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { TokenPair } from '../../tokens/schemas.js';
+import { publicProcedure, router } from '../../trpc.js';
+import { signInWithIdentity } from '../../users/identities.js';
+
+/** Non-empty, bounded, printable ASCII without spaces: what device-id APIs hand out. */
+export const GuestInput = z.object({
+  device_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[\x21-\x7e]+$/, 'device_id must be printable ASCII without spaces'),
+});
+
+export const guestRouter = router({
+  signIn: publicProcedure
+    .meta({ openapi: { method: 'POST', path: '/auth/guest', protect: false, summary: 'Guest sign-in keyed by device id' } })
+    .input(GuestInput)
+    .output(TokenPair)
+    .mutation(async ({ ctx, input }) => {
+      const user = await signInWithIdentity(ctx.services.store.db, { provider: 'guest', subject: input.device_id });
+      return ctx.services.tokens.startSession(user);
+    }),
+});

@@ -1,0 +1,93 @@
+/**
+ * Sessions are refresh-token families (design.md: "Refresh"). A session row holds a generation
+ * counter; the refresh token carries the generation it may rotate. Rotation is one conditional
+ * UPDATE, so of N concurrent refreshes of one token exactly one matches the row.
+ *
+ * A token from an older generation is a reuse: within 10 s of the rotation it is the loser of a
+ * race (answer 401, keep the session); later — or more than one generation back — it means the
+ * token was copied, so the whole family is revoked.
+ */
+import { unauthorized } from '../../common/errors.js';
+import type { AccountDb } from '../store.js';
+import { REFRESH_TTL_SECONDS } from './jwt.js';
+
+const REUSE_GRACE_MS = 10_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const refreshExpiry = (now: Date) => new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
+
+export async function createSession(db: AccountDb, userId: string, now = new Date()): Promise<{ sessionId: string; generation: number }> {
+  const session = await db.session.create({ data: { userId, generation: 0, rotatedAt: now, expiresAt: refreshExpiry(now) }, select: { id: true } });
+  return { sessionId: session.id, generation: 0 };
+}
+
+export type RotationOutcome = { ok: true; generation: number; guest: boolean } | { ok: false; theft: boolean };
+
+/** One statement: bump the generation if (and only if) the presented one is current. */
+export async function rotateSession(db: AccountDb, sessionId: string, userId: string, generation: number, now = new Date()): Promise<RotationOutcome> {
+  if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false, theft: false };
+  const rows = await db.$queryRaw<Array<{ is_guest: boolean }>>`
+    UPDATE sessions AS s
+       SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}
+      FROM users AS u
+     WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id
+       AND s.generation = ${generation} AND s.revoked_at IS NULL AND s.expires_at > ${now}
+    RETURNING u.is_guest`;
+  const row = rows[0];
+  if (row) return { ok: true, generation: generation + 1, guest: row.is_guest };
+
+  const session = await db.session.findUnique({ where: { id: sessionId }, select: { generation: true, rotatedAt: true, revokedAt: true } });
+  if (!session || session.revokedAt || session.generation <= generation) return { ok: false, theft: false };
+  const theft = session.generation > generation + 1 || now.getTime() - session.rotatedAt.getTime() > REUSE_GRACE_MS;
+  if (theft) await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
+  return { ok: false, theft };
+}
+
+export async function revokeSession(db: AccountDb, sessionId: string, now = new Date()): Promise<void> {
+  if (!UUID.test(sessionId)) return;
+  await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
+}
+
+/** Revokes every live session of the user; returns their ids (to drop them from caches). */
+export async function revokeAllSessions(db: AccountDb, userId: string, now = new Date()): Promise<string[]> {
+  return db.$transaction(async (tx) => {
+    const live = await tx.session.findMany({ where: { userId, revokedAt: null }, select: { id: true } });
+    await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
+    return live.map((s) => s.id);
+  });
+}
+
+/**
+ * Whether access tokens of a session still work. Answers are cached briefly, because every
+ * protected call asks; revocations made by this instance update the cache at once, and other
+ * instances see them within `ttlMs`.
+ */
+export class SessionStatusCache {
+  private readonly entries = new Map<string, { active: boolean; until: number }>();
+
+  constructor(
+    private readonly db: AccountDb,
+    private readonly ttlMs = 5_000,
+    private readonly maxEntries = 100_000,
+  ) {}
+
+  async isActive(sessionId: string, now = Date.now()): Promise<boolean> {
+    const cached = this.entries.get(sessionId);
+    if (cached && cached.until > now) return cached.active;
+    if (!UUID.test(sessionId)) return false;
+    const session = await this.db.session.findUnique({ where: { id: sessionId }, select: { revokedAt: true, expiresAt: true } });
+    const active = session !== null && session.revokedAt === null && session.expiresAt.getTime() > now;
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(sessionId, { active, until: now + this.ttlMs });
+    return active;
+  }
+
+  markRevoked(sessionIds: string[]): void {
+    for (const id of sessionIds) this.entries.set(id, { active: false, until: Number.POSITIVE_INFINITY });
+  }
+}
+
+export const refreshRejected = (theft: boolean) =>
+  theft
+    ? unauthorized('This refresh token was already used; the session has been ended', 'REFRESH_TOKEN_REUSED')
+    : unauthorized('The refresh token is no longer valid', 'INVALID_REFRESH_TOKEN');

@@ -1,0 +1,183 @@
+import { generateKeyPair, SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rotateSession } from '../../server/account/tokens/sessions.js';
+import { accountStoreKinds } from '../support/postgres.js';
+import { startTestAccount, type TestAccount } from '../support/servers.js';
+
+const kinds = await accountStoreKinds();
+
+interface Pair {
+  access_token: string;
+  refresh_token: string;
+  token_type: string;
+  expires_in: number;
+}
+
+describe.each(kinds)('tokens on %s', (kind) => {
+  let account: TestAccount;
+  let api: string;
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const me = (access: string) => fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${access}` } });
+  const guest = async (deviceId: string): Promise<Pair> => {
+    const res = await post('/auth/guest', { device_id: deviceId });
+    expect(res.status).toBe(200);
+    return (await res.json()) as Pair;
+  };
+
+  beforeAll(async () => {
+    account = await startTestAccount(kind);
+    api = `${account.url}/api/v1`;
+  });
+  afterAll(() => account.stop());
+
+  it('issues the documented pair with EdDSA, kid and the designed claims', async () => {
+    const pair = await guest('device-claims');
+    expect(pair).toEqual({ access_token: expect.any(String), refresh_token: expect.any(String), token_type: 'bearer', expires_in: 900 });
+    const header = decodeProtectedHeader(pair.access_token);
+    expect(header.alg).toBe('EdDSA');
+    const jwks = (await (await fetch(`${account.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string; d?: string }> };
+    expect(jwks.keys.map((k) => k.kid)).toContain(header.kid);
+    expect(jwks.keys.every((k) => k.d === undefined)).toBe(true);
+    const access = decodeJwt(pair.access_token);
+    expect(access).toMatchObject({ iss: account.services.config.baseUrl, aud: account.services.config.baseUrl, typ: 'access', guest: true });
+    expect((access.exp ?? 0) - (access.iat ?? 0)).toBe(900);
+    const refresh = decodeJwt(pair.refresh_token);
+    expect((refresh.exp ?? 0) - (refresh.iat ?? 0)).toBe(30 * 24 * 3600);
+    expect(refresh.sid).toBe(access.sid);
+  });
+
+  it('maps one device id to one guest account', async () => {
+    const a = await guest('device-same');
+    const b = await guest('device-same');
+    const c = await guest('device-other');
+    const id = async (p: Pair) => ((await (await me(p.access_token)).json()) as { user_id: string }).user_id;
+    expect(await id(a)).toBe(await id(b));
+    expect(await id(a)).not.toBe(await id(c));
+  });
+
+  it.each([[''], ['x'.repeat(201)], ['has space'], ['tab\there'], ['ünïcode']])('refuses device id %j', async (deviceId) => {
+    const res = await post('/auth/guest', { device_id: deviceId });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+
+  it('rotates refresh tokens: the new one works, the old one does not', async () => {
+    const first = await guest('device-rotate');
+    const res = await post('/auth/refresh', { refresh_token: first.refresh_token });
+    expect(res.status).toBe(200);
+    const second = (await res.json()) as Pair;
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    const replay = await post('/auth/refresh', { refresh_token: first.refresh_token });
+    expect(replay.status).toBe(401);
+    expect(await replay.json()).toMatchObject({ code: 'INVALID_REFRESH_TOKEN' });
+    expect((await post('/auth/refresh', { refresh_token: second.refresh_token })).status).toBe(200);
+  });
+
+  it('gives exactly one new pair to 20 concurrent refreshes of one token', async () => {
+    const pair = await guest('device-race');
+    const answers = await Promise.all(Array.from({ length: 20 }, () => post('/auth/refresh', { refresh_token: pair.refresh_token })));
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(19);
+  });
+
+  it('treats a reuse after the grace period as theft and ends the whole session', async () => {
+    const pair = await guest('device-theft');
+    const rotated = (await (await post('/auth/refresh', { refresh_token: pair.refresh_token })).json()) as Pair;
+    const claims = decodeJwt(pair.refresh_token);
+    const later = new Date(Date.now() + 11_000);
+    const outcome = await rotateSession(account.services.store.db, claims.sid as string, claims.sub as string, claims.gen as number, later);
+    expect(outcome).toEqual({ ok: false, theft: true });
+    const stolenFamily = await post('/auth/refresh', { refresh_token: rotated.refresh_token });
+    expect(stolenFamily.status).toBe(401);
+  });
+
+  it('a reuse over the API more than one generation back revokes the family', async () => {
+    const p0 = await guest('device-theft-2');
+    const p1 = (await (await post('/auth/refresh', { refresh_token: p0.refresh_token })).json()) as Pair;
+    const p2 = (await (await post('/auth/refresh', { refresh_token: p1.refresh_token })).json()) as Pair;
+    const reuse = await post('/auth/refresh', { refresh_token: p0.refresh_token });
+    expect(await reuse.json()).toMatchObject({ code: 'REFRESH_TOKEN_REUSED' });
+    expect((await post('/auth/refresh', { refresh_token: p2.refresh_token })).status).toBe(401);
+    expect((await me(p2.access_token)).status).toBe(401);
+  });
+
+  it('logout ends one session at once, for refresh and access tokens; unknown tokens still get 204', async () => {
+    const a = await guest('device-logout');
+    const b = await guest('device-logout');
+    const res = await post('/auth/logout', { refresh_token: a.refresh_token });
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+    expect((await me(a.access_token)).status).toBe(401);
+    expect((await post('/auth/refresh', { refresh_token: a.refresh_token })).status).toBe(401);
+    expect((await me(b.access_token)).status).toBe(200);
+    expect((await post('/auth/logout', { refresh_token: a.refresh_token })).status).toBe(204);
+    expect((await post('/auth/logout', { refresh_token: 'not.a.jwt' })).status).toBe(204);
+  });
+
+  it('logout/all ends every session of the user', async () => {
+    const a = await guest('device-all');
+    const b = await guest('device-all');
+    const other = await guest('device-all-other');
+    expect((await post('/auth/logout/all', undefined, { authorization: 'Bearer nope' })).status).toBe(401);
+    const res = await fetch(`${api}/auth/logout/all`, { method: 'POST', headers: { authorization: `Bearer ${a.access_token}` } });
+    expect(res.status).toBe(204);
+    for (const pair of [a, b]) {
+      expect((await me(pair.access_token)).status).toBe(401);
+      expect((await post('/auth/refresh', { refresh_token: pair.refresh_token })).status).toBe(401);
+    }
+    expect((await me(other.access_token)).status).toBe(200);
+  });
+
+  describe('hostile tokens', () => {
+    let pair: Pair;
+    beforeAll(async () => {
+      pair = await guest('device-hostile');
+    });
+
+    it('an access token is not a refresh token, and the reverse', async () => {
+      expect((await post('/auth/refresh', { refresh_token: pair.access_token })).status).toBe(401);
+      expect((await me(pair.refresh_token)).status).toBe(401);
+    });
+
+    it.each([
+      ['no header', undefined],
+      ['empty', ''],
+      ['bearer only', 'Bearer'],
+      ['wrong scheme', `Basic ${Buffer.from('a:b').toString('base64')}`],
+      ['garbage', 'Bearer !!!'],
+      ['two tokens', 'Bearer a.b.c d.e.f'],
+    ])('refuses Authorization %s', async (_name, header) => {
+      const res = await fetch(`${api}/auth/me`, { headers: header === undefined ? {} : { authorization: header } });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ detail: expect.any(String), code: expect.any(String) });
+    });
+
+    it('refuses alg none, another key, a forged kid and tampered claims', async () => {
+      const claims = decodeJwt(pair.access_token);
+      const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+      const none = `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.`;
+      const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+      const kid = decodeProtectedHeader(pair.access_token).kid as string;
+      const otherKey = await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', kid }).sign(privateKey);
+      const unknownKid = await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', kid: 'nope' }).sign(privateKey);
+      const [h, , s] = pair.access_token.split('.');
+      const tampered = `${h}.${b64({ ...claims, sub: '00000000-0000-0000-0000-000000000000' })}.${s}`;
+      for (const token of [none, otherKey, unknownKid, tampered]) {
+        expect((await me(token)).status).toBe(401);
+        expect((await post('/auth/refresh', { refresh_token: token })).status).toBe(401);
+      }
+    });
+
+    it('refuses expired tokens with TOKEN_EXPIRED', async () => {
+      const { keys } = account.services.tokens.issuer;
+      const claims = decodeJwt(pair.access_token);
+      const past = Math.floor(Date.now() / 1000) - 3600;
+      const expired = await new SignJWT({ ...claims, iat: past - 900, exp: past }).setProtectedHeader({ alg: 'EdDSA', kid: keys.kid }).sign(keys.privateKey);
+      const res = await me(expired);
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ code: 'TOKEN_EXPIRED' });
+    });
+  });
+});
