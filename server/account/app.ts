@@ -26,6 +26,9 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     log: req.log,
     ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
     authorization: req.headers.authorization,
+    setHeader: (name, value) => {
+      if (req.res && !req.res.headersSent) req.res.setHeader(name, value);
+    },
   });
   app.use(
     '/trpc',

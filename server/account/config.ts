@@ -13,6 +13,7 @@ const schema = z
     REDIS_URL: optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()),
     TRUST_PROXY: optionalString,
     SIGNING_KEYS_FILE: optionalString,
+    RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
     LOG_LEVEL: logLevel,
   })
   .transform((env) => {
@@ -26,6 +27,7 @@ const schema = z
       baseUrl,
       frontendUrl: (env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''),
       redisUrl: env.REDIS_URL,
+      rateLimitMultiplier: env.RATE_LIMIT_MULTIPLIER,
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       logLevel: env.LOG_LEVEL,
     };

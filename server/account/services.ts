@@ -4,6 +4,7 @@
  */
 import type { Logger } from '../common/log.js';
 import type { AccountConfig } from './config.js';
+import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
@@ -13,6 +14,7 @@ export interface AccountServices {
   log: Logger;
   store: AccountStore;
   tokens: TokenService;
+  rateLimits: RateLimits;
   close(): Promise<void>;
 }
 
@@ -21,12 +23,15 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
   const keys = await loadSigningKeys(config.signingKeysFile);
   const tokens = new TokenService(store.db, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
+  const rateLimits = new RateLimits(config.redisUrl, config.rateLimitMultiplier);
   return {
     config,
     log,
     store,
     tokens,
+    rateLimits,
     async close() {
+      await rateLimits.close();
       await store.close();
     },
   };

@@ -3,11 +3,12 @@
  * 1. CONTEXT: the account services, the request's logger, client IP, and the raw
  *    Authorization header (procedures that accept a guest upgrade read it).
  * 2. INITIALISATION: shared with the agent service (server/common/trpc.ts).
- * 3. PROCEDURES: `publicProcedure` for sign-in endpoints; `userProcedure` requires the access
- *    token of a live session and puts its claims in `ctx.user`.
+ * 3. PROCEDURES: `publicProcedure` for sign-in endpoints (add `.use(rateLimited('auth.x'))`);
+ *    `userProcedure` requires the access token of a live session and puts its claims in `ctx.user`.
  */
 import type { Logger } from '../common/log.js';
 import { initServiceTrpc } from '../common/trpc.js';
+import type { RateLimitName, SetHeader } from './ratelimit/limits.js';
 import type { AccountServices } from './services.js';
 
 export interface AccountContext {
@@ -15,6 +16,8 @@ export interface AccountContext {
   log: Logger;
   ip: string;
   authorization: string | undefined;
+  /** Response headers from inside a procedure (RateLimit-*), over REST and tRPC alike. */
+  setHeader: SetHeader;
 }
 
 const t = initServiceTrpc<AccountContext>();
@@ -22,6 +25,13 @@ const t = initServiceTrpc<AccountContext>();
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const publicProcedure = t.procedure;
+/** Counts the call against the named per-IP limit before the procedure runs. */
+export const rateLimited = (name: RateLimitName) =>
+  t.middleware(async ({ ctx, next }) => {
+    await ctx.services.rateLimits.consume(name, ctx.ip, ctx.setHeader);
+    return next();
+  });
+
 export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
   const user = await ctx.services.tokens.authenticate(ctx.authorization);
   return next({ ctx: { ...ctx, user } });

@@ -1,21 +1,24 @@
 import { z } from 'zod';
-import { publicProcedure, router, userProcedure } from '../trpc.js';
+import { publicProcedure, rateLimited, router, userProcedure } from '../trpc.js';
 import { Me, RefreshTokenInput, TokenPair } from './schemas.js';
 
 export const tokensRouter = router({
   refresh: publicProcedure
+    .use(rateLimited('auth.refresh'))
     .meta({ openapi: { method: 'POST', path: '/auth/refresh', protect: false, summary: 'Rotate a refresh token into a new pair' } })
     .input(RefreshTokenInput)
     .output(TokenPair)
     .mutation(({ ctx, input }) => ctx.services.tokens.refresh(input.refresh_token)),
 
   logout: publicProcedure
+    .use(rateLimited('auth.logout'))
     .meta({ openapi: { method: 'POST', path: '/auth/logout', protect: false, summary: 'End one session (204)' }, rest: { kind: 'empty' } })
     .input(RefreshTokenInput)
     .output(z.void())
     .mutation(({ ctx, input }) => ctx.services.tokens.logout(input.refresh_token)),
 
   logoutAll: userProcedure
+    .use(rateLimited('auth.logout.all'))
     .meta({ openapi: { method: 'POST', path: '/auth/logout/all', summary: 'End every session of the user (204)' }, rest: { kind: 'empty' } })
     .input(z.void())
     .output(z.void())

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { TokenPair } from '../../tokens/schemas.js';
-import { publicProcedure, router } from '../../trpc.js';
+import { publicProcedure, rateLimited, router } from '../../trpc.js';
 import { signInWithIdentity } from '../../users/identities.js';
 
 /** Non-empty, bounded, printable ASCII without spaces: what device-id APIs hand out. */
@@ -14,6 +14,7 @@ export const GuestInput = z.object({
 
 export const guestRouter = router({
   signIn: publicProcedure
+    .use(rateLimited('auth.guest'))
     .meta({ openapi: { method: 'POST', path: '/auth/guest', protect: false, summary: 'Guest sign-in keyed by device id' } })
     .input(GuestInput)
     .output(TokenPair)
