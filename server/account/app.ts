@@ -11,6 +11,7 @@ import type { AccountConfig } from './config.js';
 import { accountRouter } from './router.js';
 import { createAccountServices, type AccountServices } from './services.js';
 import type { AccountContext } from './trpc.js';
+import { serveWebClient } from './web.js';
 
 export interface RunningAccount {
   url: string;
@@ -47,6 +48,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   const api = express.Router();
   mountAccountBridge(api, contextFor, config.baseUrl);
   app.use('/api/v1', api);
+  if (!serveWebClient(app)) log.warn('web client not built (npm run build:web): only the APIs are served');
   finishHttpApp(app);
   const server = await listen(app, config.host, config.port);
   log.info({ url: server.url, store: services.store.kind }, 'account service listening');

@@ -1,0 +1,20 @@
+import { api, errorMessage } from '../api.js';
+import { h } from '../dom.js';
+import { clearTokens, loadTokens } from '../session.js';
+
+/** Signed in: who you are, and the way out. (The chat, files and agent pages come later.) */
+export function homePage(onSignedOut: () => void): HTMLElement {
+  const who = h('p', { 'data-testid': 'signed-in' }, 'Signed in.');
+  api.tokens.me.query().then(
+    (me) => (who.textContent = `Signed in${me.guest ? ' as a guest' : ''} (user ${me.user_id}).`),
+    (error: unknown) => (who.textContent = errorMessage(error)),
+  );
+  const signOut = h('button', { type: 'button' }, 'Sign out');
+  signOut.onclick = async () => {
+    const tokens = loadTokens();
+    if (tokens) await api.tokens.logout.mutate({ refresh_token: tokens.refresh_token }).catch(() => undefined);
+    clearTokens();
+    onSignedOut();
+  };
+  return h('div', {}, h('h1', {}, 'Your agent'), who, signOut);
+}

@@ -1,0 +1,41 @@
+/**
+ * Serves the built web client (client/web/dist) at the service root, with a strict CSP, and
+ * falls back to index.html for client-side routes such as /auth/callback. API paths never fall
+ * through to the page.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { type Express } from 'express';
+
+export const WEB_DIST = fileURLToPath(new URL('../../client/web/dist/', import.meta.url));
+
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+const NOT_PAGES = /^\/(api|trpc|\.well-known|dev)(\/|$)/;
+
+/** Returns false when the client has not been built (`npm run build:web`). */
+export function serveWebClient(app: Express, dist = WEB_DIST): boolean {
+  const index = path.join(dist, 'index.html');
+  if (!existsSync(index)) return false;
+  app.use((req, res, next) => {
+    if (!NOT_PAGES.test(req.path)) res.setHeader('Content-Security-Policy', CSP);
+    next();
+  });
+  app.use(express.static(dist, { index: false, maxAge: '1h', immutable: false }));
+  app.get(/.*/, (req, res, next) => {
+    if (NOT_PAGES.test(req.path) || !req.accepts('html')) return next();
+    res.setHeader('Cache-Control', 'no-cache');
+    res.sendFile(index);
+  });
+  return true;
+}
