@@ -9,10 +9,12 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci
 fi
 bash scripts/ensure-chromium.sh
+mkdir -p test-results
 
 echo "== typecheck"
 npx tsc -p tsconfig.json
 echo "== unit and integration (vitest)"
-npx vitest run
+npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json
 echo "== browser end-to-end (playwright + chromium)"
-npx playwright test
+PLAYWRIGHT_JSON_OUTPUT_NAME=test-results/playwright.json npx playwright test --reporter=list,json
+node scripts/test-summary.mjs test-results/vitest.json test-results/playwright.json

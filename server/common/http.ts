@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
 import { mapError, notFound, type MappedError } from './errors.js';
 import type { Logger } from './log.js';
@@ -83,6 +83,9 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
+/** How long a connection that has no request in progress may still start one while we stop. */
+const IDLE_GRACE_MS = 300;
+
 export async function listen(app: Express, host: string, port: number): Promise<RunningServer> {
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve(s)));
@@ -90,23 +93,47 @@ export async function listen(app: Express, host: string, port: number): Promise<
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0; // long SSE streams and large uploads; stalled uploads have their own idle timeout
+
+  // Node's own server.close() drops every connection it deems idle — including one whose request
+  // has arrived but not yet been parsed — so shutdown tracks connections itself.
+  const busy = new Map<Socket, number>();
+  let closing = false;
+  server.on('connection', (socket: Socket) => {
+    busy.set(socket, 0);
+    socket.once('close', () => busy.delete(socket));
+  });
+  server.on('request', (req, res) => {
+    const socket = req.socket;
+    busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    if (closing) res.setHeader('Connection', 'close');
+    res.once('close', () => {
+      const left = (busy.get(socket) ?? 1) - 1;
+      busy.set(socket, left);
+      if (closing && left === 0) socket.end();
+    });
+  });
+
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  let closing: Promise<void> | undefined;
+  let closed: Promise<void> | undefined;
   return {
     server,
     url: `http://${shownHost}:${address.port}`,
     close(graceMs = 5_000) {
-      closing ??= new Promise<void>((resolve) => {
-        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-        timer.unref();
-        server.close(() => {
-          clearTimeout(timer);
+      closed ??= new Promise<void>((resolve) => {
+        closing = true;
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        force.unref();
+        // net.Server#close: stop accepting and wait for connections, without http's idle sweep.
+        NetServer.prototype.close.call(server, () => {
+          clearTimeout(force);
           resolve();
         });
-        server.closeIdleConnections();
+        setTimeout(() => {
+          for (const [socket, requests] of busy) if (requests === 0) socket.end();
+        }, IDLE_GRACE_MS).unref();
       });
-      return closing;
+      return closed;
     },
   };
 }
