@@ -13,6 +13,11 @@ const schema = z
     REDIS_URL: optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()),
     TRUST_PROXY: optionalString,
     SIGNING_KEYS_FILE: optionalString,
+    AGENT_PROVISIONER: z.enum(['local', 'static']).default('local'),
+    AGENT_IDLE_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
+    AGENT_SECRETS_KEY: optionalString.pipe(
+      z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional(),
+    ),
     RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
     LOG_LEVEL: logLevel,
   })
@@ -28,6 +33,9 @@ const schema = z
       frontendUrl: (env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''),
       redisUrl: env.REDIS_URL,
       rateLimitMultiplier: env.RATE_LIMIT_MULTIPLIER,
+      agentProvisioner: env.AGENT_PROVISIONER,
+      agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
+      agentSecretsKey: env.AGENT_SECRETS_KEY,
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       logLevel: env.LOG_LEVEL,
     };

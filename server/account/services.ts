@@ -3,6 +3,9 @@
  * Domain modules take what they need from here as explicit arguments.
  */
 import type { Logger } from '../common/log.js';
+import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
+import { AgentRegistry } from './agents/registry.js';
+import { loadSecretBox } from './agents/secrets.js';
 import type { AccountConfig } from './config.js';
 import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
@@ -15,6 +18,7 @@ export interface AccountServices {
   store: AccountStore;
   tokens: TokenService;
   rateLimits: RateLimits;
+  agents: { registry: AgentRegistry; provisioner: AgentProvisioner };
   close(): Promise<void>;
 }
 
@@ -24,13 +28,20 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const keys = await loadSigningKeys(config.signingKeysFile);
   const tokens = new TokenService(store.db, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
   const rateLimits = new RateLimits(config.redisUrl, config.rateLimitMultiplier);
+  const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
+  const provisioner =
+    config.agentProvisioner === 'static'
+      ? new StaticProvisioner(registry)
+      : new LocalProvisioner(registry, log, { dataDir: config.dataDir, idleTimeoutSeconds: config.agentIdleTimeoutSeconds, agentEnv: agentEnvironment(process.env) });
   return {
     config,
     log,
     store,
     tokens,
     rateLimits,
+    agents: { registry, provisioner },
     async close() {
+      await provisioner.close();
       await rateLimits.close();
       await store.close();
     },

@@ -1,0 +1,231 @@
+/**
+ * Every user has one agent; a provisioner finds it (and starts it when that is its job).
+ *
+ * - `local` (default): one agent process per user on this machine, started on first use with its
+ *   own workspace under DATA_DIR/agents/<agent id>/, its own random secret and a free loopback
+ *   port; restarted with backoff when it dies; stopped after AGENT_IDLE_TIMEOUT without use.
+ * - `static`: agents run elsewhere and are registered and assigned with `npm run agents`.
+ *
+ * A cloud provisioner implements the same interface: `agentFor` creates or wakes the user's VM
+ * (registering its URL and secret in the registry on creation) and resolves once its /health
+ * answers; `close` releases local resources only — VMs outlive the account service.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AppError } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from './registry.js';
+
+export interface AgentProvisioner {
+  /** The user's agent, ready to take requests. */
+  agentFor(userId: string): Promise<AgentEndpoint>;
+  close(): Promise<void>;
+}
+
+const agentUnavailable = (detail: string) => new AppError(503, 'AGENT_UNAVAILABLE', detail);
+
+export class StaticProvisioner implements AgentProvisioner {
+  constructor(private readonly registry: AgentRegistry) {}
+
+  async agentFor(userId: string): Promise<AgentEndpoint> {
+    const agent = await this.registry.forUser(userId);
+    if (!agent) throw agentUnavailable('No agent is assigned to this account yet');
+    return agent;
+  }
+
+  async close(): Promise<void> {}
+}
+
+const AGENT_MAIN = fileURLToPath(new URL('../../agent/main.ts', import.meta.url));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw agentUnavailable('The agent exited while starting');
+    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw agentUnavailable('The agent did not start in time');
+}
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  lastUsed: number;
+  startedAt: number;
+  /** Set when we stop it (idle, shutdown): such an exit is not a crash. */
+  stopRequested: boolean;
+  /** False until /health answers; the idle sweep leaves starting agents alone. */
+  ready: boolean;
+}
+
+/** What a local agent inherits from the account service's environment: model settings and keys, not our secrets. */
+const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|MODEL|\w+_API_KEY|OPENAI_\w+|ANTHROPIC_\w+|HEARTBEAT_INTERVAL|AGENT_EXEC|AGENT_RUN_\w+)$/;
+
+export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
+}
+
+export interface LocalProvisionerOptions {
+  dataDir: string;
+  /** Seconds without use before an agent is stopped; 0 keeps agents running. */
+  idleTimeoutSeconds: number;
+  /** Environment every agent gets (MODEL, provider keys, …) on top of its own settings. */
+  agentEnv: NodeJS.ProcessEnv;
+  startTimeoutMs?: number;
+}
+
+export class LocalProvisioner implements AgentProvisioner {
+  private readonly running = new Map<string, Running>();
+  private readonly starting = new Map<string, Promise<AgentEndpoint>>();
+  private readonly restarts = new Map<string, { attempts: number; timer?: NodeJS.Timeout }>();
+  /** Agents being stopped: a new process for one waits until the old one has let go of agent.db. */
+  private readonly stopping = new Map<string, Promise<void>>();
+  private readonly sweeper: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly registry: AgentRegistry,
+    private readonly log: Logger,
+    private readonly options: LocalProvisionerOptions,
+  ) {
+    if (options.idleTimeoutSeconds > 0) {
+      this.sweeper = setInterval(() => this.stopIdle(), Math.min(30_000, options.idleTimeoutSeconds * 500));
+      this.sweeper.unref();
+    }
+  }
+
+  async agentFor(userId: string): Promise<AgentEndpoint> {
+    if (this.closed) throw agentUnavailable('The service is shutting down');
+    const pending = this.starting.get(userId);
+    if (pending) return pending;
+    const start = this.ensure(userId).finally(() => this.starting.delete(userId));
+    this.starting.set(userId, start);
+    return start;
+  }
+
+  private async ensure(userId: string): Promise<AgentEndpoint> {
+    const agent = (await this.registry.forUser(userId)) ?? (await this.create(userId));
+    if (agent.kind !== 'local') return agent;
+    const running = this.running.get(agent.id);
+    if (running) {
+      running.lastUsed = Date.now();
+      return { ...agent, url: running.url };
+    }
+    return this.start(agent);
+  }
+
+  private async create(userId: string): Promise<AgentEndpoint> {
+    return this.registry
+      .add({ name: `local-${userId}`, url: 'http://127.0.0.1:0', secret: newAgentSecret(), kind: 'local', userId })
+      .catch(async (error: unknown) => {
+        // Another instance created it first.
+        const existing = await this.registry.forUser(userId);
+        if (existing) return existing;
+        throw error;
+      });
+  }
+
+  private workspaceOf(agentId: string): string {
+    return path.join(this.options.dataDir, 'agents', agentId, 'workspace');
+  }
+
+  private async start(agent: AgentEndpoint): Promise<AgentEndpoint> {
+    await this.stopping.get(agent.id);
+    const workspace = this.workspaceOf(agent.id);
+    await mkdir(workspace, { recursive: true });
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, ['--import', 'tsx', AGENT_MAIN], {
+      env: {
+        ...this.options.agentEnv,
+        HOST: '127.0.0.1',
+        AGENT_PORT: String(port),
+        AGENT_SECRET: agent.secret,
+        AGENT_SECRET_SHA256: '',
+        AGENT_NAME: agent.name,
+        AGENT_WORKSPACE: workspace,
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    const running: Running = { child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
+    this.running.set(agent.id, running);
+    child.once('exit', (code, signal) => this.onExit(agent, running, code, signal));
+    await waitForHealth(url, child, this.options.startTimeoutMs ?? 30_000);
+    running.ready = true;
+    running.lastUsed = Date.now();
+    if (agent.url !== url) await this.registry.moveTo(agent.id, url);
+    this.log.info({ agent: agent.name, url, pid: child.pid }, 'agent started');
+    return { ...agent, url };
+  }
+
+  /** Unexpected exits restart with backoff (1 s, 2 s, 4 s … 30 s); stops we asked for do not. */
+  private onExit(agent: AgentEndpoint, running: Running, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.closed || running.stopRequested) return;
+    if (this.running.get(agent.id) === running) this.running.delete(agent.id);
+    const state = this.restarts.get(agent.id) ?? { attempts: 0 };
+    if (Date.now() - running.startedAt > 60_000) state.attempts = 0;
+    const delay = Math.min(30_000, 1_000 * 2 ** state.attempts);
+    state.attempts += 1;
+    this.log.warn({ agent: agent.name, code, signal, restartInMs: delay }, 'agent died; restarting');
+    state.timer = setTimeout(() => {
+      if (this.closed || this.running.has(agent.id)) return;
+      void this.agentFor(agent.userId ?? '').catch((error: unknown) => this.log.error({ err: error, agent: agent.name }, 'agent restart failed'));
+    }, delay);
+    state.timer.unref();
+    this.restarts.set(agent.id, state);
+  }
+
+  private stopIdle(now = Date.now()): void {
+    for (const [id, running] of this.running) {
+      if (!running.ready || now - running.lastUsed < this.options.idleTimeoutSeconds * 1000) continue;
+      this.log.info({ agentId: id }, 'stopping idle agent');
+      this.running.delete(id);
+      const stopped = this.stopProcess(running).finally(() => this.stopping.delete(id));
+      this.stopping.set(id, stopped);
+    }
+  }
+
+  private stopProcess(running: Running): Promise<void> {
+    const { child } = running;
+    running.stopRequested = true;
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.once('exit', () => {
+        clearTimeout(kill);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+  }
+
+  /** The pids of running agents (for operators and tests). */
+  processes(): Array<{ agentId: string; pid: number | undefined; url: string }> {
+    return [...this.running].map(([agentId, r]) => ({ agentId, pid: r.child.pid, url: r.url }));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.sweeper) clearInterval(this.sweeper);
+    for (const state of this.restarts.values()) clearTimeout(state.timer);
+    await Promise.all([...[...this.running.values()].map((r) => this.stopProcess(r)), ...this.stopping.values()]);
+    this.running.clear();
+  }
+}
