@@ -13,6 +13,8 @@ const schema = z
     REDIS_URL: optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()),
     TRUST_PROXY: optionalString,
     SIGNING_KEYS_FILE: optionalString,
+    WALLET_CHAIN_ID: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER)),
+    RPC_URL: optionalString.pipe(httpUrl.optional()),
     RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
     LOG_LEVEL: logLevel,
   })
@@ -28,6 +30,9 @@ const schema = z
       frontendUrl: (env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''),
       redisUrl: env.REDIS_URL,
       rateLimitMultiplier: env.RATE_LIMIT_MULTIPLIER,
+      /** SIWE (auth/wallet): the EIP-155 chain id in challenges; the JSON-RPC endpoint for smart-wallet signatures. */
+      walletChainId: env.WALLET_CHAIN_ID,
+      rpcUrl: env.RPC_URL,
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       logLevel: env.LOG_LEVEL,
     };
