@@ -241,7 +241,7 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
     });
   });
 
-  describe('time and configuration (injected)', () => {
+  describe('domain module: injected time, configuration and concurrency', () => {
     const db = () => account.services.store.db;
     const config = () => account.services.config;
 
@@ -291,6 +291,15 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
       await db().walletNonce.update({ where: { nonce: issued.nonce }, data: { message: altered } });
       const signature = await alice.signMessage({ message: altered });
       await expectError(await verify({ address: alice.address, signature, nonce: issued.nonce }), 401, 'CHALLENGE_INVALID');
+    });
+
+    it('lets exactly one of 10 simultaneous verifications of one nonce through (all read it before any consumes it)', async () => {
+      const issued = await issueChallenge({ db: db(), config: config(), address: alice.address, now: new Date() });
+      const input = { address: alice.address, nonce: issued.nonce, signature: await alice.signMessage({ message: issued.message }) };
+      const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => verifySignIn({ db: db(), config: config(), input, now: new Date(), rpc: undefined })));
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+      const refusals = outcomes.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { appCode: string }).appCode] : []));
+      expect(refusals).toEqual(Array(9).fill('INVALID_NONCE'));
     });
 
     it('sweeps expired challenges when issuing new ones', async () => {
