@@ -18,6 +18,8 @@ const schema = z
     AGENT_SECRETS_KEY: optionalString.pipe(
       z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional(),
     ),
+    WALLET_CHAIN_ID: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER)),
+    RPC_URL: optionalString.pipe(httpUrl.optional()),
     RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
     LOG_LEVEL: logLevel,
   })
@@ -36,6 +38,9 @@ const schema = z
       agentProvisioner: env.AGENT_PROVISIONER,
       agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
+      /** SIWE (auth/wallet): the EIP-155 chain id in challenges; the JSON-RPC endpoint for smart-wallet signatures. */
+      walletChainId: env.WALLET_CHAIN_ID,
+      rpcUrl: env.RPC_URL,
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       logLevel: env.LOG_LEVEL,
     };

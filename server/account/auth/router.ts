@@ -1,7 +1,9 @@
 /** Sign-in methods, one folder each under auth/; every one ends in `tokens.startSession`. */
 import { router } from '../trpc.js';
 import { guestRouter } from './guest/router.js';
+import { walletRouter } from './wallet/router.js';
 
 export const authRouter = router({
   guest: guestRouter,
+  wallet: walletRouter,
 });
