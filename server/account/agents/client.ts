@@ -1,0 +1,99 @@
+/**
+ * Talking to a user's agent: a typed tRPC client over the agent's /trpc with its secret —
+ * queries and mutations over HTTP, subscriptions over SSE — and an adapter that turns a client
+ * subscription back into an async iterable, so an account procedure can re-yield it event by
+ * event without buffering.
+ */
+import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink, type TRPCClient } from '@trpc/client';
+import { EventSource } from 'eventsource';
+import superjson from 'superjson';
+import type { AgentRouter } from '../../agent/router.js';
+import type { AgentEndpoint } from './registry.js';
+
+export type AgentClient = TRPCClient<AgentRouter>;
+
+const clients = new Map<string, AgentClient>();
+
+export function agentClient(agent: Pick<AgentEndpoint, 'url' | 'secret'>): AgentClient {
+  const key = `${agent.url} ${agent.secret}`;
+  let client = clients.get(key);
+  if (!client) {
+    const url = `${agent.url}/trpc`;
+    const authorization = `Bearer ${agent.secret}`;
+    client = createTRPCClient<AgentRouter>({
+      links: [
+        splitLink({
+          condition: (op) => op.type === 'subscription',
+          true: httpSubscriptionLink({
+            url,
+            transformer: superjson,
+            EventSource,
+            eventSourceOptions: {
+              fetch: (input: string | URL | Request, init?: RequestInit) =>
+                fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization } }),
+            },
+          }),
+          false: httpLink({ url, transformer: superjson, headers: { authorization } }),
+        }),
+      ],
+    });
+    // Agents move (restarts on new ports): keep the cache from growing without bound.
+    if (clients.size > 1_000) clients.clear();
+    clients.set(key, client);
+  }
+  return client;
+}
+
+interface SubscribeCallbacks<T> {
+  onData(value: T): void;
+  onError(error: unknown): void;
+  onComplete(): void;
+  onStopped?(): void;
+}
+
+/**
+ * `subscribe(callbacks)` → async iterable. Values are queued only between a push and the
+ * consumer's next pull; ending the iteration (the downstream client went away) unsubscribes.
+ */
+export async function* subscriptionIterable<T>(subscribe: (callbacks: SubscribeCallbacks<T>) => { unsubscribe(): void }): AsyncGenerator<T> {
+  const queue: T[] = [];
+  let finished = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    wake?.();
+    wake = undefined;
+  };
+  const subscription = subscribe({
+    onData: (value) => {
+      queue.push(value);
+      notify();
+    },
+    onError: (error) => {
+      failure = error;
+      finished = true;
+      notify();
+    },
+    onComplete: () => {
+      finished = true;
+      notify();
+    },
+    onStopped: () => {
+      finished = true;
+      notify();
+    },
+  });
+  try {
+    for (;;) {
+      if (queue.length > 0) {
+        yield queue.shift() as T;
+        continue;
+      }
+      if (finished) break;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+    if (failure !== undefined) throw failure;
+  } finally {
+    subscription.unsubscribe();
+  }
+}
