@@ -53,11 +53,12 @@ export function readMultipart(req: Request, res: Response, limits: MultipartLimi
     throw badRequest('Malformed multipart/form-data header (boundary missing?)', 'MALFORMED_MULTIPART');
   }
 
-  const queue: MultipartPart[] = [];
+  const queue: Array<{ part: MultipartPart; raw?: Readable }> = [];
   let failure: unknown;
   let ended = false;
   let started = false;
   let closed = false;
+  /** The file stream last handed to the consumer. */
   let current: Readable | undefined;
   let wake: (() => void) | undefined;
   const notify = () => {
@@ -72,11 +73,14 @@ export function readMultipart(req: Request, res: Response, limits: MultipartLimi
 
   parser.on('field', (name, value, info) => {
     if (info.valueTruncated || info.nameTruncated) return fail(new AppError(413, 'FIELD_TOO_LARGE', `Field ${name} is too large`));
-    queue.push({ kind: 'field', name, value });
+    queue.push({ part: { kind: 'field', name, value } });
     notify();
   });
   parser.on('file', (name, stream, info) => {
-    queue.push({ kind: 'file', name, filename: info.filename ?? '', mimeType: info.mimeType, stream });
+    // Errors reach the consumer through the iteration; this listener only keeps an error on a
+    // stream nobody reads yet from becoming an uncaught exception.
+    stream.on('error', () => undefined);
+    queue.push({ part: { kind: 'file', name, filename: info.filename ?? '', mimeType: info.mimeType, stream: fileChunks(stream) }, raw: stream });
     notify();
   });
   parser.on('fieldsLimit', () => fail(badRequest('Too many fields in the form', 'TOO_MANY_PARTS')));
@@ -101,17 +105,26 @@ export function readMultipart(req: Request, res: Response, limits: MultipartLimi
     for (;;) {
       // A file stream the consumer left unread would stall the parser: drain it.
       if (current && !current.readableEnded) current.resume();
-      current = undefined;
       if (failure) throw failure;
-      const part = queue.shift();
-      if (part) {
-        if (part.kind === 'file') current = part.stream as Readable;
-        yield part;
+      const next = queue.shift();
+      if (next) {
+        current = next.raw;
+        yield next.part;
         continue;
       }
       if (ended) return;
       await new Promise<void>((resolve) => (wake = resolve));
     }
+  }
+
+  /** A file part's bytes; a parser failure surfaces as the adapter's error, never a raw one. */
+  async function* fileChunks(stream: Readable): AsyncGenerator<Uint8Array> {
+    try {
+      for await (const chunk of stream) yield chunk as Uint8Array;
+    } catch (error) {
+      throw failure ?? (error instanceof AppError ? error : badRequest('Malformed multipart/form-data body', 'MALFORMED_MULTIPART'));
+    }
+    if (failure) throw failure;
   }
 
   return {
