@@ -89,10 +89,11 @@ async function* chunks(absolute: string, start: number, last: number, expectedEt
     if (etagOf(await handle.stat()) !== expectedEtag) throw fileChanged();
     let position = start;
     while (position <= last) {
-      const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, last - position + 1));
+      const buffer = new Uint8Array(Math.min(CHUNK_BYTES, last - position + 1));
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
       if (bytesRead === 0) throw fileChanged(); // truncated under us: never pad or lie about length
       position += bytesRead;
+      // A plain Uint8Array (not a Buffer): superjson can carry it to tRPC clients.
       yield bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead);
     }
   } finally {
