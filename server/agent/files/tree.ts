@@ -12,7 +12,7 @@
  *   entries first; directories it did not reach have `children: []` and the answer carries
  *   `truncated: true`.
  */
-import type { Dirent } from 'node:fs';
+import { lstatSync, type Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isSensitiveName } from './guard.js';
@@ -23,6 +23,8 @@ export const MAX_TREE_NODES = 20_000;
 const HIDDEN = new Set(['.git', '__pycache__', 'node_modules']);
 /** Directory reads / stats in flight at once (the libuv pool has 4 threads; more only queues). */
 const CONCURRENCY = 64;
+/** Synchronous stats between two yields to the event loop (≈ 1–2 ms of work). */
+const STAT_SLICE = 500;
 
 export function isHiddenFromTree(name: string): boolean {
   return HIDDEN.has(name.toLowerCase()) || isSensitiveName(name) || UPLOAD_TEMP_NAME.test(name);
@@ -30,18 +32,21 @@ export function isHiddenFromTree(name: string): boolean {
 
 interface PendingDir {
   absolute: string;
+  /** Workspace-relative, `/`-separated; `''` for the root. */
+  rel: string;
   node: { children: TreeNode[] };
 }
 
 export async function listTree(workspace: string, maxDepth: number, maxNodes = MAX_TREE_NODES): Promise<TreeOutput> {
   const root = await realpath(workspace);
   const top: TreeNode[] = [];
-  let level: PendingDir[] = [{ absolute: root, node: { children: top } }];
+  let level: PendingDir[] = [{ absolute: root, rel: '', node: { children: top } }];
   let budget = maxNodes;
   let truncated = false;
   for (let depth = 1; depth <= maxDepth && level.length > 0; depth++) {
     const listings = await mapLimited(level, (dir) => readdir(dir.absolute, { withFileTypes: true }).catch(() => [] as Dirent[]));
-    const next: PendingDir[] = [];
+    // The whole level at once: one batch of stats instead of one per directory.
+    const work: Array<{ dir: PendingDir; entry: Dirent }> = [];
     for (const [i, dir] of level.entries()) {
       const entries = (listings[i] ?? []).filter((entry) => !isHiddenFromTree(entry.name)).sort(byName);
       if (entries.length > budget) {
@@ -49,29 +54,63 @@ export async function listTree(workspace: string, maxDepth: number, maxNodes = M
         entries.splice(budget);
       }
       budget -= entries.length;
-      const nodes = await mapLimited(entries, (entry) => nodeFor(root, dir.absolute, entry));
+      for (const entry of entries) work.push({ dir, entry });
+    }
+    const built = await buildNodes(root, work);
+    const next: PendingDir[] = [];
+    const byDir = new Map<PendingDir, Built[]>();
+    for (const [i, { dir }] of work.entries()) {
+      const list = byDir.get(dir) ?? [];
+      list.push(built[i] as Built);
+      byDir.set(dir, list);
+    }
+    for (const [dir, nodes] of byDir) {
       nodes.sort(byTypeThenName);
-      dir.node.children.push(...nodes.map((n) => n.node));
-      if (depth < maxDepth) for (const n of nodes) if (n.descend) next.push({ absolute: n.descend, node: n.node as { children: TreeNode[] } });
+      for (const n of nodes) {
+        dir.node.children.push(n.node);
+        if (n.descend && depth < maxDepth) next.push({ absolute: n.descend, rel: n.node.path, node: n.node as { children: TreeNode[] } });
+      }
     }
     level = next;
   }
   return truncated ? { tree: top, truncated: true } : { tree: top };
 }
 
+/**
+ * Nodes for one level. Plain files and directories need at most one stat each, done
+ * synchronously (a few µs, where a thread-pool round trip costs ten times that) in slices of
+ * STAT_SLICE with a yield between slices, so that a huge tree never holds the event loop for long.
+ * Symlinks need realpath + stat and go through the async path.
+ */
+async function buildNodes(root: string, work: Array<{ dir: PendingDir; entry: Dirent }>): Promise<Built[]> {
+  const out = new Array<Built>(work.length);
+  const links: number[] = [];
+  for (let i = 0; i < work.length; i++) {
+    if (i > 0 && i % STAT_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const { dir, entry } = work[i] as { dir: PendingDir; entry: Dirent };
+    const absolute = `${dir.absolute}${path.sep}${entry.name}`;
+    const rel = dir.rel === '' ? entry.name : `${dir.rel}/${entry.name}`;
+    if (entry.isDirectory()) out[i] = { node: { name: entry.name, path: rel, type: 'dir', children: [] }, descend: absolute };
+    else if (entry.isSymbolicLink()) links.push(i);
+    else {
+      // lstat, not stat: also settles entries whose type the filesystem did not report (DT_UNKNOWN).
+      const stats = lstatSync(absolute, { throwIfNoEntry: false });
+      if (stats?.isDirectory()) out[i] = { node: { name: entry.name, path: rel, type: 'dir', children: [] }, descend: absolute };
+      else if (stats?.isSymbolicLink()) links.push(i);
+      else out[i] = { node: { name: entry.name, path: rel, type: 'file', size: stats?.size ?? 0 } };
+    }
+  }
+  await mapLimited(links, async (i) => {
+    const { dir, entry } = work[i] as { dir: PendingDir; entry: Dirent };
+    out[i] = { node: await symlinkNode(root, path.join(dir.absolute, entry.name), entry.name, dir.rel === '' ? entry.name : `${dir.rel}/${entry.name}`) };
+  });
+  return out;
+}
+
 interface Built {
   node: TreeNode;
   /** Absolute path to list next, for real (not symlinked) directories. */
   descend?: string;
-}
-
-async function nodeFor(root: string, parent: string, entry: Dirent): Promise<Built> {
-  const absolute = path.join(parent, entry.name);
-  const rel = path.relative(root, absolute).split(path.sep).join('/');
-  if (entry.isDirectory()) return { node: { name: entry.name, path: rel, type: 'dir', children: [] }, descend: absolute };
-  if (entry.isSymbolicLink()) return { node: await symlinkNode(root, absolute, entry.name, rel) };
-  const size = await stat(absolute).then((s) => s.size, () => 0);
-  return { node: { name: entry.name, path: rel, type: 'file', size } };
 }
 
 async function symlinkNode(root: string, absolute: string, name: string, rel: string): Promise<TreeNode> {

@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { copyFile, link, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { copyFile, link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, badRequest, conflict } from '../../common/errors.js';
 import { forbiddenPath, resolveWorkspacePath, type ResolvedPath } from './guard.js';
@@ -164,25 +164,53 @@ async function stage(stream: AsyncIterable<Uint8Array>, dir: ResolvedPath, filen
   // O_EXCL: never opens an existing file or follows a symlink planted under the name.
   const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
   let size = 0;
+  // Chunks are gathered into batches of WRITE_BATCH_BYTES and written with writev while the next
+  // batch is read: one write in flight, so memory stays near two batches whatever the file size.
+  let batch: Uint8Array[] = [];
+  let batchBytes = 0;
+  let inFlight: Promise<void> = Promise.resolve();
+  const flush = async () => {
+    await inFlight;
+    const buffers = batch;
+    batch = [];
+    batchBytes = 0;
+    const write = writeAll(handle, buffers);
+    write.catch(() => undefined); // observed at the next flush
+    inFlight = write;
+  };
   try {
     for await (const chunk of stream) {
       signal?.throwIfAborted();
       size += chunk.byteLength;
       if (size > maxBytes) throw uploadTooLarge();
-      let offset = 0;
-      while (offset < chunk.byteLength) {
-        const { bytesWritten } = await handle.write(chunk, offset, chunk.byteLength - offset);
-        offset += bytesWritten;
-      }
+      batch.push(chunk);
+      batchBytes += chunk.byteLength;
+      if (batchBytes >= WRITE_BATCH_BYTES) await flush();
     }
     signal?.throwIfAborted();
+    await flush();
+    await inFlight;
   } catch (error) {
+    await inFlight.catch(() => undefined);
     await handle.close().catch(() => undefined);
     await unlink(temp).catch(() => undefined);
     throw error;
   }
   await handle.close();
   return { temp, dir, filename, size };
+}
+
+const WRITE_BATCH_BYTES = 1024 * 1024;
+
+async function writeAll(handle: FileHandle, buffers: Uint8Array[]): Promise<void> {
+  if (buffers.length === 0) return;
+  const total = buffers.reduce((sum, b) => sum + b.byteLength, 0);
+  const { bytesWritten } = await handle.writev(buffers);
+  if (bytesWritten === total) return;
+  // A short write (rare for regular files): finish the rest from where it stopped.
+  const rest = Buffer.concat(buffers).subarray(bytesWritten);
+  let offset = 0;
+  while (offset < rest.length) offset += (await handle.write(rest, offset, rest.length - offset)).bytesWritten;
 }
 
 /** Moves the staged file to the first free name; never replaces an existing file. */
