@@ -88,6 +88,15 @@ describe('GET /files/{path}', () => {
     expect(res.body.toString()).not.toContain('hello');
   });
 
+  it('answers a wrong method with 405 and Allow', async () => {
+    const del = await get('docs/hello.txt', {}, 'DELETE');
+    expect(del.status).toBe(405);
+    expect(del.headers['allow']).toBe('GET, HEAD');
+    const put = await rawRequest(agent.url, '/files/upload', { method: 'PUT', headers: agent.auth });
+    expect(put.status).toBe(405);
+    expect(put.headers['allow']).toBe('POST');
+  });
+
   it('answers HEAD with the headers only', async () => {
     const res = await get('docs/big.bin', {}, 'HEAD');
     expect(res.status).toBe(200);

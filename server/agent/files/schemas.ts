@@ -44,9 +44,9 @@ export const TreeInput = z.object({
     .number()
     .int('max_depth must be an integer')
     .min(1, 'max_depth must be at least 1')
+    .describe(`Levels below the root to list: 1..${TREE_MAX_DEPTH} (larger values are clamped), default ${TREE_DEFAULT_DEPTH}`)
     .transform((depth) => Math.min(depth, TREE_MAX_DEPTH))
-    .optional()
-    .describe(`Levels below the root to list: 1..${TREE_MAX_DEPTH} (larger values are clamped), default ${TREE_DEFAULT_DEPTH}`),
+    .optional(),
 });
 
 export interface TreeNode {
