@@ -157,6 +157,12 @@ describe('POST /files/upload: target directory', () => {
     expect(await partials()).toEqual([]);
   });
 
+  it('judges the name in its target directory, not at the root', async () => {
+    // `dir-out` at the root leads outside; a file of that name in uploads/ is an ordinary file.
+    const res = await upload(form(new Blob(['ok']), 'dir-out'));
+    expect(res).toEqual({ status: 200, body: { path: 'uploads/dir-out', size: 2, name: 'dir-out' } });
+  });
+
   it('refuses a target that is a file with 409', async () => {
     const res = await upload(form(new Blob(['x']), 'x.txt', { path: 'a-file' }));
     expect(res).toMatchObject({ status: 409, body: { code: 'NOT_A_DIRECTORY' } });

@@ -17,7 +17,7 @@ import { constants } from 'node:fs';
 import { copyFile, link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, badRequest, conflict } from '../../common/errors.js';
-import { forbiddenPath, resolveWorkspacePath, type ResolvedPath } from './guard.js';
+import { forbiddenPath, isSensitiveName, resolveWorkspacePath, type ResolvedPath } from './guard.js';
 import type { FormPart, UploadResult, UploadSource } from './schemas.js';
 
 export const MAX_UPLOAD_BYTES = 50 * 1024 * 1024;
@@ -120,8 +120,8 @@ export async function uploadFile(workspace: string, parts: AsyncIterable<FormPar
       const filename = sanitizeFileName(part.filename);
       // Target known (`path` came first): stage there. Otherwise stage at the workspace root.
       const dir = dirField === undefined ? await resolveWorkspacePath(workspace, '.') : await prepareDirectory(workspace, dirField);
-      // Refuse a protected name before reading a byte.
-      await resolveWorkspacePath(workspace, filename, { forWrite: true });
+      // Refuse a protected name before reading a byte (the full guard runs again at commit).
+      if (isSensitiveName(filename)) throw forbiddenPath('The file name is protected');
       staged = await stage(part.stream, dir, filename, maxBytes, opts.signal);
     }
     if (!staged) throw badRequest('The multipart field `file` is required', 'MISSING_FILE');
