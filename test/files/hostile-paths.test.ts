@@ -3,7 +3,7 @@
  * target), and the decoded form also through tRPC (`files.get`, `files.read`) and the guard
  * itself. None may answer 2xx, and no answer may carry a byte of a protected or outside file.
  */
-import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveWorkspacePath } from '../../server/agent/files/guard.js';
@@ -46,6 +46,8 @@ beforeAll(async () => {
   await symlink('../..', path.join(ws, 'public/upup'));
   await symlink('/etc', path.join(ws, 'public/etc'));
   await symlink('../a/b', path.join(ws, 'public/b-link'));
+  await link(path.join(ws, '.env'), path.join(ws, 'public/env-copy.txt'));
+  await link(path.join(ws, 'agent.db'), path.join(ws, 'public/innocent.db'));
 });
 
 afterAll(async () => {
@@ -153,6 +155,8 @@ function corpus(): Case[] {
   add('symlink to /etc', 'public/etc/passwd', 403);
   add('symlinked dir, then sensitive', 'public/b-link/.env', 403);
   add('symlink chain up then traversal', 'public/up/../etc/passwd', 403);
+  add('hard link to .env', 'public/env-copy.txt', 403);
+  add('hard link to agent.db', 'public/innocent.db', 403);
 
   // Very long paths
   add('over 4096 characters', `${'a/'.repeat(2100)}x`, 400);

@@ -17,6 +17,8 @@
  *      a sensitive name either                                                         → 403
  *      A dangling symlink is refused (403): its target cannot be checked, and writing through it
  *      would create a file wherever it points.
+ *   6. a file with more than one hard link must not be one of the protected files at the
+ *      workspace root (`agent.db` and siblings, `.env`) under another name                → 403
  *
  * The guard never decodes: the HTTP layer decodes percent-escapes exactly once (express does, for
  * route parameters) and whatever arrives here is taken literally, so `%2e%2e` is a file name.
@@ -84,7 +86,21 @@ export async function resolveWorkspacePath(workspace: string, relPath: string, _
   const realRel = path.relative(realRoot, real);
   if (escapes(realRel)) throw forbiddenPath('Path leads outside the workspace');
   if (hasSensitiveComponent(realRel)) throw forbiddenPath('Path leads to a protected file');
+  // 6. a hard link is the same file under another name
+  if (await isHardLinkToProtected(realRoot, real)) throw forbiddenPath('Path is a hard link to a protected file');
   return { absolute: real, relative: realRel.split(path.sep).join('/') };
+}
+
+const ROOT_PROTECTED = ['.env', ...SQLITE_SIBLINGS.map((suffix) => `${AGENT_DB_FILE}${suffix}`)];
+
+async function isHardLinkToProtected(realRoot: string, real: string): Promise<boolean> {
+  const stats = await lstat(real).catch(() => undefined);
+  if (!stats?.isFile() || stats.nlink < 2) return false;
+  for (const name of ROOT_PROTECTED) {
+    const protectedStats = await lstat(path.join(realRoot, name)).catch(() => undefined);
+    if (protectedStats && protectedStats.ino === stats.ino && protectedStats.dev === stats.dev) return true;
+  }
+  return false;
 }
 
 function escapes(rel: string): boolean {
