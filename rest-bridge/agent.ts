@@ -10,8 +10,12 @@ import { createCallerFactory } from '../server/agent/trpc.js';
 import { AGENT_VERSION } from '../server/agent/config.js';
 import { unauthorized } from '../server/common/errors.js';
 import { jsonBody } from '../server/common/http.js';
+import { UploadForm, UploadResult } from '../server/agent/files/schemas.js';
+import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
+import { sendFileBody } from './file.js';
 import { mountJsonProcedures, requireJsonObject } from './json.js';
-import { eventStreamDoc, openApiDocument } from './openapi.js';
+import { readMultipart } from './multipart.js';
+import { eventStreamDoc, fileBodyDoc, multipartDoc, openApiDocument } from './openapi.js';
 import { requestSignal, RouteTable, type CallerFor } from './routes.js';
 import { writeEventStream } from './sse.js';
 
@@ -34,6 +38,53 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       },
     ],
     eventStreamDoc('Send a message; the reply streams as SSE and ends with `done`', ChatEvent, ChatMessageInput),
+  );
+
+  // Workspace files: multipart upload and raw file body adapters calling files.* procedures.
+  table.add(
+    'post',
+    '/files/upload',
+    [
+      async (req, res) => {
+        const signal = requestSignal(req, res);
+        // Room for the multipart envelope around a file of the maximum size; the procedure counts the file itself.
+        const form = readMultipart(req, res, { maxBodyBytes: MAX_UPLOAD_BYTES + 1024 * 1024, files: 1 });
+        try {
+          res.json(await callerFor(req, signal).files.upload(form));
+        } finally {
+          form.close();
+        }
+      },
+    ],
+    multipartDoc('Upload a file into the workspace (max 50 MB; an existing name gets a ` (n)` suffix)', UploadForm, UploadResult, {
+      '400': 'No `file` field, or a malformed form',
+      '403': 'Target outside the workspace, or a protected name',
+      '409': 'Target is a file, or no free name',
+      '413': 'Over 50 MB',
+    }),
+  );
+  table.add(
+    'get',
+    '/files/{path}',
+    [
+      async (req, res) => {
+        const caller = callerFor(req, requestSignal(req, res));
+        const path = ([] as string[]).concat(req.params.path ?? []).join('/');
+        const info = await caller.files.get({ path });
+        await sendFileBody(req, res, {
+          name: info.name,
+          size: info.size,
+          contentType: info.content_type,
+          etag: info.etag,
+          modified: new Date(info.modified),
+          open: (range) => caller.files.read({ path, ...range, etag: info.etag }),
+        });
+      },
+    ],
+    fileBodyDoc('Download a workspace file (Range and conditional requests supported)', [
+      { name: 'path', in: 'path', required: true, description: 'Workspace-relative file path', schema: { type: 'string' } },
+    ]),
+    { expressPath: '/files/*path' },
   );
 
   mountJsonProcedures(table, agentRouter, callerFor);

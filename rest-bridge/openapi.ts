@@ -31,3 +31,35 @@ export function eventStreamDoc(summary: string, event: z.ZodType, requestBody?: 
     },
   };
 }
+
+/** OpenAPI entry for a raw file body (rest-bridge/file.ts). */
+export function fileBodyDoc(summary: string, parameters: ZodOpenApiOperationObject['parameters'] = []): ZodOpenApiOperationObject {
+  const error = { description: 'Error', content: { 'application/json': { schema: ErrorBody } } };
+  return {
+    summary,
+    parameters,
+    responses: {
+      '200': { description: 'The file; `Content-Type` from its extension, `ETag`, `Last-Modified`, `Content-Disposition`', content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } } },
+      '206': { description: 'The requested byte range (`Range: bytes=a-b`)' },
+      '304': { description: 'Not modified (`If-None-Match` / `If-Modified-Since`)' },
+      '403': { ...error, description: 'Outside the workspace, or a protected file' },
+      '404': { ...error, description: 'No such file (or a directory)' },
+      '416': { ...error, description: 'Range not satisfiable' },
+      default: error,
+    },
+  };
+}
+
+/** OpenAPI entry for a multipart/form-data request answered with JSON (rest-bridge/multipart.ts). */
+export function multipartDoc(summary: string, form: z.ZodType, result: z.ZodType, errors: Record<string, string> = {}): ZodOpenApiOperationObject {
+  const error = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } });
+  return {
+    summary,
+    requestBody: { required: true, content: { 'multipart/form-data': { schema: form } } },
+    responses: {
+      '200': { description: 'OK', content: { 'application/json': { schema: result } } },
+      ...Object.fromEntries(Object.entries(errors).map(([status, description]) => [status, error(description)])),
+      default: error('Error'),
+    },
+  };
+}

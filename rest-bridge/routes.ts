@@ -21,8 +21,12 @@ export class RouteTable {
 
   constructor(readonly app: IRouter) {}
 
-  add(method: HttpMethod, openapiPath: string, handlers: RequestHandler[], doc?: ZodOpenApiOperationObject): void {
-    const expressPath = openapiPath.replace(/\{(\w+)\}/g, ':$1');
+  /**
+   * `expressPath` overrides the path derived from `openapiPath` (`{id}` → `:id`), e.g. for a
+   * parameter that spans segments: `/files/{path}` served as `/files/*path`.
+   */
+  add(method: HttpMethod, openapiPath: string, handlers: RequestHandler[], doc?: ZodOpenApiOperationObject, opts: { expressPath?: string } = {}): void {
+    const expressPath = opts.expressPath ?? openapiPath.replace(/\{(\w+)\}/g, ':$1');
     const methods = this.methodsByPath.get(expressPath) ?? new Set<string>();
     methods.add(method.toUpperCase());
     if (method === 'get') methods.add('HEAD');

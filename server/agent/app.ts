@@ -24,7 +24,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
     '/trpc',
     createExpressMiddleware({
       router: agentRouter,
-      createContext: ({ req }) => createAgentContext(services, req.log, req.headers.authorization),
+      createContext: ({ req }) => createAgentContext(services, req.log, req.headers.authorization, req.headers),
       onError: ({ error, req }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR') (req as unknown as { log: Logger }).log.error({ err: error.cause ?? error }, 'trpc error');
       },

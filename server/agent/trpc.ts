@@ -5,6 +5,7 @@
  * 2. INITIALISATION: shared with the account service (server/common/trpc.ts).
  * 3. PROCEDURES: `publicProcedure` (only GET /health) and `agentProcedure` (everything else).
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../common/log.js';
 import { unauthorized } from '../common/errors.js';
 import { initServiceTrpc } from '../common/trpc.js';
@@ -15,10 +16,12 @@ export interface AgentContext {
   services: AgentServices;
   log: Logger;
   authorized: boolean;
+  /** Request headers, where a procedure takes metadata beside a raw body (files.upload over tRPC). */
+  headers?: IncomingHttpHeaders;
 }
 
-export function createAgentContext(services: AgentServices, log: Logger, authorization: string | undefined): AgentContext {
-  return { services, log, authorized: isAgentSecret(authorization, services.config.secretSha256) };
+export function createAgentContext(services: AgentServices, log: Logger, authorization: string | undefined, headers?: IncomingHttpHeaders): AgentContext {
+  return { services, log, authorized: isAgentSecret(authorization, services.config.secretSha256), headers };
 }
 
 const t = initServiceTrpc<AgentContext>();

@@ -1,0 +1,52 @@
+/**
+ * Workspace-file procedures. REST: `GET /workspace/tree` comes from the metadata below;
+ * `GET /files/{path}` (files.get + files.read) and `POST /files/upload` (files.upload) are
+ * bridge adapters in rest-bridge/agent.ts (raw file body, multipart).
+ *
+ * tRPC clients: `files.tree` and `files.get` are plain queries. `files.read` returns the bytes
+ * as an async iterable (in process, and over httpBatchStreamLink); browsers should load bytes
+ * from `GET /files/{path}`, which also does Range and conditional requests. `files.upload` takes
+ * an `application/octet-stream` body (streamed, never buffered) with the file name in the
+ * `X-File-Name` header and the target directory in `X-Upload-Path`, both percent-encoded UTF-8.
+ */
+import { badRequest } from '../../common/errors.js';
+import { agentProcedure, router } from '../trpc.js';
+import { readWorkspaceFile, statWorkspaceFile } from './download.js';
+import { FileInfo, FilePathInput, FileReadInput, TREE_DEFAULT_DEPTH, TreeInput, TreeOutput, UploadInput, UploadResult } from './schemas.js';
+import { listTree } from './tree.js';
+import { uploadFile, uploadParts } from './upload.js';
+
+/** One header value, percent-decoded exactly once. */
+function headerValue(headers: Record<string, string | string[] | undefined> | undefined, name: string): string | undefined {
+  const raw = headers?.[name];
+  if (raw === undefined) return undefined;
+  if (Array.isArray(raw)) throw badRequest(`Header ${name} given more than once`);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw badRequest(`Header ${name} is not valid percent-encoded UTF-8`);
+  }
+}
+
+export const filesRouter = router({
+  tree: agentProcedure
+    .meta({ openapi: { method: 'GET', path: '/workspace/tree', summary: 'Workspace file tree (directories first, sorted by name)' } })
+    .input(TreeInput)
+    .output(TreeOutput)
+    .query(({ ctx, input }) => listTree(ctx.services.config.workspace, input.max_depth ?? TREE_DEFAULT_DEPTH)),
+
+  get: agentProcedure
+    .input(FilePathInput)
+    .output(FileInfo)
+    .query(({ ctx, input }) => statWorkspaceFile(ctx.services.config.workspace, input.path)),
+
+  read: agentProcedure.input(FileReadInput).query(({ ctx, input }) => readWorkspaceFile(ctx.services.config.workspace, input)),
+
+  upload: agentProcedure
+    .input(UploadInput)
+    .output(UploadResult)
+    .mutation(({ ctx, input, signal }) => {
+      const meta = { filename: headerValue(ctx.headers, 'x-file-name'), path: headerValue(ctx.headers, 'x-upload-path') };
+      return uploadFile(ctx.services.config.workspace, uploadParts(input, meta), { signal });
+    }),
+});

@@ -1,0 +1,243 @@
+/**
+ * Receiving a file into the workspace (`POST /files/upload`, `files.upload`).
+ *
+ * - The bytes are streamed into a temporary file `.upload-<random>.part` (created with O_EXCL,
+ *   hidden from the tree) in the target directory and moved into place only when complete:
+ *   a failed, aborted or oversized upload leaves nothing behind.
+ *   Multipart fields arrive in the client's order, so the target directory may only be known
+ *   after the file (`path` sent after `file`, or not at all): the file is then staged at the
+ *   workspace root and renamed into the target at the end (same filesystem, atomic).
+ * - The size cap (MAX_UPLOAD_BYTES) is checked on every chunk: 413 as soon as it is crossed.
+ * - File names are sanitized (sanitizeFileName). An existing file is never overwritten: the
+ *   new file gets the first free name of `name (1).ext`, `name (2).ext`, … (hard link into place,
+ *   which fails atomically when the name is taken, so concurrent uploads never mix).
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { copyFile, link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { AppError, badRequest, conflict } from '../../common/errors.js';
+import { forbiddenPath, isSensitiveName, resolveWorkspacePath, type ResolvedPath } from './guard.js';
+import type { FormPart, UploadResult, UploadSource } from './schemas.js';
+
+export const MAX_UPLOAD_BYTES = 50 * 1024 * 1024;
+export const DEFAULT_UPLOAD_DIR = 'uploads';
+/** Bytes of UTF-8 kept of a file name (filesystems allow 255; room is left for ` (n)`). */
+export const MAX_FILE_NAME_BYTES = 200;
+const MAX_NAME_SUFFIX = 999;
+const FALLBACK_NAME = 'upload';
+
+/** Temporary names of uploads in progress; the tree hides them. */
+export const UPLOAD_TEMP_NAME = /^\.upload-[0-9a-f]{16}\.part$/;
+
+export const uploadTooLarge = () =>
+  new AppError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds the ${MAX_UPLOAD_BYTES / (1024 * 1024)} MB limit`);
+
+/**
+ * A name that is safe as one path component: the last component of what the client sent, NFC,
+ * without control or bidi-override characters, without leading/trailing spaces and trailing dots,
+ * at most MAX_FILE_NAME_BYTES of UTF-8 (the extension is kept when the stem is cut).
+ * Empty results become `upload`. Sensitive names are not changed here: the guard refuses them.
+ */
+export function sanitizeFileName(raw: string): string {
+  let name = raw.normalize('NFC');
+  name = name.split(/[\\/]/).pop() ?? '';
+  name = name.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '');
+  name = name.trim().replace(/[. ]+$/, '');
+  if (name === '' || /^\.+$/.test(name)) return FALLBACK_NAME;
+  if (Buffer.byteLength(name) <= MAX_FILE_NAME_BYTES) return name;
+  const ext = path.extname(name);
+  const keepExt = ext.length > 1 && Buffer.byteLength(ext) <= 24 ? ext : '';
+  return truncateUtf8(name.slice(0, name.length - keepExt.length), MAX_FILE_NAME_BYTES - Buffer.byteLength(keepExt)) + keepExt;
+}
+
+function truncateUtf8(text: string, maxBytes: number): string {
+  let out = '';
+  let bytes = 0;
+  for (const char of text) {
+    const size = Buffer.byteLength(char);
+    if (bytes + size > maxBytes) break;
+    out += char;
+    bytes += size;
+  }
+  return out;
+}
+
+function withSuffix(name: string, n: number): string {
+  const ext = path.extname(name);
+  const stem = ext && ext !== name ? name.slice(0, -ext.length) : name;
+  const suffixed = `${stem} (${n})${stem === name ? '' : ext}`;
+  return suffixed;
+}
+
+/** The raw-body form of an upload (tRPC octet-stream): metadata from headers, then the bytes. */
+export async function* partsFromOctet(stream: ReadableStream<Uint8Array>, meta: { filename?: string; path?: string }): AsyncGenerator<FormPart> {
+  if (!meta.filename) throw badRequest('The file name is required (header X-File-Name)', 'MISSING_FILE_NAME');
+  if (meta.path !== undefined) yield { kind: 'field', name: 'path', value: meta.path };
+  yield { kind: 'file', name: 'file', filename: meta.filename, mimeType: 'application/octet-stream', stream: chunksOf(stream) };
+}
+
+async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = stream.getReader();
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      yield value;
+    }
+    finished = true;
+  } finally {
+    if (!finished) await reader.cancel().catch(() => undefined);
+    reader.releaseLock();
+  }
+}
+
+interface Staged {
+  temp: string;
+  dir: ResolvedPath;
+  filename: string;
+  size: number;
+}
+
+/** The parts of an upload: multipart as it came, or a raw body with its metadata (tRPC: headers). */
+export function uploadParts(source: UploadSource, octetMeta: { filename?: string; path?: string }): AsyncIterable<FormPart> {
+  return source.kind === 'form' ? source.parts : partsFromOctet(source.stream, octetMeta);
+}
+
+export async function uploadFile(workspace: string, parts: AsyncIterable<FormPart>, opts: { signal?: AbortSignal; maxBytes?: number } = {}): Promise<UploadResult> {
+  const maxBytes = opts.maxBytes ?? MAX_UPLOAD_BYTES;
+  let dirField: string | undefined;
+  let staged: Staged | undefined;
+  try {
+    for await (const part of parts) {
+      if (part.kind === 'field') {
+        if (part.name === 'path') dirField = part.value;
+        continue;
+      }
+      // Only the first `file` part counts; the bridge drains any other file part.
+      if (part.name !== 'file' || staged) continue;
+      const filename = sanitizeFileName(part.filename);
+      // Target known (`path` came first): stage there. Otherwise stage at the workspace root.
+      const dir = dirField === undefined ? await resolveWorkspacePath(workspace, '.') : await prepareDirectory(workspace, dirField);
+      // Refuse a protected name before reading a byte (the full guard runs again at commit).
+      if (isSensitiveName(filename)) throw forbiddenPath('The file name is protected');
+      staged = await stage(part.stream, dir, filename, maxBytes, opts.signal);
+    }
+    if (!staged) throw badRequest('The multipart field `file` is required', 'MISSING_FILE');
+    const target = await prepareDirectory(workspace, dirField);
+    if (target.absolute !== staged.dir.absolute) {
+      const moved = path.join(target.absolute, path.basename(staged.temp));
+      await rename(staged.temp, moved);
+      staged = { ...staged, temp: moved, dir: target };
+    }
+    return await commit(workspace, staged);
+  } catch (error) {
+    if (staged) await unlink(staged.temp).catch(() => undefined);
+    throw error;
+  }
+}
+
+function joinRel(dir: string, name: string): string {
+  return dir === '' ? name : `${dir}/${name}`;
+}
+
+/** Guards the target directory, creates it, and checks again where it really landed. */
+async function prepareDirectory(workspace: string, requested: string | undefined): Promise<ResolvedPath> {
+  const rel = requested === undefined || requested.trim() === '' ? DEFAULT_UPLOAD_DIR : requested;
+  const planned = await resolveWorkspacePath(workspace, rel, { forWrite: true });
+  try {
+    await mkdir(planned.absolute, { recursive: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTDIR') throw conflict('The target path is a file, not a directory', 'NOT_A_DIRECTORY');
+    throw error;
+  }
+  // A component swapped for a symlink between the check and mkdir would show here.
+  const real = await resolveWorkspacePath(workspace, planned.relative || '.', { forWrite: true });
+  if (real.absolute !== planned.absolute) throw forbiddenPath('The target directory moved while it was being created');
+  return real;
+}
+
+async function stage(stream: AsyncIterable<Uint8Array>, dir: ResolvedPath, filename: string, maxBytes: number, signal: AbortSignal | undefined): Promise<Staged> {
+  const temp = path.join(dir.absolute, `.upload-${randomBytes(8).toString('hex')}.part`);
+  // O_EXCL: never opens an existing file or follows a symlink planted under the name.
+  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+  let size = 0;
+  // Chunks are gathered into batches of WRITE_BATCH_BYTES and written with writev while the next
+  // batch is read: one write in flight, so memory stays near two batches whatever the file size.
+  let batch: Uint8Array[] = [];
+  let batchBytes = 0;
+  let inFlight: Promise<void> = Promise.resolve();
+  const flush = async () => {
+    await inFlight;
+    const buffers = batch;
+    batch = [];
+    batchBytes = 0;
+    const write = writeAll(handle, buffers);
+    write.catch(() => undefined); // observed at the next flush
+    inFlight = write;
+  };
+  try {
+    for await (const chunk of stream) {
+      signal?.throwIfAborted();
+      size += chunk.byteLength;
+      if (size > maxBytes) throw uploadTooLarge();
+      batch.push(chunk);
+      batchBytes += chunk.byteLength;
+      if (batchBytes >= WRITE_BATCH_BYTES) await flush();
+    }
+    signal?.throwIfAborted();
+    await flush();
+    await inFlight;
+  } catch (error) {
+    await inFlight.catch(() => undefined);
+    await handle.close().catch(() => undefined);
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+  await handle.close();
+  return { temp, dir, filename, size };
+}
+
+const WRITE_BATCH_BYTES = 1024 * 1024;
+
+async function writeAll(handle: FileHandle, buffers: Uint8Array[]): Promise<void> {
+  if (buffers.length === 0) return;
+  const total = buffers.reduce((sum, b) => sum + b.byteLength, 0);
+  const { bytesWritten } = await handle.writev(buffers);
+  if (bytesWritten === total) return;
+  // A short write (rare for regular files): finish the rest from where it stopped.
+  const rest = Buffer.concat(buffers).subarray(bytesWritten);
+  let offset = 0;
+  while (offset < rest.length) offset += (await handle.write(rest, offset, rest.length - offset)).bytesWritten;
+}
+
+/** Moves the staged file to the first free name; never replaces an existing file. */
+async function commit(workspace: string, staged: Staged): Promise<UploadResult> {
+  for (let n = 0; n <= MAX_NAME_SUFFIX; n++) {
+    const name = n === 0 ? staged.filename : withSuffix(staged.filename, n);
+    const target = await resolveWorkspacePath(workspace, joinRel(staged.dir.relative, name), { forWrite: true });
+    try {
+      await placeExclusive(staged.temp, target.absolute);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
+    await unlink(staged.temp).catch(() => undefined);
+    return { path: target.relative, size: staged.size, name };
+  }
+  throw conflict(`Too many files named like ${staged.filename} in ${staged.dir.relative || 'the workspace root'}`, 'NAME_TAKEN');
+}
+
+/** link() fails with EEXIST when the name is taken: an atomic "create if absent". */
+async function placeExclusive(from: string, to: string): Promise<void> {
+  try {
+    await link(from, to);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
+    // Filesystems without hard links: an exclusive copy is still never a mixed or replaced file.
+    await copyFile(from, to, constants.COPYFILE_EXCL);
+  }
+}
