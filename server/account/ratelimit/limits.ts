@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../../common/errors.js';
 
-/** Requests per minute. */
+/** Requests per window (a minute unless WINDOW_SECONDS says otherwise). */
 export const RATE_LIMITS = {
   'auth.login.email': 5,
   'auth.login.email.address': 5,
@@ -25,11 +25,14 @@ export const RATE_LIMITS = {
   'auth.mobile': 10,
   'auth.logout': 20,
   'auth.logout.all': 20,
+  /** Per guest user, per day (agents/guest-policy.ts). */
+  'guest.chat.daily': 50,
 } as const;
 
-export type RateLimitName = keyof typeof RATE_LIMITS;
+/** Limits whose window is not a minute. */
+const WINDOW_SECONDS: Partial<Record<keyof typeof RATE_LIMITS, number>> = { 'guest.chat.daily': 24 * 60 * 60 };
 
-const WINDOW_SECONDS = 60;
+export type RateLimitName = keyof typeof RATE_LIMITS;
 
 export type SetHeader = (name: string, value: string) => void;
 
@@ -47,7 +50,7 @@ export class RateLimits {
   private limiter(name: RateLimitName): RateLimiterAbstract {
     let limiter = this.limiters.get(name);
     if (!limiter) {
-      const options = { points: RATE_LIMITS[name] * this.multiplier, duration: WINDOW_SECONDS, keyPrefix: `${this.prefix}:${name}` };
+      const options = { points: RATE_LIMITS[name] * this.multiplier, duration: WINDOW_SECONDS[name] ?? 60, keyPrefix: `${this.prefix}:${name}` };
       limiter = this.redis
         ? new RateLimiterRedis({ ...options, storeClient: this.redis, insuranceLimiter: new RateLimiterMemory(options) })
         : new RateLimiterMemory(options);

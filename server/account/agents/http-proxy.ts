@@ -1,0 +1,96 @@
+/**
+ * The REST face of the account → agent proxy: forwards a request to the user's agent and
+ * streams the answer back — SSE, uploads and downloads pass through as they arrive, nothing is
+ * buffered. The caller's credentials never reach the agent; the agent secret never reaches the
+ * caller. A client that goes away cancels the upstream request.
+ */
+import http from 'node:http';
+import type { Request, Response } from 'express';
+import { AppError } from '../../common/errors.js';
+import type { AgentEndpoint } from './registry.js';
+
+/** Headers that describe one hop, or carry the caller's credentials: never forwarded. */
+const NOT_FORWARDED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'authorization',
+  'cookie',
+  'set-cookie',
+]);
+
+function forwardable(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  return Object.fromEntries(Object.entries(headers).filter(([name, value]) => value !== undefined && !NOT_FORWARDED.has(name)));
+}
+
+export interface ForwardOptions {
+  /** Path and query on the agent, starting with `/`. */
+  path: string;
+  /** Request bodies longer than this are cut off with 413. */
+  maxBodyBytes: number;
+}
+
+export const agentUnreachable = () => new AppError(502, 'AGENT_UNREACHABLE', 'Your agent did not answer; try again in a moment');
+
+export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEndpoint, 'url' | 'secret'>, opts: ForwardOptions): Promise<void> {
+  const target = new URL(agent.url);
+  return new Promise<void>((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > opts.maxBodyBytes) return reject(new AppError(413, 'PAYLOAD_TOO_LARGE', `Request body is over ${opts.maxBodyBytes} bytes`));
+
+    const upstream = http.request({
+      host: target.hostname,
+      port: target.port,
+      method: req.method,
+      // Built by concatenation, never URL resolution: a path like `//elsewhere` stays on the agent.
+      path: opts.path,
+      headers: { ...forwardable(req.headers), authorization: `Bearer ${agent.secret}`, 'x-request-id': req.id },
+    });
+    let settled = false;
+    const settle = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      if (error) reject(error);
+      else resolve();
+    };
+
+    upstream.on('response', (answer) => {
+      res.status(answer.statusCode ?? 502);
+      for (const [name, value] of Object.entries(forwardable(answer.headers))) if (value !== undefined) res.setHeader(name, value);
+      res.flushHeaders();
+      answer.pipe(res);
+      answer.on('end', () => settle());
+      answer.on('error', () => {
+        res.destroy();
+        settle();
+      });
+    });
+    upstream.on('error', () => {
+      if (res.headersSent) {
+        res.destroy();
+        settle();
+      } else settle(agentUnreachable());
+    });
+    res.on('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+      settle();
+    });
+
+    let received = 0;
+    req.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > opts.maxBodyBytes) {
+        req.unpipe(upstream);
+        upstream.destroy();
+        settle(new AppError(413, 'PAYLOAD_TOO_LARGE', `Request body is over ${opts.maxBodyBytes} bytes`));
+      }
+    });
+    req.pipe(upstream);
+  });
+}
