@@ -1,7 +1,6 @@
 import { defineConfig } from '@playwright/test';
 
 const accountPort = 3900;
-const agentPort = 3901;
 
 export default defineConfig({
   testDir: 'e2e',
@@ -20,11 +19,9 @@ export default defineConfig({
   },
   webServer: {
     // The product exactly as `npm start` runs it, on a throw-away data directory.
-    command: `npm run build:web && rm -rf test-results/e2e-data && DATA_DIR=test-results/e2e-data PORT=${accountPort} AGENT_PORT=${agentPort} LOG_LEVEL=warn npx tsx scripts/start.ts`,
-    // The account service is the slower of the two to start (PGlite + migrations).
+    command: `npm run build:web && rm -rf test-results/e2e-data && DATA_DIR=test-results/e2e-data PORT=${accountPort} LOG_LEVEL=warn npx tsx scripts/start.ts`,
     url: `http://127.0.0.1:${accountPort}/api/v1/openapi.json`,
     timeout: 120_000,
     reuseExistingServer: false,
-    env: { AGENT_E2E_PORT: String(agentPort) },
   },
 });
