@@ -103,3 +103,31 @@ describe('REST proxy to the user own agent', () => {
     expect(small.status).toBe(200);
   });
 });
+
+describe('guest message quota', () => {
+  let account: TestAccount;
+  beforeAll(async () => {
+    account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', RATE_LIMIT_MULTIPLIER: '1' });
+  });
+  afterAll(() => account.stop());
+
+  it('lets a guest send 50 messages a day, then answers 429 GUEST_QUOTA', async () => {
+    const api = `${account.url}/api/v1`;
+    const pair = (await (await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: 'quota' }) })).json()) as Pair;
+    const send = () =>
+      fetch(`${api}/agent/chat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${pair.access_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'hi', chat_id: 'quota' }),
+      });
+    for (let i = 0; i < 50; i++) {
+      const res = await send();
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    const over = await send();
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(3600);
+    expect(await over.json()).toMatchObject({ code: 'GUEST_QUOTA' });
+  }, 120_000);
+});
