@@ -2,7 +2,11 @@
  * Everything the account procedures work with, built once at start and closed at stop.
  * Domain modules take what they need from here as explicit arguments.
  */
+import path from 'node:path';
 import type { Logger } from '../common/log.js';
+import { loadEmailCodeKey } from './auth/email/codes.js';
+import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
+import { EmailSignIn } from './auth/email/service.js';
 import type { AccountConfig } from './config.js';
 import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
@@ -15,6 +19,9 @@ export interface AccountServices {
   store: AccountStore;
   tokens: TokenService;
   rateLimits: RateLimits;
+  /** Outgoing mail: SMTP_URL, or the local outbox. */
+  mail: MailQueue;
+  email: EmailSignIn;
   close(): Promise<void>;
 }
 
@@ -24,13 +31,20 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const keys = await loadSigningKeys(config.signingKeysFile);
   const tokens = new TokenService(store.db, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
   const rateLimits = new RateLimits(config.redisUrl, config.rateLimitMultiplier);
+  const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
+  const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
+  if (!config.smtpUrl) log.info({ outbox: config.outboxDir }, 'no SMTP_URL: mail is written to the local outbox');
+  const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, frontendUrl: config.frontendUrl, log });
   return {
     config,
     log,
     store,
     tokens,
     rateLimits,
+    mail,
+    email,
     async close() {
+      await mail.close();
       await rateLimits.close();
       await store.close();
     },
