@@ -7,14 +7,14 @@
  * as ceilings, each in its own process, and loads each with autocannon (in this process):
  * 32 connections, 10 s per run (BENCH_SECONDS to change).
  *
- * Runs:
+ * Runs (after a warm-up of a few seconds per server, not measured):
  * - guest sign-in, new device: every request a device id never seen (creates user + identity + session);
  * - guest sign-in, known device: device ids from the previous run, round robin (finds the user, new session);
  * - refresh: every request spends a refresh token never used before. The pool starts with the
  *   pairs the sign-in runs returned, and every refresh answer puts its new refresh token back,
  *   so no token is ever presented twice (a reuse would be a 401 and show up as non-2xx);
  * - GET /api/v1/auth/me with access tokens of 256 sessions, round robin (the protected call);
- * - the two ceilings: GET / answering a small JSON body.
+ * - the two ceilings: GET / answering a small JSON body, measured right before /auth/me.
  *
  * Before the load, the queries each hot path sends to PostgreSQL are counted on an in-process
  * instance (every statement through pg's Client, BEGIN/COMMIT included).
@@ -182,12 +182,21 @@ async function main() {
       if (status === 200) pairs.push(JSON.parse(body) as Pair);
     };
 
-    console.log('load:');
-    rows.push(await load('bare node:http (ceiling)', { url: `http://127.0.0.1:${httpPort}/` }));
-    rows.push(await load('bare express (ceiling)', { url: `http://127.0.0.1:${expressPort}/` }));
-
     let device = 0;
     const runId = Date.now().toString(36);
+    // Warm-up (not measured): JIT, connection pools, caches of every process under test.
+    const warmSeconds = Math.min(3, SECONDS);
+    await autocannon({ url: `http://127.0.0.1:${httpPort}/`, connections: CONNECTIONS, duration: warmSeconds });
+    await autocannon({ url: `http://127.0.0.1:${expressPort}/`, connections: CONNECTIONS, duration: warmSeconds });
+    await autocannon({
+      url: accountUrl,
+      connections: CONNECTIONS,
+      duration: warmSeconds,
+      requests: [{ method: 'POST', path: '/api/v1/auth/guest', headers: json, setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `warm-${runId}-${device++}` }) }) }],
+    });
+    device = 0;
+
+    console.log('load:');
     rows.push(
       await load('POST /auth/guest (new device)', {
         url: accountUrl,
@@ -247,11 +256,18 @@ async function main() {
     );
     if (starved) console.log(`  (refresh pool ran dry ${starved} times: those requests were 401s)`);
 
+    // The ceilings right before the protected call, so that the ratio compares like with like
+    // on a machine whose load drifts, and with the very same request stream (the rotating
+    // Authorization header costs autocannon time too; the ceilings ignore it).
     let meIndex = 0;
+    const meRequest = { method: 'GET', path: '/api/v1/auth/me', setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }) };
+    rows.push(await load('bare node:http (ceiling)', { url: `http://127.0.0.1:${httpPort}`, requests: [meRequest] }));
+    rows.push(await load('bare express (ceiling)', { url: `http://127.0.0.1:${expressPort}`, requests: [meRequest] }));
+
     rows.push(
       await load('GET /auth/me (256 sessions)', {
         url: accountUrl,
-        requests: [{ method: 'GET', path: '/api/v1/auth/me', setupRequest: (req) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }) }],
+        requests: [meRequest],
       }),
     );
 

@@ -10,7 +10,7 @@ const body = JSON.stringify({ user_id: '00000000-0000-0000-0000-000000000000', s
 
 if (kind === 'express') {
   const app = express();
-  app.get('/', (_req, res) => {
+  app.get('/{*path}', (_req, res) => {
     res.json(JSON.parse(body));
   });
   app.listen(port, '127.0.0.1', () => process.send?.('ready'));
