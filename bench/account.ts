@@ -271,6 +271,14 @@ async function main() {
       }),
     );
 
+    // Informational: the same procedure over tRPC directly (no REST bridge), to see what the bridge costs.
+    rows.push(
+      await load('GET /trpc/tokens.me (tRPC, informational)', {
+        url: accountUrl,
+        requests: [{ ...meRequest, path: '/trpc/tokens.me' }],
+      }),
+    );
+
     const byName = (prefix: string) => rows.find((r) => r.name.startsWith(prefix))!;
     const expressCeiling = byName('bare express').requestsPerSecond;
     const summary = {

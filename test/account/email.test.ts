@@ -107,6 +107,12 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
     expect(await account.services.store.db.user.count({ where: { email: unknown } })).toBe(0);
   });
 
+  it('is described in the OpenAPI document', async () => {
+    const doc = (await (await fetch(`${account.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    expect(Object.keys(doc.paths['/auth/login/email'] ?? {})).toContain('post');
+    expect(Object.keys(doc.paths['/auth/verify-magic-link'] ?? {})).toContain('post');
+  });
+
   it('answers over tRPC too', async () => {
     const email = unique('trpc');
     const res = await fetch(`${account.url}/trpc/auth.email.request`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: { email } }) });
