@@ -18,7 +18,7 @@ import { createSession, refreshRejected, revokeAllSessions, revokeSession, rotat
 class VerifiedAccessTokens {
   private readonly entries = new Map<string, { claims: AccessClaims; exp: number }>();
 
-  constructor(private readonly maxEntries = 50_000) {}
+  constructor(private readonly maxEntries = 20_000) {}
 
   get(token: string, nowSeconds: number): AccessClaims | undefined {
     const entry = this.entries.get(token);
