@@ -7,6 +7,7 @@ import express from 'express';
 import { mountAccountBridge } from '../../rest-bridge/account.js';
 import { createHttpApp, finishHttpApp, listen } from '../common/http.js';
 import { createLogger, type Logger } from '../common/log.js';
+import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
 import { accountRouter } from './router.js';
 import { createAccountServices, type AccountServices } from './services.js';
@@ -45,6 +46,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(services.tokens.issuer.keys.jwks);
   });
+  if (config.devOutbox) mountDevOutbox(app, config.outboxDir);
   const api = express.Router();
   mountAccountBridge(api, contextFor, config.baseUrl);
   app.use('/api/v1', api);

@@ -20,8 +20,27 @@ const schema = z
     ),
     WALLET_CHAIN_ID: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER)),
     RPC_URL: optionalString.pipe(httpUrl.optional()),
+    SMTP_URL: optionalString.pipe(
+      z
+        .url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' })
+        .optional(),
+    ),
+    MAIL_FROM: optionalString.pipe(
+      z
+        .string()
+        .max(320)
+        .regex(/^(?:[^<>\r\n]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/, 'must be an address, or "Name <address>"')
+        .optional(),
+    ),
+    DEV_OUTBOX: optionalString.pipe(z.enum(['0', '1']).optional()),
+    NODE_ENV: optionalString,
     RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
     LOG_LEVEL: logLevel,
+  })
+  .superRefine((env, ctx) => {
+    // The outbox page shows every sign-in link and code: never where real people sign in.
+    if (env.DEV_OUTBOX === '1' && env.NODE_ENV === 'production') ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'is not allowed when NODE_ENV=production' });
+    if (env.DEV_OUTBOX === '1' && env.SMTP_URL) ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'lists the local outbox, which is not used when SMTP_URL is set' });
   })
   .transform((env) => {
     const baseUrl = (env.BASE_URL ?? `http://${env.HOST === '0.0.0.0' ? '127.0.0.1' : env.HOST}:${env.PORT}`).replace(/\/$/, '');
@@ -41,6 +60,12 @@ const schema = z
       /** SIWE (auth/wallet): the EIP-155 chain id in challenges; the JSON-RPC endpoint for smart-wallet signatures. */
       walletChainId: env.WALLET_CHAIN_ID,
       rpcUrl: env.RPC_URL,
+      /** Unset → mails are written to `outboxDir` instead of being sent. */
+      smtpUrl: env.SMTP_URL,
+      mailFrom: env.MAIL_FROM ?? `Agent Accounts <no-reply@${new URL(baseUrl).hostname}>`,
+      outboxDir: path.resolve(env.DATA_DIR, 'outbox'),
+      /** GET /dev/outbox lists the local outbox (development only). */
+      devOutbox: env.DEV_OUTBOX === '1',
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       logLevel: env.LOG_LEVEL,
     };

@@ -2,10 +2,14 @@
  * Everything the account procedures work with, built once at start and closed at stop.
  * Domain modules take what they need from here as explicit arguments.
  */
+import path from 'node:path';
 import type { Logger } from '../common/log.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
 import { loadSecretBox } from './agents/secrets.js';
+import { loadEmailCodeKey } from './auth/email/codes.js';
+import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
+import { EmailSignIn } from './auth/email/service.js';
 import type { AccountConfig } from './config.js';
 import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
@@ -19,6 +23,9 @@ export interface AccountServices {
   tokens: TokenService;
   rateLimits: RateLimits;
   agents: { registry: AgentRegistry; provisioner: AgentProvisioner };
+  /** Outgoing mail: SMTP_URL, or the local outbox. */
+  mail: MailQueue;
+  email: EmailSignIn;
   close(): Promise<void>;
 }
 
@@ -33,6 +40,10 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     config.agentProvisioner === 'static'
       ? new StaticProvisioner(registry)
       : new LocalProvisioner(registry, log, { dataDir: config.dataDir, idleTimeoutSeconds: config.agentIdleTimeoutSeconds, agentEnv: agentEnvironment(process.env) });
+  const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
+  const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
+  if (!config.smtpUrl) log.info({ outbox: config.outboxDir }, 'no SMTP_URL: mail is written to the local outbox');
+  const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, frontendUrl: config.frontendUrl, log });
   return {
     config,
     log,
@@ -40,8 +51,11 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     tokens,
     rateLimits,
     agents: { registry, provisioner },
+    mail,
+    email,
     async close() {
       await provisioner.close();
+      await mail.close();
       await rateLimits.close();
       await store.close();
     },

@@ -9,8 +9,46 @@ import type { SignedInUser } from '../users/identities.js';
 import { signTokenPair, verifyAccessToken, verifyRefreshToken, type AccessClaims, type TokenIssuer, type TokenPair } from './jwt.js';
 import { createSession, refreshRejected, revokeAllSessions, revokeSession, rotateSession, SessionStatusCache } from './sessions.js';
 
+/**
+ * Access tokens already verified, by their exact text, until their `exp`: a token's signature
+ * and claims cannot change, so re-verifying the same bytes on every call only burns CPU (an
+ * Ed25519 verify is most of a protected call's cost). Revocation is still checked on every call
+ * (SessionStatusCache). Bounded: cleared when full.
+ */
+class VerifiedAccessTokens {
+  private readonly entries = new Map<string, { claims: AccessClaims; exp: number }>();
+
+  constructor(private readonly maxEntries = 20_000) {}
+
+  get(token: string, nowSeconds: number): AccessClaims | undefined {
+    const entry = this.entries.get(token);
+    if (!entry) return undefined;
+    if (entry.exp > nowSeconds) return entry.claims;
+    this.entries.delete(token);
+    return undefined;
+  }
+
+  set(token: string, claims: AccessClaims): void {
+    const exp = expiryOf(token);
+    if (exp === undefined) return;
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(token, { claims, exp });
+  }
+}
+
+/** `exp` of a token whose signature has been verified. */
+function expiryOf(token: string): number | undefined {
+  try {
+    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: unknown };
+    return typeof payload.exp === 'number' ? payload.exp : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class TokenService {
   readonly sessions: SessionStatusCache;
+  private readonly verified = new VerifiedAccessTokens();
 
   constructor(
     private readonly db: AccountDb,
@@ -54,7 +92,11 @@ export class TokenService {
   async authenticate(authorization: string | undefined): Promise<AccessClaims> {
     const token = /^Bearer ([\w-]+\.[\w-]+\.[\w-]+)$/.exec(authorization ?? '')?.[1];
     if (!token) throw unauthorized('Missing or malformed Authorization header', 'MISSING_TOKEN');
-    const claims = await verifyAccessToken(this.issuer, token);
+    let claims = this.verified.get(token, Date.now() / 1000);
+    if (!claims) {
+      claims = await verifyAccessToken(this.issuer, token);
+      this.verified.set(token, claims);
+    }
     if (!(await this.sessions.isActive(claims.sessionId))) throw unauthorized('The session has ended', 'SESSION_REVOKED');
     return claims;
   }

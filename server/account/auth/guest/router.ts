@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { signTokenPair } from '../../tokens/jwt.js';
 import { TokenPair } from '../../tokens/schemas.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
-import { signInWithIdentity } from '../../users/identities.js';
+import { signInGuest } from './sign-in.js';
 
 /** Non-empty, bounded, printable ASCII without spaces: what device-id APIs hand out. */
 export const GuestInput = z.object({
@@ -19,7 +20,8 @@ export const guestRouter = router({
     .input(GuestInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
-      const user = await signInWithIdentity(ctx.services.store.db, { provider: 'guest', subject: input.device_id });
-      return ctx.services.tokens.startSession(user);
+      // One statement: find or create the guest and open its session (sign-in.ts).
+      const session = await signInGuest(ctx.services.store.db, input.device_id);
+      return signTokenPair(ctx.services.tokens.issuer, session, session.generation);
     }),
 });

@@ -1,0 +1,128 @@
+/**
+ * E-mail sign-in codes (design.md: "E-mail login"). One row per request carries both secrets:
+ * the link token (32 random bytes) and the 6-digit code. Rules:
+ * - lifetime 10 minutes; single use; a newer request for the address voids every older one;
+ * - at most 5 wrong codes per issued code: every attempt by code counts, and once 5 have been
+ *   wrong the row is dead (its link too) — the person asks for a new mail;
+ * - both are consumed by one conditional UPDATE, so of two concurrent verifies of one code or
+ *   link exactly one gets a row back.
+ *
+ * Only keyed hashes are stored: HMAC-SHA256 under a server key kept in the data directory
+ * (`email-code-key`), never in the database. A 6-digit code has 20 bits of entropy, so an
+ * unkeyed hash would fall to brute force in microseconds for anyone holding a database copy;
+ * with the key outside the database, a leaked table alone reveals no live code or link.
+ *
+ * Plain functions with explicit inputs (db, key, now) so that tests can move time.
+ */
+import { createHmac, randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { AccountDb } from '../../store.js';
+
+export const EMAIL_CODE_TTL_MS = 10 * 60 * 1000;
+export const MAX_CODE_ATTEMPTS = 5;
+
+export interface EmailCodeConfig {
+  /** HMAC key for tokens and codes (see loadEmailCodeKey). */
+  key: Buffer;
+  ttlMs?: number;
+}
+
+export interface IssuedEmailCode {
+  token: string;
+  code: string;
+  expiresAt: Date;
+}
+
+/** Addresses are compared and stored lower-case and trimmed (the schema normalises the same way). */
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+const hash = (key: Buffer, kind: 'token' | 'code', value: string) => createHmac('sha256', key).update(`${kind}\0${value}`).digest('base64url');
+const tokenHash = (key: Buffer, token: string) => hash(key, 'token', token);
+/** The address is part of the code's hash: a code only ever matches its own address. */
+const codeHash = (key: Buffer, email: string, code: string) => hash(key, 'code', `${email}\0${code}`);
+
+/** Issues a fresh token and code for `email` (already normalised), voiding older ones, in one statement. */
+export async function issueEmailCode(db: AccountDb, config: EmailCodeConfig, email: string, now = new Date()): Promise<IssuedEmailCode> {
+  const token = randomBytes(32).toString('base64url');
+  const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+  const expiresAt = new Date(now.getTime() + (config.ttlMs ?? EMAIL_CODE_TTL_MS));
+  await db.$executeRaw`
+    WITH voided AS (DELETE FROM email_codes WHERE email = ${email})
+    INSERT INTO email_codes (id, email, token_hash, code_hash, attempts, expires_at, created_at)
+    VALUES (${randomUUID()}::uuid, ${email}, ${tokenHash(config.key, token)}, ${codeHash(config.key, email, code)}, 0, ${expiresAt}, ${now})`;
+  return { token, code, expiresAt };
+}
+
+/**
+ * A row is live when unused, unexpired, not dead from wrong codes, and the newest for its
+ * address (two requests racing can both insert; only the later one counts).
+ */
+const LIVE = (alias: 'c') => `
+      ${alias}.used_at IS NULL AND ${alias}.attempts < ${MAX_CODE_ATTEMPTS}
+  AND NOT EXISTS (SELECT 1 FROM email_codes AS newer
+                   WHERE newer.email = ${alias}.email AND (newer.created_at, newer.id) > (${alias}.created_at, ${alias}.id))`;
+
+/** Consumes a link token; returns the address it was issued for, or undefined. */
+export async function consumeEmailToken(db: AccountDb, config: EmailCodeConfig, token: string, now = new Date()): Promise<string | undefined> {
+  const rows = await db.$queryRawUnsafe<Array<{ email: string }>>(
+    `UPDATE email_codes AS c SET used_at = $1
+      WHERE c.token_hash = $2 AND c.expires_at > $1 AND ${LIVE('c')}
+     RETURNING c.email`,
+    now,
+    tokenHash(config.key, token),
+  );
+  return rows[0]?.email;
+}
+
+/**
+ * Tries a code for `email` (already normalised) against the live row: counts the attempt and,
+ * when the code matches, consumes the row — in one statement, so concurrent guesses cannot
+ * exceed the attempt budget and concurrent right answers cannot both win.
+ */
+export async function consumeEmailCode(db: AccountDb, config: EmailCodeConfig, email: string, code: string, now = new Date()): Promise<boolean> {
+  const rows = await db.$queryRawUnsafe<Array<{ ok: boolean }>>(
+    `UPDATE email_codes AS c
+        SET attempts = c.attempts + 1,
+            used_at = CASE WHEN c.code_hash = $3 THEN $1 ELSE NULL END
+      WHERE c.email = $2 AND c.expires_at > $1 AND ${LIVE('c')}
+     RETURNING (c.used_at IS NOT NULL) AS ok`,
+    now,
+    email,
+    codeHash(config.key, email, code),
+  );
+  return rows[0]?.ok === true;
+}
+
+/**
+ * Drops expired rows; returns how many. (Used and dead rows stay until they expire: they keep
+ * an older row of a raced pair of requests from counting as the newest.)
+ */
+export async function sweepEmailCodes(db: AccountDb, now = new Date()): Promise<number> {
+  return db.$executeRaw`DELETE FROM email_codes WHERE expires_at <= ${now}`;
+}
+
+/**
+ * The HMAC key: 32 random bytes generated once into `file` (owner-only, written atomically).
+ * Instances that share a database must share this file, as they share the signing keys.
+ */
+export async function loadEmailCodeKey(file: string): Promise<Buffer> {
+  const read = () =>
+    readFile(file, 'utf8').then(
+      (text) => Buffer.from(text.trim(), 'base64url'),
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return undefined;
+        throw error;
+      },
+    );
+  let key = await read();
+  if (!key) {
+    await mkdir(path.dirname(file), { recursive: true });
+    const temp = `${file}.${randomUUID()}.tmp`;
+    await writeFile(temp, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+    await rename(temp, file);
+    key = await read();
+  }
+  if (!key || key.length < 32) throw new Error(`${file}: expected at least 32 bytes of base64url key material`);
+  return key;
+}

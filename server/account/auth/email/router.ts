@@ -1,0 +1,29 @@
+import { TokenPair } from '../../tokens/schemas.js';
+import { publicProcedure, rateLimited, router } from '../../trpc.js';
+import { LoginEmailInput, LoginEmailOutput, VerifyInput } from './schemas.js';
+import { LOGIN_EMAIL_MESSAGE } from './service.js';
+
+export const emailRouter = router({
+  /** Same answer, same work, for every well-formed address (no enumeration); the mail goes out after the answer. */
+  request: publicProcedure
+    .use(rateLimited('auth.login.email'))
+    .meta({ openapi: { method: 'POST', path: '/auth/login/email', protect: false, summary: 'Mail a sign-in link and a 6-digit code' } })
+    .input(LoginEmailInput)
+    .output(LoginEmailOutput)
+    .mutation(async ({ ctx, input }) => {
+      // Per address too (design.md), so that one address cannot be flooded from many IPs.
+      await ctx.services.rateLimits.consume('auth.login.email.address', input.email);
+      await ctx.services.email.request(input.email);
+      return { message: LOGIN_EMAIL_MESSAGE };
+    }),
+
+  /** `{token}` from the link or `{email, code}`; a guest's `Authorization: Bearer` upgrades that guest in place. */
+  verify: publicProcedure
+    .use(rateLimited('auth.verify'))
+    .meta({ openapi: { method: 'POST', path: '/auth/verify-magic-link', protect: false, summary: 'Exchange a sign-in link token or code for a token pair' } })
+    .input(VerifyInput)
+    .output(TokenPair)
+    .mutation(({ ctx, input }) =>
+      ctx.services.email.verify(input.token !== undefined ? { token: input.token } : { email: input.email!, code: input.code! }, ctx.authorization),
+    ),
+});

@@ -1,0 +1,101 @@
+/**
+ * E-mail sign-in (spec: POST /auth/login/email, POST /auth/verify-magic-link; design.md:
+ * "E-mail login", "Guest upgrade").
+ *
+ * Request: the same work for every well-formed address — store a fresh code, queue one mail —
+ * and the same answer. Nothing looks the address up (the account is created at the first
+ * successful verification), so known and unknown addresses take the same path, and the mail
+ * is sent after the answer (MailQueue), so its timing leaks nothing either.
+ *
+ * Verify: consume the link or the code, then sign in with the identity (provider `email`,
+ * subject = the normalised address, verified), which creates the account, links it to an
+ * account that already holds the verified address, or attaches it to the calling guest.
+ */
+import { unauthorized } from '../../../common/errors.js';
+import type { Logger } from '../../../common/log.js';
+import type { AccountDb } from '../../store.js';
+import type { TokenPair } from '../../tokens/jwt.js';
+import type { TokenService } from '../../tokens/service.js';
+import { signInWithIdentity } from '../../users/identities.js';
+import { consumeEmailCode, consumeEmailToken, EMAIL_CODE_TTL_MS, issueEmailCode, sweepEmailCodes, type EmailCodeConfig } from './codes.js';
+import type { MailQueue, OutgoingMail } from './mail.js';
+
+/** The one answer of POST /auth/login/email, for every address. */
+export const LOGIN_EMAIL_MESSAGE = 'If this address can receive mail, a sign-in link and a 6-digit code are on their way. They expire in 10 minutes.';
+
+const SWEEP_EVERY_MS = 10 * 60 * 1000;
+
+export interface EmailSignInDeps {
+  db: AccountDb;
+  tokens: TokenService;
+  mail: MailQueue;
+  codes: EmailCodeConfig;
+  frontendUrl: string;
+  log: Logger;
+}
+
+export type VerifyInput = { token: string } | { email: string; code: string };
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+export function signInMail(to: string, link: string, code: string, ttlMs = EMAIL_CODE_TTL_MS): OutgoingMail {
+  const minutes = Math.round(ttlMs / 60_000);
+  const text = [
+    'Sign in by opening this link:',
+    '',
+    link,
+    '',
+    `Or enter this code: ${code}`,
+    '',
+    `The link and the code work once, for ${minutes} minutes. If you did not ask to sign in, ignore this mail.`,
+  ].join('\n');
+  const html = `<!doctype html><html><body style="font-family:sans-serif">
+<p>Sign in by opening this link:</p>
+<p><a href="${escapeHtml(link)}">Sign in</a></p>
+<p>Or enter this code: <strong style="font-size:1.4em;letter-spacing:0.15em">${code}</strong></p>
+<p style="color:#555">The link and the code work once, for ${minutes} minutes. If you did not ask to sign in, ignore this mail.</p>
+</body></html>`;
+  return { to, subject: 'Your sign-in link and code', text, html };
+}
+
+export class EmailSignIn {
+  private lastSweep = 0;
+
+  constructor(private readonly deps: EmailSignInDeps) {}
+
+  /** `email` is already normalised (schemas.ts). Returns the issued secrets for tests only. */
+  async request(email: string, now = new Date()) {
+    const issued = await issueEmailCode(this.deps.db, this.deps.codes, email, now);
+    const link = `${this.deps.frontendUrl}/auth/verify?token=${issued.token}`;
+    this.deps.mail.enqueue(signInMail(email, link, issued.code, this.deps.codes.ttlMs));
+    this.sweepNowAndThen(now);
+    return issued;
+  }
+
+  /**
+   * The guest to upgrade is settled before the code is touched, so a bad Authorization header
+   * (401) leaves the code usable. A 409 IDENTITY_IN_USE comes after the consume: the code is spent.
+   */
+  async verify(input: VerifyInput, authorization: string | undefined, now = new Date()): Promise<TokenPair> {
+    const guestUserId = await this.deps.tokens.guestToUpgrade(authorization);
+    let email: string | undefined;
+    if ('token' in input) {
+      email = await consumeEmailToken(this.deps.db, this.deps.codes, input.token, now);
+      if (!email) throw unauthorized('The sign-in link is invalid, expired or already used', 'INVALID_LINK');
+    } else {
+      if (!(await consumeEmailCode(this.deps.db, this.deps.codes, input.email, input.code, now))) {
+        throw unauthorized('The code is wrong, expired or already used', 'INVALID_CODE');
+      }
+      email = input.email;
+    }
+    const user = await signInWithIdentity(this.deps.db, { provider: 'email', subject: email, email, emailVerified: true }, guestUserId);
+    return this.deps.tokens.startSession(user);
+  }
+
+  /** Expired rows go at most every 10 minutes per instance, after the answer. */
+  private sweepNowAndThen(now: Date): void {
+    if (now.getTime() - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = now.getTime();
+    sweepEmailCodes(this.deps.db, now).catch((error: unknown) => this.deps.log.warn({ err: error }, 'sweeping expired e-mail codes failed'));
+  }
+}

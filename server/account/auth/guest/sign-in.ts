@@ -1,0 +1,65 @@
+/**
+ * Guest sign-in in one statement (the hot path of `POST /auth/guest`): find the user of the
+ * device identity — or create user and identity — and open a session, atomically. It keeps the
+ * rules of users/identities.ts for the `guest` provider (one device id → one guest account; a
+ * device id whose guest was upgraded no longer has an identity, so it gets a fresh guest) at one
+ * round trip instead of a five-statement transaction plus a session insert.
+ *
+ * Two first sign-ins of one new device race on the identity's unique index: the loser's whole
+ * statement rolls back (no orphan user) and its retry finds the winner's account.
+ */
+import { randomUUID } from 'node:crypto';
+import { Prisma } from '../../../generated/account/client.js';
+import type { AccountDb } from '../../store.js';
+import { REFRESH_TTL_SECONDS } from '../../tokens/jwt.js';
+
+export interface GuestSession {
+  userId: string;
+  sessionId: string;
+  guest: boolean;
+  /** The session's generation (0: new). */
+  generation: number;
+}
+
+const isUniqueViolation = (error: unknown) =>
+  error instanceof Prisma.PrismaClientKnownRequestError &&
+  (error.code === 'P2002' || (error.code === 'P2010' && /23505|unique/i.test(`${JSON.stringify(error.meta)} ${error.message}`)));
+
+async function attempt(db: AccountDb, deviceId: string, now: Date): Promise<GuestSession> {
+  const sessionId = randomUUID();
+  const expiresAt = new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
+  const rows = await db.$queryRaw<Array<{ user_id: string; is_guest: boolean }>>`
+    WITH existing AS (
+      SELECT u.id, u.is_guest FROM identities AS i JOIN users AS u ON u.id = i.user_id
+       WHERE i.provider = 'guest' AND i.subject = ${deviceId}
+    ), new_user AS (
+      INSERT INTO users (id, is_guest, created_at, updated_at)
+      SELECT ${randomUUID()}::uuid, true, ${now}, ${now} WHERE NOT EXISTS (SELECT 1 FROM existing)
+      RETURNING id, is_guest
+    ), new_identity AS (
+      INSERT INTO identities (id, user_id, provider, subject, email_verified, created_at)
+      SELECT ${randomUUID()}::uuid, id, 'guest', ${deviceId}, false, ${now} FROM new_user
+      RETURNING user_id
+    ), target AS (
+      SELECT id, is_guest FROM existing
+      UNION ALL
+      SELECT nu.id, nu.is_guest FROM new_user AS nu JOIN new_identity AS ni ON ni.user_id = nu.id
+    ), opened AS (
+      INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
+      SELECT ${sessionId}::uuid, id, 0, ${now}, ${expiresAt}, ${now} FROM target
+      RETURNING user_id
+    )
+    SELECT t.id AS user_id, t.is_guest FROM target AS t JOIN opened AS o ON o.user_id = t.id`;
+  const row = rows[0];
+  if (!row) throw new Error('guest sign-in opened no session');
+  return { userId: row.user_id, sessionId, guest: row.is_guest, generation: 0 };
+}
+
+export async function signInGuest(db: AccountDb, deviceId: string, now = new Date()): Promise<GuestSession> {
+  try {
+    return await attempt(db, deviceId, now);
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    return attempt(db, deviceId, now);
+  }
+}
