@@ -24,7 +24,7 @@ describe('REST proxy to the user own agent', () => {
   const upload = (token: string, name: string, bytes: Buffer | string, dir?: string) => {
     const form = new FormData();
     if (dir) form.set('path', dir);
-    form.set('file', new Blob([bytes]), name);
+    form.set('file', new Blob([typeof bytes === 'string' ? bytes : new Uint8Array(bytes)]), name);
     return fetch(`${api}/agent/files/upload`, { method: 'POST', headers: asUser(token), body: form });
   };
 
