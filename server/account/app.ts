@@ -9,6 +9,7 @@ import { createHttpApp, finishHttpApp, listen } from '../common/http.js';
 import { createLogger, type Logger } from '../common/log.js';
 import type { AccountConfig } from './config.js';
 import { accountRouter } from './router.js';
+import { parseCookies } from './auth/oauth/cookies.js';
 import { createAccountServices, type AccountServices } from './services.js';
 import type { AccountContext } from './trpc.js';
 import { serveWebClient } from './web.js';
@@ -27,6 +28,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     log: req.log,
     ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
     authorization: req.headers.authorization,
+    cookies: parseCookies(req.headers.cookie),
     setHeader: (name, value) => {
       if (req.res && !req.res.headersSent) req.res.setHeader(name, value);
     },

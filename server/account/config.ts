@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { httpUrl, logLevel, optionalString, parseConfig, port } from '../common/config.js';
+import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
 
 const schema = z
   .object({
@@ -15,6 +16,7 @@ const schema = z
     SIGNING_KEYS_FILE: optionalString,
     RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
     LOG_LEVEL: logLevel,
+    ...oauthEnv,
   })
   .transform((env) => {
     const baseUrl = (env.BASE_URL ?? `http://${env.HOST === '0.0.0.0' ? '127.0.0.1' : env.HOST}:${env.PORT}`).replace(/\/$/, '');
@@ -30,6 +32,7 @@ const schema = z
       rateLimitMultiplier: env.RATE_LIMIT_MULTIPLIER,
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       logLevel: env.LOG_LEVEL,
+      oauth: oauthConfig(env),
     };
   });
 

@@ -4,6 +4,7 @@
  */
 import type { Logger } from '../common/log.js';
 import type { AccountConfig } from './config.js';
+import { OAuthProviders } from './auth/oauth/providers.js';
 import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
@@ -15,6 +16,8 @@ export interface AccountServices {
   store: AccountStore;
   tokens: TokenService;
   rateLimits: RateLimits;
+  /** Provider A and B for browser OAuth and native ID tokens (discovery cached). */
+  oauth: OAuthProviders;
   close(): Promise<void>;
 }
 
@@ -30,6 +33,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     store,
     tokens,
     rateLimits,
+    oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     async close() {
       await rateLimits.close();
       await store.close();

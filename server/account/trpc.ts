@@ -16,6 +16,8 @@ export interface AccountContext {
   log: Logger;
   ip: string;
   authorization: string | undefined;
+  /** The request's cookies by name (the OAuth callback reads its browser-binding cookie). */
+  cookies: Record<string, string>;
   /** Response headers from inside a procedure (RateLimit-*), over REST and tRPC alike. */
   setHeader: SetHeader;
 }
