@@ -21,6 +21,8 @@ export interface RogueOidc {
   answer: (form: URLSearchParams) => TokenAnswer | Promise<TokenAnswer>;
   /** When set, the discovery document is this instead (garbage discovery). */
   discovery: TokenAnswer | undefined;
+  /** When set, the JWKS endpoint answers this instead of the keys. */
+  jwks: TokenAnswer | undefined;
   sign(claims: JWTPayload, opts?: { alg?: string; key?: CryptoKey | Uint8Array; kid?: string }): Promise<string>;
   privateKey: CryptoKey;
   close(): Promise<void>;
@@ -37,6 +39,7 @@ export async function startRogueOidc(): Promise<RogueOidc> {
     kid,
     privateKey,
     discovery: undefined,
+    jwks: undefined,
     answer: () => ({ status: 400, body: { error: 'invalid_grant' } }),
     async sign(claims, opts = {}) {
       const alg = opts.alg ?? 'RS256';
@@ -71,7 +74,7 @@ export async function startRogueOidc(): Promise<RogueOidc> {
         },
       );
     }
-    if (path === '/jwks') return send(res, { body: { keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' }] } });
+    if (path === '/jwks') return send(res, rogue.jwks ?? { body: { keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' }] } });
     if (path === '/token' && req.method === 'POST') {
       let body = '';
       for await (const chunk of req) body += String(chunk);

@@ -29,9 +29,20 @@ export async function verifyNativeIdToken(
 ): Promise<IdentityClaim> {
   const { issuer, keys, algorithms } = await providers.idTokenKeysA();
   const audiences = providers.config.idpa.mobileClientIds;
+  // A key set that cannot be fetched (network, non-200, not a JWKS) is the provider failing: 502,
+  // never a 401 that would blame the token. No matching key is the token's problem.
+  let keysUnavailable = false;
+  const getKey: typeof keys = async (header, token) => {
+    try {
+      return await keys(header, token);
+    } catch (error) {
+      if (!(error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys)) keysUnavailable = true;
+      throw error;
+    }
+  };
   let payload: JWTPayload;
   try {
-    ({ payload } = await jwtVerify(input.idToken, keys, {
+    ({ payload } = await jwtVerify(input.idToken, getKey, {
       issuer: acceptedIssuers(issuer),
       audience: audiences,
       algorithms,
@@ -40,10 +51,7 @@ export async function verifyNativeIdToken(
       currentDate: input.now,
     }));
   } catch (error) {
-    // The provider's key set could not be fetched: that is the provider failing, not the token.
-    if (error instanceof joseErrors.JWKSTimeout || (error instanceof Error && error.name === 'TypeError') || error instanceof joseErrors.JWKSInvalid) {
-      throw providerUnavailable('Provider A did not serve its signing keys');
-    }
+    if (keysUnavailable) throw providerUnavailable('Provider A did not serve its signing keys');
     if (error instanceof joseErrors.JOSEError) throw invalid(error.code.replace(/^ERR_/, '').toLowerCase());
     throw invalid('malformed');
   }

@@ -4,8 +4,11 @@ export const Provider = z.enum(['idpa', 'idpb']);
 
 export const Redirect = z.object({ location: z.string() });
 
-/** A repeated parameter (an array) counts as absent: the flow then fails as a bad request would. */
-const param = z.preprocess((v) => (typeof v === 'string' ? v : undefined), z.string().max(4096).optional());
+/**
+ * A repeated (array) or oversized parameter counts as absent: the flow then fails with an error
+ * redirect, as the callback never answers with a JSON error.
+ */
+const param = z.preprocess((v) => (typeof v === 'string' && v.length <= 4096 ? v : undefined), z.string().optional());
 
 /**
  * What a provider sends to the redirect URI. Unknown parameters (`iss`, `session_state`, …)
