@@ -31,6 +31,17 @@ export function accountClaims(login: string): { sub: string; email?: string; ema
   return { sub, email: `${local}@example.test`, email_verified: !login.startsWith('unverified-'), name: login };
 }
 
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** A server that answers 503 until its handler is installed (readiness probes can come early). */
+function deferredServer(): { server: Server; handle(handler: Handler): void } {
+  let current: Handler = (_req, res) => {
+    res.writeHead(503, { 'retry-after': '1' }).end();
+  };
+  const server = createServer((req, res) => current(req, res));
+  return { server, handle: (handler) => (current = handler) };
+}
+
 async function listenOn(server: Server, port: number): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -57,7 +68,7 @@ export interface ProviderA {
 }
 
 export async function startProviderA(options: { port?: number; clients: TestClient[] }): Promise<ProviderA> {
-  const server = createServer();
+  const { server, handle } = deferredServer();
   const port = await listenOn(server, options.port ?? 0);
   const issuer = `http://127.0.0.1:${port}`;
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
@@ -86,7 +97,7 @@ export async function startProviderA(options: { port?: number; clients: TestClie
   });
   // Quiet: oidc-provider reports every refused request as an event; the tests assert outcomes.
   provider.on('server_error', (_ctx: unknown, error: unknown) => console.error('provider A server_error', error));
-  server.on('request', provider.callback());
+  handle(provider.callback());
 
   return {
     issuer,
@@ -152,7 +163,7 @@ export async function startProviderB(options: { port?: number; clients: TestClie
   const codes = new Map<string, Grant>();
   const tokens = new Map<string, string>();
   const ids = new Map<string, number>();
-  const server = createServer();
+  const { server, handle } = deferredServer();
   const port = await listenOn(server, options.port ?? 0);
   const url = `http://127.0.0.1:${port}`;
   const state: ProviderB = {
@@ -178,7 +189,7 @@ export async function startProviderB(options: { port?: number; clients: TestClie
     return target.href;
   };
 
-  server.on('request', async (req: IncomingMessage, res: ServerResponse) => {
+  handle(async (req: IncomingMessage, res: ServerResponse) => {
     try {
       const here = new URL(req.url ?? '/', url);
       if (here.pathname === '/login/oauth/authorize' && req.method === 'GET') {

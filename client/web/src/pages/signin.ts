@@ -2,9 +2,10 @@ import { h } from '../dom.js';
 import { saveTokens } from '../session.js';
 import { guestMethod } from '../signin/guest.js';
 import type { SignInMethod } from '../signin/method.js';
+import { oauthMethod } from '../signin/oauth.js';
 
 /** Every sign-in method, in the order the page shows them. */
-const methods: SignInMethod[] = [guestMethod];
+const methods: SignInMethod[] = [oauthMethod, guestMethod];
 
 export function signInPage(onSignedIn: () => void): HTMLElement {
   const done = (pair: Parameters<Parameters<SignInMethod['render']>[0]>[0]) => {
