@@ -52,7 +52,8 @@ export async function finishAuthorization(
   deps: FlowDeps,
   input: { provider: OAuthProvider; params: CallbackParams; browserSecret: string | undefined; now: Date; authCodeTtlSeconds: number },
 ): Promise<string> {
-  const landing = new URL('/auth/callback', `${deps.frontendUrl}/`);
+  // FRONTEND_URL may carry a path (https://example.com/app): append, never resolve.
+  const landing = new URL(`${deps.frontendUrl}/auth/callback`);
   try {
     deps.providers.requireConfigured(input.provider);
     const state = await consumeOAuthState(deps.db, { provider: input.provider, state: input.params.state, browserSecret: input.browserSecret, now: input.now });
