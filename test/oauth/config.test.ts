@@ -55,6 +55,16 @@ describe('an account service without provider settings', () => {
     expect(callback.headers.get('location')).toBe(`${account.url}/auth/callback?error=not_configured`);
   });
 
+  it('sends the browser to FRONTEND_URL, keeping its path', async () => {
+    const other = await startTestAccount('pglite', { FRONTEND_URL: 'https://app.example.com/web/' });
+    try {
+      const res = await fetch(`${other.url}/api/v1/auth/oauth/idpa/callback?code=x&state=y`, { redirect: 'manual' });
+      expect(res.headers.get('location')).toBe('https://app.example.com/web/auth/callback?error=not_configured');
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('publishes the OAuth, exchange and mobile paths in its OpenAPI document', async () => {
     const doc = (await (await fetch(`${api}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
     for (const [path, method] of [

@@ -3,7 +3,9 @@
  * `?code=` → exchanged once for the token pair → home. `?error=` (or a failed exchange) → a
  * plain message and the way back. The code is removed from the address bar at once.
  */
-import { api } from '../api.js';
+import { createTRPCClient, httpLink } from '@trpc/client';
+import superjson from 'superjson';
+import type { AccountRouter } from '../../../../server/account/router.js';
 import { h } from '../dom.js';
 import { navigate, route } from '../router.js';
 import { saveTokens } from '../session.js';
@@ -19,6 +21,13 @@ const MESSAGES: Record<string, string> = {
   IDENTITY_IN_USE: 'That provider account already belongs to another user of ours. Sign out, then sign in with it.',
 };
 const FALLBACK = 'The sign-in did not work. Please try again.';
+
+/**
+ * The exchange goes without the stored token: a guest who linked a provider was already
+ * upgraded at the callback (the flow was started with the guest's token), and a guest token
+ * that has expired meanwhile must not spoil a finished sign-in.
+ */
+const anonymous = createTRPCClient<AccountRouter>({ links: [httpLink({ url: '/trpc', transformer: superjson })] });
 
 function errorCode(error: unknown): string | undefined {
   const data = (error as { data?: { code?: unknown } } | undefined)?.data;
@@ -44,7 +53,7 @@ export function callbackPage(): HTMLElement {
   if (error || !code) {
     fail((error && MESSAGES[error]) ?? FALLBACK);
   } else {
-    api.auth.oauth.exchange.mutate({ code }).then(
+    anonymous.auth.oauth.exchange.mutate({ code }).then(
       (pair) => {
         saveTokens(pair);
         navigate('/');

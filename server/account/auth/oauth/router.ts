@@ -4,9 +4,10 @@
  * tRPC only: `authorizationUrl`, the start for a signed-in guest (the guest's Authorization
  * header binds the guest to the state; the client then navigates to the returned URL).
  */
+import { AppError } from '../../../common/errors.js';
 import { TokenPair } from '../../tokens/schemas.js';
-import { publicProcedure, rateLimited, router, type AccountContext } from '../../trpc.js';
 import { z } from 'zod';
+import { publicProcedure, rateLimited, router, type AccountContext } from '../../trpc.js';
 import { exchangeAuthCode } from './codes.js';
 import { bindingCookie, bindingCookieName, clearedBindingCookie } from './cookies.js';
 import { finishAuthorization, startAuthorization, type FlowDeps } from './flow.js';
@@ -56,8 +57,10 @@ function providerRoutes(provider: OAuthProvider) {
         const params = Object.fromEntries(Object.entries(input).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
         try {
           await ctx.services.rateLimits.consume('auth.oauth', ctx.ip, ctx.setHeader);
-        } catch {
-          return { location: `${ctx.services.config.frontendUrl}/auth/callback?error=rate_limited` };
+        } catch (error) {
+          const code = error instanceof AppError && error.status === 429 ? 'rate_limited' : 'server_error';
+          if (code === 'server_error') ctx.log.error({ err: error }, 'rate limiter failed');
+          return { location: `${ctx.services.config.frontendUrl}/auth/callback?error=${code}` };
         }
         const location = await finishAuthorization(deps(ctx), {
           provider,
