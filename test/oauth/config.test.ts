@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAccountConfig } from '../../server/account/config.js';
+import { signInThroughBrowser, startOAuthStack } from '../support/oauth-stack.js';
 import { startRogueOidc } from '../support/rogue-oidc.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 
@@ -113,6 +114,32 @@ describe('provider A keys unavailable', () => {
     } finally {
       await account.stop();
       await rogue.close();
+    }
+  });
+});
+
+describe('provider B without PKCE and without an e-mail list', () => {
+  it('omits PKCE when told to, and trusts no user-info e-mail without email_verified: true', async () => {
+    const stack = await startOAuthStack('pglite', { IDPB_PKCE: 'false', IDPB_EMAILS_URL: 'none' });
+    try {
+      stack.b.requirePkce = false;
+      const start = await fetch(`${stack.api}/auth/oauth/idpb`, { redirect: 'manual' });
+      const url = new URL(start.headers.get('location') ?? '');
+      expect(url.searchParams.has('code_challenge')).toBe(false);
+      expect(url.searchParams.get('state')).toMatch(/^[\w-]{43}$/);
+
+      const exchange = async (code: string | null) => {
+        const res = await fetch(`${stack.api}/auth/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+        const pair = (await res.json()) as { access_token: string };
+        return ((await (await fetch(`${stack.api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string }).user_id;
+      };
+      const viaA = await exchange((await signInThroughBrowser(stack, 'idpa', { login: 'zed' })).code);
+      const viaB = await exchange((await signInThroughBrowser(stack, 'idpb', { login: 'zed' })).code);
+      expect(viaB).not.toBe(viaA);
+      const identity = await stack.account.services.store.db.identity.findFirstOrThrow({ where: { provider: 'idpb', userId: viaB } });
+      expect(identity).toMatchObject({ email: 'zed@example.test', emailVerified: false });
+    } finally {
+      await stack.stop();
     }
   });
 });
