@@ -4,9 +4,9 @@
  * tRPC only: `authorizationUrl`, the start for a signed-in guest (the guest's Authorization
  * header binds the guest to the state; the client then navigates to the returned URL).
  */
+import { z } from 'zod';
 import { AppError } from '../../../common/errors.js';
 import { TokenPair } from '../../tokens/schemas.js';
-import { z } from 'zod';
 import { publicProcedure, rateLimited, router, type AccountContext } from '../../trpc.js';
 import { exchangeAuthCode } from './codes.js';
 import { bindingCookie, bindingCookieName, clearedBindingCookie } from './cookies.js';
