@@ -1,6 +1,23 @@
 import { defineConfig } from '@playwright/test';
 
 const accountPort = 3900;
+// Local identity providers for the OAuth specs (e2e/support/providers.ts) and the product's settings for them.
+const idpaPort = 3910;
+const idpbPort = 3911;
+const client = { id: 'web-client', secret: 'web-secret-0123456789' };
+const providerEnv = {
+  IDPA_ISSUER: `http://127.0.0.1:${idpaPort}`,
+  IDPA_CLIENT_ID: client.id,
+  IDPA_CLIENT_SECRET: client.secret,
+  IDPB_AUTHORIZE_URL: `http://127.0.0.1:${idpbPort}/login/oauth/authorize`,
+  IDPB_TOKEN_URL: `http://127.0.0.1:${idpbPort}/login/oauth/access_token`,
+  IDPB_USER_URL: `http://127.0.0.1:${idpbPort}/user`,
+  IDPB_EMAILS_URL: `http://127.0.0.1:${idpbPort}/user/emails`,
+  IDPB_CLIENT_ID: client.id,
+  IDPB_CLIENT_SECRET: client.secret,
+  // Short enough for e2e/oauth.spec.ts to wait out an expired code; the product's default is the spec's 60 s.
+  AUTH_CODE_TTL_SECONDS: '8',
+};
 
 export default defineConfig({
   testDir: 'e2e',
@@ -17,11 +34,21 @@ export default defineConfig({
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     },
   },
-  webServer: {
-    // The product exactly as `npm start` runs it, on a throw-away data directory.
-    command: `npm run build:web && rm -rf test-results/e2e-data && DATA_DIR=test-results/e2e-data PORT=${accountPort} LOG_LEVEL=warn npx tsx scripts/start.ts`,
-    url: `http://127.0.0.1:${accountPort}/api/v1/openapi.json`,
-    timeout: 120_000,
-    reuseExistingServer: false,
-  },
+  webServer: [
+    {
+      command: 'npx tsx e2e/support/providers.ts',
+      url: `http://127.0.0.1:${idpaPort}/.well-known/openid-configuration`,
+      timeout: 120_000,
+      reuseExistingServer: false,
+      env: { E2E_ACCOUNT_URL: `http://127.0.0.1:${accountPort}`, E2E_IDPA_PORT: String(idpaPort), E2E_IDPB_PORT: String(idpbPort), E2E_CLIENT_ID: client.id, E2E_CLIENT_SECRET: client.secret },
+    },
+    {
+      // The product exactly as `npm start` runs it, on a throw-away data directory.
+      command: `npm run build:web && rm -rf test-results/e2e-data && DATA_DIR=test-results/e2e-data PORT=${accountPort} LOG_LEVEL=warn npx tsx scripts/start.ts`,
+      url: `http://127.0.0.1:${accountPort}/api/v1/openapi.json`,
+      timeout: 120_000,
+      reuseExistingServer: false,
+      env: providerEnv,
+    },
+  ],
 });

@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
 import { accountRouter } from './router.js';
+import { parseCookies } from './auth/oauth/cookies.js';
 import { createAccountServices, type AccountServices } from './services.js';
 import type { AccountContext } from './trpc.js';
 import { serveWebClient } from './web.js';
@@ -28,6 +29,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     log: req.log,
     ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
     authorization: req.headers.authorization,
+    cookies: parseCookies(req.headers.cookie),
     setHeader: (name, value) => {
       if (req.res && !req.res.headersSent) req.res.setHeader(name, value);
     },

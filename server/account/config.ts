@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { httpUrl, logLevel, optionalString, parseConfig, port } from '../common/config.js';
+import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
 
 const schema = z
   .object({
@@ -36,6 +37,7 @@ const schema = z
     NODE_ENV: optionalString,
     RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
     LOG_LEVEL: logLevel,
+    ...oauthEnv,
   })
   .superRefine((env, ctx) => {
     // The outbox page shows every sign-in link and code: never where real people sign in.
@@ -68,6 +70,7 @@ const schema = z
       devOutbox: env.DEV_OUTBOX === '1',
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       logLevel: env.LOG_LEVEL,
+      oauth: oauthConfig(env),
     };
   });
 

@@ -11,6 +11,7 @@ import { loadEmailCodeKey } from './auth/email/codes.js';
 import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
 import { EmailSignIn } from './auth/email/service.js';
 import type { AccountConfig } from './config.js';
+import { OAuthProviders } from './auth/oauth/providers.js';
 import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
@@ -26,6 +27,8 @@ export interface AccountServices {
   /** Outgoing mail: SMTP_URL, or the local outbox. */
   mail: MailQueue;
   email: EmailSignIn;
+  /** Provider A and B for browser OAuth and native ID tokens (discovery cached). */
+  oauth: OAuthProviders;
   close(): Promise<void>;
 }
 
@@ -53,6 +56,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     agents: { registry, provisioner },
     mail,
     email,
+    oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     async close() {
       await provisioner.close();
       await mail.close();

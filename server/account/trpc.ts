@@ -1,7 +1,9 @@
 /**
  * How every account procedure is wired.
- * 1. CONTEXT: the account services, the request's logger, client IP, and the raw
- *    Authorization header (procedures that accept a guest upgrade read it).
+ * 1. CONTEXT: the account services, the request's logger, client IP, the raw
+ *    Authorization header (procedures that accept a guest upgrade read it), and the request's
+ *    cookies by name (the OAuth callback reads its browser-binding cookie; set cookies with
+ *    `setHeader('Set-Cookie', …)`).
  * 2. INITIALISATION: shared with the agent service (server/common/trpc.ts).
  * 3. PROCEDURES: `publicProcedure` for sign-in endpoints (add `.use(rateLimited('auth.x'))`);
  *    `userProcedure` requires the access token of a live session and puts its claims in `ctx.user`.
@@ -16,6 +18,8 @@ export interface AccountContext {
   log: Logger;
   ip: string;
   authorization: string | undefined;
+  /** The request's cookies by name (the OAuth callback reads its browser-binding cookie). */
+  cookies: Record<string, string>;
   /** Response headers from inside a procedure (RateLimit-*), over REST and tRPC alike. */
   setHeader: SetHeader;
 }

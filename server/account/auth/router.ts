@@ -1,11 +1,15 @@
-/** Sign-in methods, one folder each under auth/; every one ends in `tokens.startSession`. */
+/** Sign-in methods, one folder each under auth/; every one ends in a session from `tokens`. */
 import { router } from '../trpc.js';
 import { emailRouter } from './email/router.js';
 import { guestRouter } from './guest/router.js';
+import { mobileRouter } from './mobile/router.js';
+import { oauthRouter } from './oauth/router.js';
 import { walletRouter } from './wallet/router.js';
 
 export const authRouter = router({
   guest: guestRouter,
-  wallet: walletRouter,
   email: emailRouter,
+  oauth: oauthRouter,
+  mobile: mobileRouter,
+  wallet: walletRouter,
 });

@@ -1,0 +1,26 @@
+/** Native sign-in with a provider-A ID token (REST: POST /auth/mobile/idpa). */
+import { z } from 'zod';
+import { TokenPair } from '../../tokens/schemas.js';
+import { publicProcedure, rateLimited, router } from '../../trpc.js';
+import { signInWithIdentity } from '../../users/identities.js';
+import { verifyNativeIdToken } from './idtoken.js';
+
+export const MobileIdpaInput = z.object({
+  id_token: z.string().min(1).max(16_384),
+  /** The nonce the app passed to the provider's SDK; when given, the token must carry it. */
+  nonce: z.string().min(1).max(512).optional(),
+});
+
+export const mobileRouter = router({
+  idpa: publicProcedure
+    .use(rateLimited('auth.mobile'))
+    .meta({ openapi: { method: 'POST', path: '/auth/mobile/idpa', protect: false, summary: 'Sign in with an ID token from provider A\'s native SDK' } })
+    .input(MobileIdpaInput)
+    .output(TokenPair)
+    .mutation(async ({ ctx, input }) => {
+      const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.authorization);
+      const claim = await verifyNativeIdToken(ctx.services.oauth, { idToken: input.id_token, nonce: input.nonce, now: new Date() });
+      const user = await signInWithIdentity(ctx.services.store.db, claim, guestUserId);
+      return ctx.services.tokens.startSession(user);
+    }),
+});

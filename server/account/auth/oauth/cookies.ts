@@ -1,0 +1,32 @@
+/**
+ * The cookie that binds an OAuth transaction to the browser that started it (design.md):
+ * random value (its hash is stored with the state), HttpOnly, SameSite=Lax (sent on the
+ * provider's top-level redirect back to us, not on cross-site subrequests), Secure on https,
+ * scoped to the provider's OAuth path, and only as long-lived as the state itself.
+ */
+import { STATE_TTL_SECONDS } from './state.js';
+import type { OAuthProvider } from './providers.js';
+
+export const bindingCookieName = (provider: OAuthProvider) => `oauth_${provider}`;
+
+function attributes(provider: OAuthProvider, baseUrl: string, maxAge: number): string {
+  const path = `${new URL(baseUrl).pathname.replace(/\/$/, '')}/api/v1/auth/oauth/${provider}`;
+  return [`Path=${path}`, 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAge}`, ...(baseUrl.startsWith('https:') ? ['Secure'] : [])].join('; ');
+}
+
+export const bindingCookie = (provider: OAuthProvider, value: string, baseUrl: string) =>
+  `${bindingCookieName(provider)}=${value}; ${attributes(provider, baseUrl, STATE_TTL_SECONDS)}`;
+
+export const clearedBindingCookie = (provider: OAuthProvider, baseUrl: string) => `${bindingCookieName(provider)}=; ${attributes(provider, baseUrl, 0)}`;
+
+/** `Cookie: a=1; b=2` → {a: '1', b: '2'}; the first of duplicate names wins (the most specific path). */
+export function parseCookies(header: string | undefined): Record<string, string> {
+  const cookies: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    const name = part.slice(0, eq).trim();
+    if (name && !(name in cookies)) cookies[name] = part.slice(eq + 1).trim();
+  }
+  return cookies;
+}

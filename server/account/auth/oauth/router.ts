@@ -1,0 +1,97 @@
+/**
+ * Browser OAuth with provider A (OpenID Connect) and provider B (OAuth 2), and the one-time
+ * code exchange. REST: GET /auth/oauth/{idpa,idpb}[/callback] (302s), POST /auth/exchange.
+ * tRPC only: `authorizationUrl`, the start for a signed-in guest (the guest's Authorization
+ * header binds the guest to the state; the client then navigates to the returned URL).
+ */
+import { z } from 'zod';
+import { AppError } from '../../../common/errors.js';
+import { TokenPair } from '../../tokens/schemas.js';
+import { publicProcedure, rateLimited, router, type AccountContext } from '../../trpc.js';
+import { exchangeAuthCode } from './codes.js';
+import { bindingCookie, bindingCookieName, clearedBindingCookie } from './cookies.js';
+import { finishAuthorization, startAuthorization, type FlowDeps } from './flow.js';
+import type { OAuthProvider } from './providers.js';
+import { AuthorizationUrlInput, CallbackQuery, ExchangeInput, Redirect } from './schemas.js';
+
+const deps = (ctx: AccountContext): FlowDeps => ({
+  db: ctx.services.store.db,
+  providers: ctx.services.oauth,
+  frontendUrl: ctx.services.config.frontendUrl,
+  log: ctx.log,
+});
+
+async function start(ctx: AccountContext, provider: OAuthProvider) {
+  const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.authorization);
+  const { location, browserSecret } = await startAuthorization(deps(ctx), { provider, guestUserId, now: new Date() });
+  ctx.setHeader('Cache-Control', 'no-store');
+  ctx.setHeader('Set-Cookie', bindingCookie(provider, browserSecret, ctx.services.config.baseUrl));
+  return { location };
+}
+
+const NAMES = { idpa: 'provider A', idpb: 'provider B' } as const;
+
+function providerRoutes(provider: OAuthProvider) {
+  return router({
+    start: publicProcedure
+      .use(rateLimited('auth.oauth'))
+      .meta({
+        openapi: { method: 'GET', path: `/auth/oauth/${provider}`, protect: false, summary: `Redirect to ${NAMES[provider]}'s authorization screen` },
+        rest: { kind: 'redirect' },
+      })
+      .input(z.void())
+      .output(Redirect)
+      .query(({ ctx }) => start(ctx, provider)),
+
+    /** Always a redirect to {FRONTEND_URL}/auth/callback with `code` or `error`, even when rate limited. */
+    callback: publicProcedure
+      .meta({
+        openapi: { method: 'GET', path: `/auth/oauth/${provider}/callback`, protect: false, summary: `${NAMES[provider]} returns here; redirects to the web client with a one-time code` },
+        rest: { kind: 'redirect' },
+      })
+      .input(CallbackQuery)
+      .output(Redirect)
+      .query(async ({ ctx, input }) => {
+        ctx.setHeader('Cache-Control', 'no-store');
+        ctx.setHeader('Set-Cookie', clearedBindingCookie(provider, ctx.services.config.baseUrl));
+        const params = Object.fromEntries(Object.entries(input).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+        try {
+          await ctx.services.rateLimits.consume('auth.oauth', ctx.ip, ctx.setHeader);
+        } catch (error) {
+          const code = error instanceof AppError && error.status === 429 ? 'rate_limited' : 'server_error';
+          if (code === 'server_error') ctx.log.error({ err: error }, 'rate limiter failed');
+          return { location: `${ctx.services.config.frontendUrl}/auth/callback?error=${code}` };
+        }
+        const location = await finishAuthorization(deps(ctx), {
+          provider,
+          params,
+          browserSecret: ctx.cookies[bindingCookieName(provider)],
+          now: new Date(),
+          authCodeTtlSeconds: ctx.services.config.oauth.authCodeTtlSeconds,
+        });
+        return { location };
+      }),
+  });
+}
+
+export const oauthRouter = router({
+  idpa: providerRoutes('idpa'),
+  idpb: providerRoutes('idpb'),
+
+  authorizationUrl: publicProcedure
+    .use(rateLimited('auth.oauth'))
+    .input(AuthorizationUrlInput)
+    .output(Redirect)
+    .mutation(({ ctx, input }) => start(ctx, input.provider)),
+
+  exchange: publicProcedure
+    .use(rateLimited('auth.exchange'))
+    .meta({ openapi: { method: 'POST', path: '/auth/exchange', protect: false, summary: 'Trade the one-time auth code of an OAuth callback for a token pair' } })
+    .input(ExchangeInput)
+    .output(TokenPair)
+    .mutation(async ({ ctx, input }) => {
+      const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.authorization);
+      const user = await exchangeAuthCode(ctx.services.store.db, { code: input.code, now: new Date(), guestUserId });
+      return ctx.services.tokens.startSession(user);
+    }),
+});
