@@ -4,7 +4,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startAccount, type RunningAccount } from '../../server/account/app.js';
@@ -12,22 +11,14 @@ import { loadAccountConfig } from '../../server/account/config.js';
 import { startAgent, type RunningAgent } from '../../server/agent/app.js';
 import { loadAgentConfig } from '../../server/agent/config.js';
 import { createTestDatabase } from './postgres.js';
+import { freePort } from '../../server/common/net.js';
+
+export { freePort };
 
 export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(path.join(tmpdir(), `${prefix}-`));
 }
 
-/** A port that was free a moment ago, so that BASE_URL can be known before the service starts. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface TestAgent extends RunningAgent {
   secret: string;

@@ -12,12 +12,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from './registry.js';
+import { freePort } from '../../common/net.js';
 
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */
@@ -41,16 +41,6 @@ export class StaticProvisioner implements AgentProvisioner {
 
 const AGENT_MAIN = fileURLToPath(new URL('../../agent/main.ts', import.meta.url));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
