@@ -44,14 +44,25 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseS
   return { status: res.status, headers: res.headers, frames: frames(), close: () => controller.abort() };
 }
 
-/** Reads frames until `done` (inclusive) or `stopWhen` says so; returns what it read. */
+/**
+ * Reads frames until `done` (inclusive) or `stopWhen` says so; returns what it read. The stream
+ * stays open, so a later call continues where this one stopped (no `for await`, which would
+ * close it on break).
+ */
 export async function readFrames(stream: SseStream, stopWhen?: (frame: SseFrame, all: SseFrame[]) => boolean): Promise<SseFrame[]> {
   const all: SseFrame[] = [];
-  for await (const frame of stream.frames) {
-    all.push(frame);
-    if (frame.data.type === 'done' || stopWhen?.(frame, all)) break;
+  for (;;) {
+    const next = await stream.frames.next();
+    if (next.done) break;
+    all.push(next.value);
+    if (next.value.data.type === 'done' || stopWhen?.(next.value, all)) break;
   }
   return all;
+}
+
+/** Reads until `n` frames other than keepalive have arrived (or the stream ends). */
+export function takeEvents(stream: SseStream, n: number): Promise<SseFrame[]> {
+  return readFrames(stream, (_f, all) => withoutKeepalive(all).length >= n).then(withoutKeepalive);
 }
 
 export const events = (frames: SseFrame[]) => frames.map((f) => f.data);
