@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseModelSpec } from '../../server/agent/chat/model-spec.js';
 import { loadAgentConfig } from '../../server/agent/config.js';
-import { EXEC_OUTPUT_MAX_BYTES, execTool } from '../../server/agent/tools/exec.js';
+import { EXEC_OUTPUT_MAX_BYTES, execTool, type ExecResult } from '../../server/agent/tools/exec.js';
 import { fileTools } from '../../server/agent/tools/files.js';
 import type { ChatEvent } from '../../server/agent/chat/schemas.js';
 import { resolveWorkspacePath } from '../../server/agent/tools/workspace-path.js';
@@ -98,7 +98,7 @@ describe('file tools', () => {
 
 describe('exec', () => {
   const exec = (command: string, timeoutMs = 5_000, signal = new AbortController().signal) =>
-    execTool(ws, { timeoutMs }).exec!.execute({ command }, { signal, emit: () => undefined }) as Promise<{ exit_code: number | null; timed_out: boolean; truncated: boolean; output: string }>;
+    execTool(ws, { timeoutMs }).exec!.execute({ command }, { signal, emit: () => undefined }) as Promise<ExecResult>;
 
   it('runs in the workspace and reports the exit code', async () => {
     const result = await exec('pwd; cat docs/a.txt; exit 3');
