@@ -213,6 +213,17 @@ describe('history, active, delete', () => {
   });
 });
 
+describe('OpenAPI', () => {
+  it('documents the five chat paths', async () => {
+    const { body } = await rig.get<{ paths: Record<string, Record<string, unknown>> }>('/openapi.json');
+    expect(Object.keys(body.paths['/chat']!)).toEqual(['post']);
+    expect(Object.keys(body.paths['/chat/{chat_id}/active']!)).toEqual(['get']);
+    expect(Object.keys(body.paths['/chat/{chat_id}/stream']!)).toEqual(['get']);
+    expect(Object.keys(body.paths['/chat/{chat_id}/history']!)).toEqual(['get']);
+    expect(Object.keys(body.paths['/chat/{chat_id}']!)).toEqual(['delete']);
+  });
+});
+
 describe('hostile input', () => {
   const post = (body: unknown) =>
     fetch(`${rig.agent.url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...rig.agent.auth }, body: JSON.stringify(body) });
