@@ -1,14 +1,14 @@
 /** Shared bits of the chat suites: an agent wired to a scripted model, and REST calls. */
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAgent, type TestAgent } from '../support/servers.js';
-import { openSse, readFrames, type SseFrame, type SseStream } from '../support/sse.js';
+import { openSse, readFrames, withoutKeepalive, type SseFrame, type SseStream } from '../support/sse.js';
 
 export interface ChatRig {
   agent: TestAgent;
   model: ScriptedModel;
   post(chatId: string, message: string): Promise<SseStream>;
   stream(chatId: string, lastEventId?: string): Promise<SseStream>;
-  /** POST and read to `done`. */
+  /** POST and read to `done` (keepalives left out; runs.test.ts checks them). */
   chat(chatId: string, message: string): Promise<SseFrame[]>;
   get<T = unknown>(path: string): Promise<{ status: number; body: T }>;
   del<T = unknown>(path: string): Promise<{ status: number; body: T }>;
@@ -17,7 +17,7 @@ export interface ChatRig {
 
 /** Short intervals so the suites stay fast on two shared cores. */
 export const FAST_ENV = {
-  AGENT_KEEPALIVE_INTERVAL: '0.2',
+  AGENT_KEEPALIVE_INTERVAL: '5',
   AGENT_STREAM_GRACE: '2',
   AGENT_MODEL_RETRIES: '0',
   AGENT_EXEC_TIMEOUT: '5',
@@ -34,7 +34,7 @@ export async function startChatRig(env: Record<string, string> = {}): Promise<Ch
     stream: (chatId, lastEventId) =>
       openSse(`${agent.url}/chat/${encodeURIComponent(chatId)}/stream`, { headers: { ...agent.auth, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) } }),
     async chat(chatId, message) {
-      return readFrames(await rig.post(chatId, message));
+      return withoutKeepalive(await readFrames(await rig.post(chatId, message)));
     },
     async get(path) {
       const res = await fetch(`${agent.url}${path}`, { headers: agent.auth });

@@ -14,7 +14,7 @@ const tokens = (n: number, prefix = 't') => Array.from({ length: n }, (_, i) => 
 
 describe('runs', () => {
   it('ends a run that exceeds the run timeout with an `error` event, then `done`', async () => {
-    const quick = await startChatRig({ AGENT_RUN_TIMEOUT: '0.3' });
+    const quick = await startChatRig({ AGENT_RUN_TIMEOUT: '1' });
     try {
       quick.model.queue({ text: ['thinking '], hang: true });
       const frames = await readFrames(await quick.post('slow', 'take your time'));
@@ -113,7 +113,7 @@ describe('runs', () => {
   it('a client that disconnects does not stop the run; its reply lands in history', async () => {
     rig.model.queue({ text: tokens(15, 'd'), delayMs: 20 });
     const stream = await rig.post('gone', 'keep going without me');
-    await stream.frames.next();
+    await takeEvents(stream, 1);
     stream.close();
     await sleep(50);
     expect((await rig.get('/chat/gone/active')).body).toEqual({ active: true, user_message: 'keep going without me' });
@@ -130,7 +130,7 @@ describe('runs', () => {
   it('a slow reader does not hold the run back', async () => {
     rig.model.queue({ text: tokens(200, 's') });
     const stream = await rig.post('slowreader', 'lots');
-    await stream.frames.next();
+    await takeEvents(stream, 1);
     await until(async () => ((await rig.get<{ active: boolean }>('/chat/slowreader/active')).body.active === false));
     const rest = await readFrames(stream);
     expect(events(rest).filter((e) => e.type === 'text')).toHaveLength(199);
