@@ -9,6 +9,7 @@
  */
 import { tracked } from '@trpc/server';
 import type { LanguageModel } from 'ai';
+import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
@@ -74,7 +75,7 @@ export class ChatRuntime {
   /** Starts a run for the chat (cancelling the active one first) and returns it. */
   start(chatId: string, message: string): Promise<Run> {
     return this.withChatLock(chatId, async () => {
-      if (this.closed) throw new Error('chat runtime is closed');
+      if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down');
       const previous = this.registry.activeRun(chatId);
       if (previous) {
         previous.cancel(new RunCancelled('superseded by a new message'));
@@ -143,7 +144,16 @@ export class ChatRuntime {
       else yield { type: 'done' };
       return;
     }
-    const run = await this.start(input.chat_id, input.message);
+    let run: Run;
+    try {
+      run = await this.start(input.chat_id, input.message);
+    } catch (error) {
+      // The stream has begun (headers are out): report in-band, as a run failure would be.
+      this.deps.log.error({ err: error, chatId: input.chat_id }, 'could not start a chat run');
+      yield { type: 'error', content: this.closed ? 'The agent is shutting down' : 'Could not start the run' };
+      yield { type: 'done' };
+      return;
+    }
     yield* run.follow(0, signal, this.keepaliveMs);
   }
 
