@@ -93,7 +93,8 @@ function sse(url: string, opts: { method: string; headers?: Record<string, strin
 }
 
 async function startChild(script: string, env: Record<string, string>, ready: (child: ChildProcess) => Promise<string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await ready(child);
   return { child, url };
 }
@@ -122,12 +123,20 @@ interface PhaseResult {
   peakRssMb: number;
   idleRssMb: number;
   errors: number;
+  /** RSS once a second during the phase. */
+  rssTimelineMb: number[];
 }
 
 async function streamPhase(name: string, pid: number, post: (chat: number) => Promise<void>, latencies: Float64Array, counter: { n: number }): Promise<PhaseResult> {
   const idleRssMb = rssMb(pid);
   let peak = idleRssMb;
-  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 100);
+  const timeline: number[] = [];
+  let ticks = 0;
+  const sampler = setInterval(() => {
+    const now = rssMb(pid);
+    peak = Math.max(peak, now);
+    if (++ticks % 10 === 0) timeline.push(Math.round(now));
+  }, 100);
   counter.n = 0;
   let errors = 0;
   const started = performance.now();
@@ -155,6 +164,7 @@ async function streamPhase(name: string, pid: number, post: (chat: number) => Pr
     peakRssMb: Math.round(peak),
     idleRssMb: Math.round(idleRssMb),
     errors,
+    rssTimelineMb: timeline,
   };
 }
 
@@ -166,6 +176,7 @@ async function main(): Promise<void> {
   model.respond((request) => {
     const replay = JSON.stringify(request.messages).includes('replay-run');
     if (replay) return { text: { count: REPLAY, chunk: (i) => `token ${i} ` }, hang: true };
+    if (JSON.stringify(request.messages).includes('warm-up')) return { text: { count: 50, chunk: (i) => `w${i}` }, delayMs: 5 };
     return { text: { count: EVENTS, chunk: () => `t=${performance.now().toFixed(3)};` }, delayMs: INTERVAL };
   });
 
@@ -179,9 +190,12 @@ async function main(): Promise<void> {
     async () => `http://127.0.0.1:${agentPort}`,
   );
   await waitHealthy(agent.url);
-  const bare = await startChild('bench/bare-sse.ts', { MODEL_BASE_URL: model.baseUrl, PORT: '0' }, (child) =>
-    new Promise((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${(JSON.parse(chunk.toString()) as { port: number }).port}`))),
-  );
+  const startBare = (relay: string) =>
+    startChild('bench/bare-sse.ts', { MODEL_BASE_URL: model.baseUrl, PORT: '0', RELAY: relay }, (child) =>
+      new Promise((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${(JSON.parse(chunk.toString()) as { port: number }).port}`))),
+    );
+  const bare = await startBare('plain');
+  const sdk = await startBare('sdk');
 
   const latencies = new Float64Array(CHATS * EVENTS + 16);
   const counter = { n: 0 };
@@ -193,10 +207,19 @@ async function main(): Promise<void> {
 
   console.log(`chat bench: ${CHATS} concurrent chats × ${EVENTS} model chunks every ${INTERVAL} ms; replay of ${REPLAY} events`);
   // Warm-up (JIT, connection setup, first migrations) on a few chats, not measured.
-  await Promise.all(Array.from({ length: 5 }, (_, i) => postTo(agent.url, auth)(i + 100_000)));
-  await Promise.all(Array.from({ length: 5 }, (_, i) => postTo(bare.url, {})(i + 100_000)));
+  const warmUp = (url: string, headers: Record<string, string>) =>
+    Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        sse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ message: 'warm-up', chat_id: `warm-up-${i}` }) }, () => undefined),
+      ),
+    );
+  await warmUp(agent.url, auth);
+  await warmUp(bare.url, {});
+  await warmUp(sdk.url, {});
 
   const bareResult = await streamPhase('bare node SSE writer', bare.child.pid!, postTo(bare.url, {}), latencies, counter);
+  await sleep(500);
+  const sdkResult = await streamPhase('bare writer reading the model via the AI SDK', sdk.child.pid!, postTo(sdk.url, {}), latencies, counter);
   await sleep(500);
   const agentResult = await streamPhase('agent (AI SDK → run buffer → tRPC → SSE)', agent.child.pid!, postTo(agent.url, auth), latencies, counter);
 
@@ -233,8 +256,10 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
     params: { chats: CHATS, events: EVENTS, intervalMs: INTERVAL, replay: REPLAY },
-    streaming: [bareResult, agentResult],
+    streaming: [bareResult, sdkResult, agentResult],
     overhead: { medianMs: round(agentResult.medianMs - bareResult.medianMs), p99Ms: round(agentResult.p99Ms - bareResult.p99Ms) },
+    /** The agent's own stack (run buffer, tRPC, SSE bridge, history) beyond the AI SDK. */
+    overheadBeyondSdk: { medianMs: round(agentResult.medianMs - sdkResult.medianMs), p99Ms: round(agentResult.p99Ms - sdkResult.p99Ms) },
     replay: [
       { server: 'bare node SSE writer', events: bareReplayed, ms: round(bareReplayMs) },
       { server: 'agent GET /chat/{id}/stream', events: replayed, ms: round(agentReplayMs) },
@@ -245,16 +270,16 @@ async function main(): Promise<void> {
   console.log('');
   console.table(results.streaming.map((r) => ({ server: r.server, chats: r.chats, events: r.events, 's': r.seconds, 'events/s': r.eventsPerSecond, 'median ms': r.medianMs, 'p99 ms': r.p99Ms, 'max ms': r.maxMs, 'peak RSS MB': r.peakRssMb, 'idle RSS MB': r.idleRssMb, errors: r.errors })));
   console.log(`overhead of the agent over the bare writer: median ${results.overhead.medianMs} ms, p99 ${results.overhead.p99Ms} ms per event (target ≤ 2 ms p99)`);
-  console.log(`agent peak RSS with ${CHATS} streams: ${agentResult.peakRssMb} MB (target < 300 MB)`);
+  console.log(`of which beyond the AI SDK (agent vs bare writer via the SDK): median ${results.overheadBeyondSdk.medianMs} ms, p99 ${results.overheadBeyondSdk.p99Ms} ms`);
+  console.log(`agent peak RSS with ${CHATS} streams: ${agentResult.peakRssMb} MB (target < 300 MB); RSS each second: ${agentResult.rssTimelineMb.join(' ')}`);
   console.table(results.replay.map((r) => ({ server: r.server, events: r.events, ms: r.ms, 'events/s': Math.round(r.events / (r.ms / 1000)) })));
 
   await mkdir(path.join(root, 'bench/results'), { recursive: true });
   await writeFile(path.join(root, 'bench/results/chat.json'), `${JSON.stringify(results, null, 2)}\n`);
   console.log('written to bench/results/chat.json');
 
-  agent.child.kill('SIGTERM');
-  bare.child.kill('SIGTERM');
-  await Promise.all([agent.child, bare.child].map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+  for (const c of [agent.child, bare.child, sdk.child]) c.kill('SIGTERM');
+  await Promise.all([agent.child, bare.child, sdk.child].map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
   await model.close();
   await rm(workspace, { recursive: true, force: true });
 }

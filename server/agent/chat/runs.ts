@@ -61,36 +61,40 @@ export class Run {
     if (!this.signal.aborted) this.controller.abort(reason);
   }
 
-  /** Waits until more than `seen` events are buffered, the signal aborts, or `timeoutMs` passes. */
-  waitBeyond(seen: number, signal: AbortSignal, timeoutMs: number): Promise<'event' | 'timeout' | 'abort'> {
-    if (this.events.length > seen) return Promise.resolve('event');
-    if (signal.aborted) return Promise.resolve('abort');
-    return new Promise((resolve) => {
-      const finish = (result: 'event' | 'timeout' | 'abort') => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        resolve(result);
-      };
-      const onAbort = () => finish('abort');
-      const timer = setTimeout(() => finish('timeout'), timeoutMs);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.waiters.push(() => finish('event'));
-    });
-  }
-
-  /** Buffered events after `afterSeq`, then live ones, up to and including `done`. */
+  /**
+   * Buffered events after `afterSeq`, then live ones, up to and including `done`. One timer
+   * (refreshed, not re-created) and one abort listener per follower keep the per-event cost low.
+   */
   async *follow(afterSeq: number, signal: AbortSignal, keepaliveMs: number): AsyncGenerator<StreamItem> {
     let next = Math.max(0, afterSeq);
-    while (!signal.aborted) {
-      while (next < this.events.length) {
-        const event = this.events[next]!;
-        next++;
-        yield tracked(this.eventId(next), event);
-        if (event.type === 'done') return;
-        if (signal.aborted) return;
+    let wake: ((why: 'event' | 'timeout') => void) | undefined;
+    const fire = (why: 'event' | 'timeout') => {
+      const resolve = wake;
+      wake = undefined;
+      resolve?.(why);
+    };
+    const onEvent = () => fire('event');
+    const timer = setTimeout(() => fire('timeout'), keepaliveMs);
+    timer.unref();
+    signal.addEventListener('abort', onEvent, { once: true });
+    try {
+      while (!signal.aborted) {
+        while (next < this.events.length) {
+          const event = this.events[next]!;
+          next++;
+          yield tracked(this.eventId(next), event);
+          if (event.type === 'done' || signal.aborted) return;
+        }
+        timer.refresh();
+        const why = await new Promise<'event' | 'timeout'>((resolve) => {
+          wake = resolve;
+          this.waiters.push(onEvent);
+        });
+        if (why === 'timeout' && !signal.aborted && next >= this.events.length) yield { type: 'keepalive' };
       }
-      const woke = await this.waitBeyond(next, signal, keepaliveMs);
-      if (woke === 'timeout') yield { type: 'keepalive' };
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onEvent);
     }
   }
 }
