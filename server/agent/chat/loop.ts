@@ -113,7 +113,12 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
       // Errors arrive as `error` parts below; the default handler would print them.
       onError: () => undefined,
     });
-    for await (const part of result.fullStream) {
+    const parts = result.fullStream;
+    // `fullStream` is one branch of a tee; the SDK keeps the other branch for later accessors
+    // (`textStream`, `consumeStream`…) that we never use, and an unread branch buffers every part
+    // of the run. Cancelling it releases them; the branch we read is unaffected.
+    void (result as unknown as { baseStream?: ReadableStream }).baseStream?.cancel().catch(() => undefined);
+    for await (const part of parts) {
       switch (part.type) {
         case 'text-start':
           openText.set(part.id, '');
