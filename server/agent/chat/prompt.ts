@@ -4,7 +4,7 @@
  * MEMORY.md), each bounded.
  */
 import { readFile } from 'node:fs/promises';
-import { resolveWorkspacePath } from '../tools/workspace-path.js';
+import { resolveWorkspacePath } from '../files/guard.js';
 
 export const PROMPT_FILES = ['AGENTS.md', 'SOUL.md', 'USER.md', 'MEMORY.md'];
 const FILE_MAX_CHARS = 16_000;
@@ -19,7 +19,7 @@ export async function buildSystemPrompt(opts: { name: string; workspace: string;
   ];
   for (const name of PROMPT_FILES) {
     try {
-      const file = await resolveWorkspacePath(opts.workspace, name);
+      const { absolute: file } = await resolveWorkspacePath(opts.workspace, name);
       let text = await readFile(file, 'utf8');
       if (text.length > FILE_MAX_CHARS) text = `${text.slice(0, FILE_MAX_CHARS)}\n…(truncated)`;
       if (text.trim()) parts.push(`## ${name}\n${text.trim()}`);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { AppError } from '../../common/errors.js';
 import { defineTool, type AgentToolSet } from './types.js';
-import { isSensitiveName, resolveWorkspacePath, workspaceRelative } from './workspace-path.js';
+import { isSensitiveName, resolveWorkspacePath } from '../files/guard.js';
 
 export const READ_MAX_BYTES = 100_000;
 export const WRITE_MAX_CHARS = 1_000_000;
@@ -19,7 +19,7 @@ export function fileTools(workspace: string): AgentToolSet {
       description: `Read a text file of the workspace (at most ${READ_MAX_BYTES} bytes are returned).`,
       inputSchema: z.object({ path: RelPath }),
       async execute({ path: rel }) {
-        const file = await resolveWorkspacePath(workspace, rel);
+        const { absolute: file } = await resolveWorkspacePath(workspace, rel);
         const info = await stat(file).catch(() => undefined);
         if (!info) throw new AppError(404, 'NOT_FOUND', `No such file: ${rel}`);
         if (!info.isFile()) throw new AppError(400, 'NOT_A_FILE', `${rel} is not a file`);
@@ -45,15 +45,16 @@ export function fileTools(workspace: string): AgentToolSet {
         append: z.boolean().optional().describe('Append instead of replacing'),
       }),
       async execute({ path: rel, content, append }) {
-        const file = await resolveWorkspacePath(workspace, rel, { forWrite: true });
+        const target = await resolveWorkspacePath(workspace, rel, { forWrite: true });
+        const file = target.absolute;
         const info = await stat(file).catch(() => undefined);
         if (info?.isDirectory()) throw new AppError(400, 'NOT_A_FILE', `${rel} is a directory`);
         await mkdir(path.dirname(file), { recursive: true });
         // Re-check after creating parents: nothing may have turned the target into an escape.
         const checked = await resolveWorkspacePath(workspace, rel, { forWrite: true });
-        if (checked !== file) throw new AppError(403, 'PATH_FORBIDDEN', 'Path changed while writing');
+        if (checked.absolute !== file) throw new AppError(403, 'FORBIDDEN_PATH', 'Path changed while writing');
         await (append ? appendFile(file, content, 'utf8') : writeFile(file, content, 'utf8'));
-        return `wrote ${Buffer.byteLength(content)} bytes to ${await workspaceRelative(workspace, file)}`;
+        return `wrote ${Buffer.byteLength(content)} bytes to ${target.relative}`;
       },
     }),
 
@@ -64,7 +65,7 @@ export function fileTools(workspace: string): AgentToolSet {
         depth: z.number().int().min(1).max(5).optional().describe('How deep to descend, default 2'),
       }),
       async execute({ path: rel, depth }) {
-        const dir = await resolveWorkspacePath(workspace, rel ?? '.');
+        const { absolute: dir } = await resolveWorkspacePath(workspace, rel ?? '.');
         const info = await stat(dir).catch(() => undefined);
         if (!info?.isDirectory()) throw new AppError(404, 'NOT_FOUND', `No such directory: ${rel ?? '.'}`);
         const lines: string[] = [];
@@ -94,10 +95,9 @@ export function fileTools(workspace: string): AgentToolSet {
       description: 'Send a workspace file to the user, with an optional caption.',
       inputSchema: z.object({ path: RelPath, caption: z.string().max(2000).optional() }),
       async execute({ path: rel, caption }, ctx) {
-        const file = await resolveWorkspacePath(workspace, rel);
+        const { absolute: file, relative: shown } = await resolveWorkspacePath(workspace, rel);
         const info = await stat(file).catch(() => undefined);
         if (!info?.isFile()) throw new AppError(404, 'NOT_FOUND', `No such file: ${rel}`);
-        const shown = await workspaceRelative(workspace, file);
         ctx.emit({ type: 'file', path: shown, caption: caption ?? '' });
         return `sent ${shown} to the user`;
       },
