@@ -37,6 +37,8 @@ export interface ChatRuntimeDeps {
   model?: LanguageModel | null;
   /** Overrides the tool set (subagents compose their own). */
   tools?: AgentToolSet;
+  /** Tools added per run that need the chat (e.g. `spawn_subagent`, depth 0 only). */
+  runTools?: (chatId: string) => AgentToolSet;
 }
 
 export class ChatRuntime {
@@ -99,20 +101,21 @@ export class ChatRuntime {
     const emit = (event: ChatEvent) => run.push(event);
     const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);
     timer.unref();
+    const tools = this.deps.runTools ? { ...this.tools, ...this.deps.runTools(run.chatId) } : this.tools;
     try {
       if (!this.model) {
         emit({ type: 'text', content: NO_MODEL_REPLY });
         persist({ type: 'text', content: NO_MODEL_REPLY });
       } else {
         const [system, messages] = await Promise.all([
-          buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(this.tools) }),
+          buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(tools) }),
           modelContext(db, run.chatId, chat.historyContext + 1),
         ]);
         const result = await runModelLoop({
           model: this.model,
           system,
           messages,
-          tools: this.tools,
+          tools,
           signal: run.signal,
           maxSteps: chat.maxSteps,
           maxRetries: chat.modelRetries,
