@@ -37,10 +37,29 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey }) : null;
   const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
   await subagents.start();
+  const userRunListeners = new Set<(chatId: string) => void>();
   // Chat runs are depth 0: they get spawn_subagent; subagents (depth 1) do not.
-  const chat = new ChatRuntime({ config, log, db: store.db, runTools: (chatId) => spawnSubagentTool(subagents, { chatId, depth: 0 }) });
+  const chat = new ChatRuntime({
+    config,
+    log,
+    db: store.db,
+    runTools: (chatId) => spawnSubagentTool(subagents, { chatId, depth: 0 }),
+    onRunStart: (chatId) => userRunListeners.forEach((listener) => listener(chatId)),
+  });
   const heartbeat = new HeartbeatScheduler(
-    { config, log: log.child({ area: 'heartbeat' }), db: store.db, pending, model, tools: backgroundTools, activeRun: (chatId) => chat.active(chatId).active },
+    {
+      config,
+      log: log.child({ area: 'heartbeat' }),
+      db: store.db,
+      pending,
+      model,
+      tools: backgroundTools,
+      activeRun: (chatId) => chat.active(chatId).active,
+      onUserRun: (listener) => {
+        userRunListeners.add(listener);
+        return () => userRunListeners.delete(listener);
+      },
+    },
     config.heartbeatIntervalSeconds * 1000,
   );
   heartbeat.start();

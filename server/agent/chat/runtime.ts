@@ -39,6 +39,8 @@ export interface ChatRuntimeDeps {
   tools?: AgentToolSet;
   /** Tools added per run that need the chat (e.g. `spawn_subagent`, depth 0 only). */
   runTools?: (chatId: string) => AgentToolSet;
+  /** Called when a user's run becomes active in a chat (the heartbeat gives way to it). */
+  onRunStart?: (chatId: string) => void;
 }
 
 export class ChatRuntime {
@@ -86,6 +88,7 @@ export class ChatRuntime {
       const run = new Run(chatId, message);
       await saveUserMessage(this.deps.db, chatId, message, run.id);
       this.registry.add(run);
+      this.deps.onRunStart?.(chatId);
       void this.execute(run);
       return run;
     });

@@ -41,6 +41,8 @@ export interface HeartbeatDeps {
   pending: PendingStore;
   /** Whether a user's run is active in a chat (ChatRuntime.active). */
   activeRun(chatId: string): boolean;
+  /** Subscribes to user runs starting (chat id); returns the unsubscribe function. */
+  onUserRun(listener: (chatId: string) => void): () => void;
   model: LanguageModel | null;
   tools: AgentToolSet;
   now?: () => Date;
@@ -119,13 +121,15 @@ export async function runHeartbeat(deps: HeartbeatDeps, signal: AbortSignal): Pr
   const abort = () => controller.abort(signal.reason);
   signal.addEventListener('abort', abort, { once: true });
   let userCameFirst = false;
+  const yieldToUser = () => {
+    userCameFirst = true;
+    controller.abort();
+  };
   // The user comes first: a run that starts in the chat meanwhile abandons the heartbeat.
-  const watch = setInterval(() => {
-    if (deps.activeRun(chatId)) {
-      userCameFirst = true;
-      controller.abort();
-    }
-  }, POLL_MS);
+  const unsubscribe = deps.onUserRun((started) => {
+    if (started === chatId) yieldToUser();
+  });
+  if (deps.activeRun(chatId)) yieldToUser();
   const timeout = setTimeout(() => controller.abort(), config.chat.runTimeoutMs);
   timeout.unref();
   try {
@@ -154,7 +158,7 @@ export async function runHeartbeat(deps: HeartbeatDeps, signal: AbortSignal): Pr
     log.info({ chatId }, 'heartbeat alert');
     return { kind: 'alert', chatId, content };
   } finally {
-    clearInterval(watch);
+    unsubscribe();
     clearTimeout(timeout);
     signal.removeEventListener('abort', abort);
   }
