@@ -32,6 +32,7 @@ describe('account → agent client', () => {
     for await (const event of subscriptionIterable((callbacks) => client.chat.send.subscribe({ message: 'hi', chat_id: 'c1' }, callbacks))) {
       seen.push(event);
     }
-    expect(seen.at(-1)).toMatchObject({ type: 'done' });
+    // Chat events arrive as tracked envelopes `{id, data}` (the ids that make reconnects resume).
+    expect(seen.at(-1)).toMatchObject({ data: { type: 'done' } });
   });
 });
