@@ -19,7 +19,8 @@ const schema = z
     AGENT_NAME: z.string().min(1).max(100).default('agent'),
     AGENT_WORKSPACE: z.string().min(1).default('./data/workspace'),
     MODEL: optionalString,
-    HEARTBEAT_INTERVAL: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
+    // Fractions allowed, so tests can inject short intervals.
+    HEARTBEAT_INTERVAL: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().min(0).max(86_400 * 7)),
     LOG_LEVEL: logLevel,
     // Chat runtime (server/agent/chat/).
     MODEL_API_KEY: optionalString,
@@ -31,6 +32,12 @@ const schema = z
     AGENT_KEEPALIVE_INTERVAL: seconds(15, { max: 300 }),
     AGENT_STREAM_GRACE: seconds(30, { max: 3600 }),
     AGENT_HISTORY_CONTEXT: z.preprocess((v) => (v === '' || v === undefined ? 40 : v), z.coerce.number().int().min(0).max(1000)),
+    // Subagents (server/agent/subagents/) and heartbeat (server/agent/heartbeat/).
+    SUBAGENT_TIMEOUT: seconds(600, { max: 86_400 }),
+    SUBAGENT_MAX_RUNNING: z.preprocess((v) => (v === '' || v === undefined ? 8 : v), z.coerce.number().int().min(1).max(100)),
+    SUBAGENT_RETENTION: seconds(3600, { max: 86_400 * 7 }),
+    SUBAGENT_PURGE_INTERVAL: seconds(60, { max: 86_400 }),
+    HEARTBEAT_WAIT: z.preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().min(0).max(3600)),
   })
   .superRefine((env, ctx) => {
     if (env.MODEL) {
@@ -70,6 +77,18 @@ const schema = z
     },
     /** Seconds between heartbeats; 0 disables them. */
     heartbeatIntervalSeconds: env.HEARTBEAT_INTERVAL,
+    heartbeat: {
+      /** How long a heartbeat waits for the user's active run in its chat before it skips. */
+      waitMs: env.HEARTBEAT_WAIT * 1000,
+    },
+    subagents: {
+      /** Default (and upper bound of the tool's `timeout_seconds`). */
+      timeoutMs: env.SUBAGENT_TIMEOUT * 1000,
+      maxRunning: env.SUBAGENT_MAX_RUNNING,
+      /** Finished runs are kept this long after they end, then purged (spec: 1 hour). */
+      retentionMs: env.SUBAGENT_RETENTION * 1000,
+      purgeIntervalMs: env.SUBAGENT_PURGE_INTERVAL * 1000,
+    },
     logLevel: env.LOG_LEVEL,
   }));
 

@@ -1,12 +1,16 @@
 import { chatRouter } from './chat/router.js';
 import { filesRouter } from './files/router.js';
 import { healthRouter } from './health/router.js';
+import { pendingRouter } from './pending/router.js';
+import { subagentsRouter } from './subagents/router.js';
 import { router } from './trpc.js';
 
 export const agentRouter = router({
   health: healthRouter,
   chat: chatRouter,
   files: filesRouter,
+  subagents: subagentsRouter,
+  pending: pendingRouter,
 });
 
 export type AgentRouter = typeof agentRouter;

@@ -4,15 +4,25 @@
  */
 import { mkdir } from 'node:fs/promises';
 import type { Logger } from '../common/log.js';
+import { createLanguageModel } from './chat/model.js';
 import { ChatRuntime } from './chat/runtime.js';
 import type { AgentConfig } from './config.js';
+import { HeartbeatScheduler } from './heartbeat/scheduler.js';
+import { PendingStore } from './pending/store.js';
 import { openAgentStore, type AgentStore } from './store.js';
+import { SubagentRegistry } from './subagents/registry.js';
+import { spawnSubagentTool } from './subagents/tool.js';
+import { workspaceTools } from './tools/index.js';
 
 export interface AgentServices {
   config: AgentConfig;
   log: Logger;
   store: AgentStore;
   chat: ChatRuntime;
+  /** Proactive messages; `pending.onPending(listener)` is the hook for other deliveries (Telegram). */
+  pending: PendingStore;
+  subagents: SubagentRegistry;
+  heartbeat: HeartbeatScheduler;
   close(): Promise<void>;
 }
 
@@ -20,14 +30,52 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   await mkdir(config.workspace, { recursive: true });
   const store = await openAgentStore(config.workspace);
   log.info({ file: store.file, applied: store.appliedMigrations }, 'agent store open');
-  const chat = new ChatRuntime({ config, log, db: store.db });
+  const { chat: chatConfig } = config;
+  const pending = new PendingStore(store.db, log);
+  // Subagents and heartbeats run in the background: the workspace tools without send_file.
+  const { send_file: _sendFile, ...backgroundTools } = workspaceTools({ workspace: config.workspace, exec: { enabled: chatConfig.execEnabled, timeoutMs: chatConfig.execTimeoutMs } });
+  const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey }) : null;
+  const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
+  await subagents.start();
+  const userRunListeners = new Set<(chatId: string) => void>();
+  // Chat runs are depth 0: they get spawn_subagent; subagents (depth 1) do not.
+  const chat = new ChatRuntime({
+    config,
+    log,
+    db: store.db,
+    runTools: (chatId) => spawnSubagentTool(subagents, { chatId, depth: 0 }),
+    onRunStart: (chatId) => userRunListeners.forEach((listener) => listener(chatId)),
+  });
+  const heartbeat = new HeartbeatScheduler(
+    {
+      config,
+      log: log.child({ area: 'heartbeat' }),
+      db: store.db,
+      pending,
+      model,
+      tools: backgroundTools,
+      activeRun: (chatId) => chat.active(chatId).active,
+      onUserRun: (listener) => {
+        userRunListeners.add(listener);
+        return () => userRunListeners.delete(listener);
+      },
+    },
+    config.heartbeatIntervalSeconds * 1000,
+  );
+  heartbeat.start();
   return {
     config,
     log,
     store,
     chat,
+    pending,
+    subagents,
+    heartbeat,
     async close() {
+      await heartbeat.close();
       await chat.close();
+      await subagents.close();
+      pending.close();
       await store.close();
     },
   };

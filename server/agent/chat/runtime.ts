@@ -37,6 +37,10 @@ export interface ChatRuntimeDeps {
   model?: LanguageModel | null;
   /** Overrides the tool set (subagents compose their own). */
   tools?: AgentToolSet;
+  /** Tools added per run that need the chat (e.g. `spawn_subagent`, depth 0 only). */
+  runTools?: (chatId: string) => AgentToolSet;
+  /** Called when a user's run becomes active in a chat (the heartbeat gives way to it). */
+  onRunStart?: (chatId: string) => void;
 }
 
 export class ChatRuntime {
@@ -84,6 +88,7 @@ export class ChatRuntime {
       const run = new Run(chatId, message);
       await saveUserMessage(this.deps.db, chatId, message, run.id);
       this.registry.add(run);
+      this.deps.onRunStart?.(chatId);
       void this.execute(run);
       return run;
     });
@@ -99,20 +104,21 @@ export class ChatRuntime {
     const emit = (event: ChatEvent) => run.push(event);
     const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);
     timer.unref();
+    const tools = this.deps.runTools ? { ...this.tools, ...this.deps.runTools(run.chatId) } : this.tools;
     try {
       if (!this.model) {
         emit({ type: 'text', content: NO_MODEL_REPLY });
         persist({ type: 'text', content: NO_MODEL_REPLY });
       } else {
         const [system, messages] = await Promise.all([
-          buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(this.tools) }),
+          buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(tools) }),
           modelContext(db, run.chatId, chat.historyContext + 1),
         ]);
         const result = await runModelLoop({
           model: this.model,
           system,
           messages,
-          tools: this.tools,
+          tools,
           signal: run.signal,
           maxSteps: chat.maxSteps,
           maxRetries: chat.modelRetries,

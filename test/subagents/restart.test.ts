@@ -1,0 +1,96 @@
+/**
+ * A restart during a subagent run: the run ends as `failed` with error `interrupted`, announced
+ * to its chat. Both ways: a kill -9 of the agent process (the next start marks the run), and a
+ * graceful stop (the run is interrupted on the way down).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { freePort, startTestAgent, tempDir } from '../support/servers.js';
+import { openSse, readFrames } from '../support/sse.js';
+import { sleep, until } from '../chat/helpers.js';
+import { spawnResponder } from './helpers.js';
+
+let model: ScriptedModel;
+let workspace: string;
+const secret = randomBytes(24).toString('hex');
+const auth = { authorization: `Bearer ${secret}` };
+
+beforeAll(async () => {
+  model = await startScriptedModel();
+  model.respond(spawnResponder([{ label: 'long job', task: 'Work for a long time.' }], () => ({ text: 'working', hang: true })));
+  workspace = await tempDir('agent-subagent-restart');
+});
+afterAll(async () => {
+  await model.close();
+  await rm(workspace, { recursive: true, force: true });
+});
+
+async function startAgentProcess(): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/agent/main.ts'], {
+    env: { PATH: process.env.PATH ?? '', AGENT_PORT: String(port), AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', AGENT_MODEL_RETRIES: '0' },
+    stdio: 'ignore',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const started = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`agent exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/health`)).ok) return { child, url };
+    } catch {
+      // not up yet
+    }
+    if (Date.now() - started > 20_000) throw new Error('agent did not start');
+    await sleep(100);
+  }
+}
+
+async function delegate(url: string, chatId: string): Promise<string> {
+  const stream = await openSse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'delegate', chat_id: chatId }) });
+  await readFrames(stream);
+  let id = '';
+  await until(async () => {
+    const list = (await fetch(`${url}/subagents`, { headers: auth }).then((r) => r.json())) as { subagents: Array<{ id: string; status: string; chat_id: string }> };
+    id = list.subagents.find((s) => s.status === 'running' && s.chat_id === chatId)?.id ?? '';
+    return id !== '' && model.openStreams() > 0;
+  });
+  return id;
+}
+
+it('a kill -9 during a run: after the restart the run is failed / interrupted and announced', async () => {
+  const first = await startAgentProcess();
+  const id = await delegate(first.url, 'killed');
+  first.child.kill('SIGKILL');
+  await new Promise((resolve) => first.child.once('exit', resolve));
+
+  const second = await startAgentProcess();
+  try {
+    const detail = await fetch(`${second.url}/subagents/${id}`, { headers: auth }).then((r) => r.json());
+    expect(detail).toMatchObject({ id, status: 'failed', error: 'interrupted', completed_at: expect.any(Number) });
+    const pending = (await fetch(`${second.url}/pending`, { headers: auth }).then((r) => r.json())) as { messages: Array<{ chat_id: string; source: string; content: string }> };
+    expect(pending.messages).toEqual([expect.objectContaining({ chat_id: 'killed', source: 'subagent', content: expect.stringContaining('interrupted') })]);
+    const stop = await fetch(`${second.url}/subagents/${id}/stop`, { method: 'POST', headers: auth });
+    expect(stop.status).toBe(409);
+  } finally {
+    second.child.kill('SIGTERM');
+    await new Promise((resolve) => second.child.once('exit', resolve));
+  }
+}, 60_000);
+
+it('a graceful stop during a run interrupts it the same way', async () => {
+  const agent = await startTestAgent({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0' });
+  const id = await delegate(agent.url, 'graceful');
+  await agent.stop({ keepWorkspace: true });
+  const again = await startTestAgent({ AGENT_WORKSPACE: workspace, MODEL: model.modelSpec });
+  try {
+    const detail = await fetch(`${again.url}/subagents/${id}`, { headers: again.auth }).then((r) => r.json());
+    expect(detail).toMatchObject({ id, status: 'failed', error: 'interrupted' });
+    const pending = (await fetch(`${again.url}/pending`, { headers: again.auth }).then((r) => r.json())) as { messages: Array<{ chat_id: string; content: string }> };
+    expect(pending.messages).toEqual([expect.objectContaining({ chat_id: 'graceful', content: expect.stringContaining('interrupted') })]);
+  } finally {
+    await again.stop({ keepWorkspace: true });
+  }
+}, 30_000);
