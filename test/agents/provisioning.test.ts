@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalProvisioner } from '../../server/account/agents/provisioner.js';
+import { agentEnvironment, LocalProvisioner } from '../../server/account/agents/provisioner.js';
 import { SecretBox } from '../../server/account/agents/secrets.js';
 import { startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
 
@@ -35,6 +35,28 @@ describe('agent secrets at rest', () => {
     const tampered = `${sealed.slice(0, -2)}${sealed.endsWith('A') ? 'B' : 'A'}A`;
     expect(() => box.open(tampered)).toThrow();
     expect(() => new SecretBox(Buffer.alloc(32, 8)).open(sealed)).toThrow();
+  });
+});
+
+describe('what a local agent inherits', () => {
+  it('passes model and agent settings, never the account service secrets', () => {
+    const env = agentEnvironment({
+      PATH: '/bin',
+      MODEL: 'openai:gpt',
+      OPENAI_API_KEY: 'k1',
+      MODEL_API_KEY: 'k2',
+      AGENT_EXEC: 'off',
+      SUBAGENT_TIMEOUT: '60',
+      HEARTBEAT_INTERVAL: '0',
+      DATABASE_URL: 'postgres://secret',
+      AGENT_SECRETS_KEY: 'x',
+      SIGNING_KEYS_FILE: '/k',
+      SMTP_URL: 'smtp://u:p@h',
+      IDPA_CLIENT_SECRET: 's',
+      REDIS_URL: 'redis://r',
+      TELEGRAM_BOT_TOKEN: 't',
+    });
+    expect(Object.keys(env).sort()).toEqual(['AGENT_EXEC', 'HEARTBEAT_INTERVAL', 'MODEL', 'MODEL_API_KEY', 'OPENAI_API_KEY', 'PATH', 'SUBAGENT_TIMEOUT']);
   });
 });
 

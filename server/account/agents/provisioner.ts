@@ -66,7 +66,7 @@ interface Running {
 }
 
 /** What a local agent inherits from the account service's environment: model settings and keys, not our secrets. */
-const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|MODEL|\w+_API_KEY|OPENAI_\w+|ANTHROPIC_\w+|HEARTBEAT_INTERVAL|AGENT_EXEC|AGENT_RUN_\w+)$/;
+const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|MODEL|\w+_API_KEY|OPENAI_\w+|ANTHROPIC_\w+|HEARTBEAT_\w+|SUBAGENT_\w+|AGENT_EXEC\w*|AGENT_RUN_\w+)$/;
 
 export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
