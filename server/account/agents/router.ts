@@ -14,6 +14,8 @@
  *
  * Adding a forward is one line per procedure with `forward.query / mutation / subscription`:
  *   list: forward.query(z.void(), (agent) => agent.subagents.list.query()),
+ *   status: forward.query(z.void(), (agent) => agent.messenger.status.query(), 'messenger'), // guests refused
+ * (then register the sub-router in `agentProxyRouter` below).
  */
 import { tracked, type TrackedEnvelope } from '@trpc/server';
 import { TRPCClientError } from '@trpc/client';
