@@ -4,6 +4,8 @@ const accountPort = 3900;
 // Local identity providers for the OAuth specs (e2e/support/providers.ts) and the product's settings for them.
 const idpaPort = 3910;
 const idpbPort = 3911;
+// The scripted model the product's agents talk to (e2e/support/model.ts).
+const modelPort = 3912;
 const client = { id: 'web-client', secret: 'web-secret-0123456789' };
 const providerEnv = {
   IDPA_ISSUER: `http://127.0.0.1:${idpaPort}`,
@@ -17,6 +19,7 @@ const providerEnv = {
   IDPB_CLIENT_SECRET: client.secret,
   // Short enough for e2e/oauth.spec.ts to wait out an expired code; the product's default is the spec's 60 s.
   AUTH_CODE_TTL_SECONDS: '8',
+  MODEL: `openai-compatible:http://127.0.0.1:${modelPort}/v1#scripted`,
 };
 
 export default defineConfig({
@@ -41,6 +44,13 @@ export default defineConfig({
       timeout: 120_000,
       reuseExistingServer: false,
       env: { E2E_ACCOUNT_URL: `http://127.0.0.1:${accountPort}`, E2E_IDPA_PORT: String(idpaPort), E2E_IDPB_PORT: String(idpbPort), E2E_CLIENT_ID: client.id, E2E_CLIENT_SECRET: client.secret },
+    },
+    {
+      command: 'npx tsx e2e/support/model.ts',
+      port: modelPort,
+      timeout: 60_000,
+      reuseExistingServer: false,
+      env: { E2E_MODEL_PORT: String(modelPort) },
     },
     {
       // The product exactly as `npm start` runs it, on a throw-away data directory.

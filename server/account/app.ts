@@ -5,6 +5,7 @@
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
 import { mountAccountBridge } from '../../rest-bridge/account.js';
+import { AppError } from '../common/errors.js';
 import { createHttpApp, finishHttpApp, listen } from '../common/http.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
@@ -39,6 +40,11 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     createExpressMiddleware({
       router: accountRouter,
       createContext: ({ req }) => contextFor(req as express.Request),
+      // An error's own headers (Retry-After on 429) reach tRPC clients too, as they reach REST ones.
+      responseMeta: ({ errors }) => {
+        const withHeaders = errors.find((error): error is AppError => error instanceof AppError && Object.keys(error.headers).length > 0);
+        return withHeaders ? { headers: withHeaders.headers } : {};
+      },
       onError: ({ error, req }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR') (req as express.Request).log.error({ err: error.cause ?? error }, 'trpc error');
       },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { agentProxyRouter } from './agents/router.js';
 import { authRouter } from './auth/router.js';
 import { tokensRouter } from './tokens/router.js';
 import { publicProcedure, router } from './trpc.js';
@@ -6,6 +7,8 @@ import { publicProcedure, router } from './trpc.js';
 export const accountRouter = router({
   auth: authRouter,
   tokens: tokensRouter,
+  /** The signed-in user's own agent (agents/router.ts). */
+  agent: agentProxyRouter,
   /** `GET /api/v1` sends people (and tools) to the API's description. */
   index: publicProcedure
     .meta({ openapi: { method: 'GET', path: '/', protect: false, summary: 'Redirects to the OpenAPI document' }, rest: { kind: 'redirect' } })

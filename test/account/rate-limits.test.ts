@@ -35,6 +35,10 @@ describe('rate limits (memory store)', () => {
     for (let i = 0; i < 21; i++) statuses.push((await call()).status);
     expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
     expect(statuses[20]).toBe(429);
+    // The refusal carries Retry-After over tRPC too (the web client counts down with it).
+    const limited = await call();
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 });
 

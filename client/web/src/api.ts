@@ -1,23 +1,146 @@
-/** The account API over tRPC, typed by the server's router. */
-import { createTRPCClient, httpLink } from '@trpc/client';
+/**
+ * How the web client talks to the services:
+ * - `api`: the account service over tRPC (queries and mutations), through the client SDK, which
+ *   sends the access token and refreshes it single-flight when it expires (silently);
+ * - `live`: tRPC subscriptions (chat streams) over SSE, with the same fresh token;
+ * - `agentFetch` / `agentUpload`: the REST proxy `/api/v1/agent/*` for what is bytes (file
+ *   downloads and uploads) or not proxied over tRPC (subagents, messenger, pending).
+ * When the session cannot be renewed, `onSessionLost` handlers run (main.ts shows sign-in).
+ */
+import { createTRPCClient, httpSubscriptionLink, TRPCClientError } from '@trpc/client';
+import { EventSource } from 'eventsource';
 import superjson from 'superjson';
+import { createAccountClient, errorCode } from '../../sdk/account.js';
 import type { AccountRouter } from '../../../server/account/router.js';
-import { loadTokens } from './session.js';
+import { clearTokens, loadTokens, tokenStorage } from './session.js';
 
-export const api = createTRPCClient<AccountRouter>({
+export { errorCode };
+
+export const account = createAccountClient({ url: location.origin, storage: tokenStorage });
+export const api = account.trpc;
+
+let lostHandler: () => void = () => undefined;
+/** What to do when the session is gone (refresh refused): main.ts shows sign-in with a notice. */
+export function onSessionLost(handler: () => void): void {
+  lostHandler = handler;
+}
+export function sessionLost(): void {
+  clearTokens();
+  lostHandler();
+}
+
+/** A fresh access token, or null (session lost: the handler has run). */
+async function bearer(): Promise<string | null> {
+  try {
+    const token = await account.accessToken();
+    if (!token) sessionLost();
+    return token;
+  } catch {
+    sessionLost();
+    return null;
+  }
+}
+
+/** Subscriptions: SSE with the Authorization header (a fetch-based EventSource), token fresh on every (re)connect. */
+export const live = createTRPCClient<AccountRouter>({
   links: [
-    httpLink({
+    httpSubscriptionLink({
       url: '/trpc',
       transformer: superjson,
-      headers: () => {
-        const tokens = loadTokens();
-        return tokens ? { authorization: `Bearer ${tokens.access_token}` } : {};
+      EventSource,
+      eventSourceOptions: {
+        fetch: async (input: string | URL | Request, init?: RequestInit) => {
+          const token = await bearer();
+          if (!token) return new Response(null, { status: 401 });
+          return fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: `Bearer ${token}` } });
+        },
       },
     }),
   ],
 });
 
+/** A call failed because the session is gone (401 after the SDK's own refresh): go to sign-in. */
+export function isSessionError(error: unknown): boolean {
+  if (!(error instanceof TRPCClientError)) return false;
+  const status = (error.data as { httpStatus?: number } | undefined)?.httpStatus;
+  return status === 401 && errorCode(error) !== 'INVALID_CODE' && errorCode(error) !== 'INVALID_LINK';
+}
+
+/** The documented agent REST paths through the account's proxy: `/api/v1/agent` + path. */
+export const agentUrl = (path: string) => `/api/v1/agent${path}`;
+
+/** Workspace path → URL path, each segment encoded once. */
+export const filePath = (path: string) => path.split('/').map(encodeURIComponent).join('/');
+
+/** fetch through the proxy with the access token; on TOKEN_EXPIRED one refresh and retry; a lost session → sign-in. */
+export async function agentFetch(path: string, init: RequestInit = {}): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const token = await bearer();
+    if (!token) throw new ApiError(401, 'SESSION_LOST', 'Your session has ended. Please sign in again.');
+    const res = await fetch(agentUrl(path), { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), authorization: `Bearer ${token}` } });
+    if (res.status !== 401) return res;
+    const body = (await res.clone().json().catch(() => ({}))) as { code?: string };
+    if (body.code === 'TOKEN_EXPIRED' && attempt === 0) {
+      await account.refresh().catch(() => null);
+      continue;
+    }
+    sessionLost();
+    throw new ApiError(401, body.code ?? 'UNAUTHORIZED', 'Your session has ended. Please sign in again.');
+  }
+}
+
+/** A non-2xx REST answer: `{detail, code}` (design.md) plus Retry-After when rate limited. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+  }
+}
+
+export async function apiError(res: Response): Promise<ApiError> {
+  const body = (await res.json().catch(() => ({}))) as { detail?: string; code?: string };
+  const retry = Number(res.headers.get('retry-after'));
+  return new ApiError(res.status, body.code ?? `HTTP_${res.status}`, body.detail ?? `The request failed (${res.status})`, Number.isFinite(retry) && retry > 0 ? retry : undefined);
+}
+
+/** JSON from the proxy, or an ApiError. */
+export async function agentJson<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const res = await agentFetch(path, init);
+  if (!res.ok) throw await apiError(res);
+  return (await res.json()) as T;
+}
+
+/** Seconds to wait, when the failure is a rate limit that says so. */
+export function retryAfter(error: unknown): number | undefined {
+  if (error instanceof ApiError) return error.retryAfter;
+  if (error instanceof TRPCClientError) {
+    const response = (error.meta as { response?: Response } | undefined)?.response;
+    const value = Number(response?.headers.get('retry-after'));
+    return Number.isFinite(value) && value > 0 ? value : undefined;
+  }
+  return undefined;
+}
+
 /** A readable message for any failure a call can end in. */
 export function errorMessage(error: unknown): string {
+  const code = error instanceof ApiError ? error.code : errorCode(error);
+  switch (code) {
+    case 'RATE_LIMITED':
+      return 'Too many attempts.';
+    case 'GUEST_QUOTA':
+    case 'GUEST_LIMITED':
+    case 'PAYLOAD_TOO_LARGE':
+      return error instanceof Error ? error.message : 'Guest limit reached.';
+    case 'AGENT_UNREACHABLE':
+    case 'AGENT_UNAVAILABLE':
+      return 'Your agent is not answering right now. Try again in a moment.';
+  }
+  if (error instanceof TRPCClientError && /fetch|network/i.test(error.message)) return 'The service cannot be reached. Check your connection.';
   return error instanceof Error ? error.message : 'Something went wrong';
 }
+
+export const signedIn = () => loadTokens() !== null;

@@ -1,24 +1,85 @@
+import { errorMessage, isSessionError, retryAfter, sessionLost } from './api.js';
+
 /** Tiny DOM helper: h('button', {type: 'button', onclick}, 'Text'). */
 export function h<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   props: Partial<Omit<HTMLElementTagNameMap[K], 'style'>> & Record<string, unknown> = {},
-  ...children: Array<Node | string>
+  ...children: Array<Node | string | null | undefined | false>
 ): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(props)) {
-    if (name.startsWith('data-') || name.startsWith('aria-') || name === 'role' || name === 'for') el.setAttribute(name, String(value));
+    if (value === undefined) continue;
+    if (name.startsWith('data-') || name.startsWith('aria-') || name === 'role' || name === 'for' || name === 'class') el.setAttribute(name, String(value));
     else (el as unknown as Record<string, unknown>)[name] = value;
   }
-  el.append(...children);
+  el.append(...children.filter((c): c is Node | string => c !== null && c !== undefined && c !== false));
   return el;
 }
 
+export interface AlertBox {
+  el: HTMLElement;
+  show(message: string): void;
+  clear(): void;
+  /**
+   * Shows a failure. Rate limits with Retry-After count down (and keep `button` disabled until
+   * then); a lost session goes to sign-in.
+   */
+  fail(error: unknown, button?: HTMLButtonElement): void;
+}
+
 /** Shows a failure where screen readers announce it. */
-export function alertBox(): { el: HTMLElement; show(message: string): void; clear(): void } {
+export function alertBox(): AlertBox {
   const el = h('p', { role: 'alert' });
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const stop = () => {
+    if (timer) clearInterval(timer);
+    timer = undefined;
+  };
   return {
     el,
-    show: (message) => (el.textContent = message),
-    clear: () => (el.textContent = ''),
+    show: (message) => {
+      stop();
+      el.textContent = message;
+    },
+    clear: () => {
+      stop();
+      el.textContent = '';
+    },
+    fail(error, button) {
+      stop();
+      if (isSessionError(error)) return sessionLost();
+      const message = errorMessage(error);
+      const wait = retryAfter(error);
+      if (!wait) {
+        el.textContent = message;
+        return;
+      }
+      const until = Date.now() + wait * 1000;
+      const tick = () => {
+        const left = Math.ceil((until - Date.now()) / 1000);
+        if (left <= 0 || !el.isConnected) {
+          stop();
+          if (button) button.disabled = false;
+          el.textContent = el.isConnected ? `${message} You can try again now.` : '';
+          return;
+        }
+        el.textContent = `${message} Try again in ${left} s.`;
+        el.dataset.countdown = String(left);
+      };
+      if (button) button.disabled = true;
+      tick();
+      timer = setInterval(tick, 1000);
+    },
   };
+}
+
+/** A heading that receives focus when its page opens (screen readers announce the new page). */
+export function pageHeading(text: string): HTMLHeadingElement {
+  return h('h1', { tabIndex: -1, class: 'page-title' }, text);
+}
+
+export function formatBytes(size: number): string {
+  if (size < 1024) return `${size} B`;
+  if (size < 1024 * 1024) return `${(size / 1024).toFixed(1)} kB`;
+  return `${(size / 1024 / 1024).toFixed(1)} MB`;
 }

@@ -1,12 +1,43 @@
 /**
  * The web client. Pages are plain functions returning elements (pages/); sign-in methods are
- * modules under signin/; auth landing pages register their paths with the router.
+ * modules under signin/; auth landing pages (/auth/callback, /auth/verify) register their paths
+ * with the router. Signed in, every other path is a page of the app inside the layout.
  */
 import './pages/callback.js';
-import { homePage } from './pages/home.js';
+import './pages/verify.js';
+import { onSessionLost, signedIn } from './api.js';
+import { h } from './dom.js';
+import { chatPage } from './pages/chat.js';
+import { filesPage } from './pages/files.js';
+import { accountPage, layout, signedOut } from './pages/layout.js';
+import { messengerPage } from './pages/messenger.js';
 import { signInPage } from './pages/signin.js';
+import { subagentsPage } from './pages/subagents.js';
 import { navigate, startRouter } from './router.js';
-import { loadTokens } from './session.js';
+
+const PAGES: Record<string, () => HTMLElement> = {
+  '/': chatPage,
+  '/chat': chatPage,
+  '/files': filesPage,
+  '/subagents': subagentsPage,
+  '/messenger': messengerPage,
+  '/account': accountPage,
+};
+
+const notFound = () => h('div', {}, h('h1', { class: 'page-title', tabIndex: -1 }, 'Not found'), h('p', {}, 'There is no page here.'));
+
+let notice: string | undefined;
+onSessionLost(() => {
+  notice = 'Your session has ended. Please sign in again.';
+  signedOut();
+});
 
 const app = document.getElementById('app') as HTMLElement;
-startRouter(app, () => (loadTokens() ? homePage(() => navigate('/')) : signInPage(() => navigate('/'))));
+startRouter(app, () => {
+  if (signedIn()) return layout(PAGES[location.pathname] ?? notFound);
+  const page = signInPage(() => {
+    notice = undefined;
+    navigate(location.pathname);
+  }, notice);
+  return page;
+});

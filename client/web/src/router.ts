@@ -1,22 +1,45 @@
 /**
  * A small path router. Pages register with `route(path, page)`; anything unregistered shows
- * the fallback (sign-in or home). Auth flows land on their own paths (`/auth/callback`, …).
+ * the fallback (sign-in, or the signed-in app). `go(path)` is an in-app link (history entry,
+ * focus moves to the new page's heading); `navigate(path)` replaces the entry (auth flows).
+ * A page registers its cleanup (subscriptions, timers) with `onLeave`.
  */
 type Page = () => HTMLElement;
 
 const routes = new Map<string, Page>();
-let render: () => void = () => undefined;
+let render: (focus: boolean) => void = () => undefined;
+let cleanups: Array<() => void> = [];
 
 export function route(path: string, page: Page): void {
   routes.set(path, page);
 }
 
+/** Runs when the current page is replaced. */
+export function onLeave(cleanup: () => void): void {
+  cleanups.push(cleanup);
+}
+
 export function navigate(path: string): void {
   history.replaceState(null, '', path);
-  render();
+  render(true);
+}
+
+export function go(path: string): void {
+  if (path !== location.pathname + location.search) history.pushState(null, '', path);
+  render(true);
+}
+
+/** The current page again (e.g. after sign-out). */
+export function rerender(): void {
+  render(true);
 }
 
 export function startRouter(app: HTMLElement, fallback: Page): void {
-  render = () => app.replaceChildren((routes.get(location.pathname) ?? fallback)());
-  render();
+  render = (focus) => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+    app.replaceChildren((routes.get(location.pathname) ?? fallback)());
+    if (focus) app.querySelector<HTMLElement>('.page-title')?.focus();
+  };
+  addEventListener('popstate', () => render(true));
+  render(false);
 }

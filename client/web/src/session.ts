@@ -1,24 +1,22 @@
 /**
- * The browser's token pair, kept in localStorage. Every sign-in method ends in `saveTokens`.
+ * The browser's tokens, kept in localStorage under `agent.tokens` in the client SDK's format
+ * (`StoredTokens`: the pair plus when the access token expires), so the SDK (api.ts) reads,
+ * refreshes and rotates them. Every sign-in method ends in `saveTokens`.
  */
-export interface TokenPair {
-  access_token: string;
-  refresh_token: string;
-  token_type: 'bearer';
-  expires_in: number;
-}
+import { localTokenStorage, type StoredTokens, type TokenPair } from '../../sdk/account.js';
 
-const KEY = 'agent.tokens';
+export type { TokenPair };
 
-export function loadTokens(): TokenPair | undefined {
-  const raw = localStorage.getItem(KEY);
-  return raw ? (JSON.parse(raw) as TokenPair) : undefined;
+export const tokenStorage = localTokenStorage('agent.tokens');
+
+export function loadTokens(): StoredTokens | null {
+  return tokenStorage.get() as StoredTokens | null;
 }
 
 export function saveTokens(pair: TokenPair): void {
-  localStorage.setItem(KEY, JSON.stringify(pair));
+  void tokenStorage.set({ access_token: pair.access_token, refresh_token: pair.refresh_token, access_expires_at: Date.now() + pair.expires_in * 1000 });
 }
 
 export function clearTokens(): void {
-  localStorage.removeItem(KEY);
+  void tokenStorage.set(null);
 }

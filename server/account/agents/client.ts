@@ -44,7 +44,7 @@ export function agentClient(agent: Pick<AgentEndpoint, 'url' | 'secret'>): Agent
   return client;
 }
 
-interface SubscribeCallbacks<T> {
+export interface SubscribeCallbacks<T> {
   onData(value: T): void;
   onError(error: unknown): void;
   onComplete(): void;

@@ -3,8 +3,11 @@
  * functionality until upgraded"):
  * - no messenger integration (a bot speaking for an anonymous account invites abuse);
  * - uploads up to 5 MB instead of 50 MB;
- * - 50 chat messages per day.
+ * - 50 chat messages per day (a reconnect to a running reply is not a message).
  * Full accounts get the agent's own limits.
+ *
+ * Both faces of the proxy ask the same question with an action name: the REST proxy derives it
+ * from the method and path (`restAgentAction`), the tRPC routers name it per procedure.
  */
 import { AppError } from '../../common/errors.js';
 import type { RateLimits } from '../ratelimit/limits.js';
@@ -15,22 +18,35 @@ export const GUEST_DAILY_MESSAGES = 50;
 
 const upgradeHint = 'Sign in with e-mail, a provider or a wallet to lift guest limits';
 
-export interface AgentRequest {
-  method: string;
-  /** Agent path without the query, e.g. `/chat` or `/messenger/contacts`. */
-  path: string;
+/** What a call to the agent does, as far as the guest policy cares. */
+export type AgentAction = 'chat.message' | 'messenger' | 'other';
+
+export interface AgentUser {
   guest: boolean;
   userId: string;
 }
 
+export interface AgentRequest extends AgentUser {
+  method: string;
+  /** Agent path without the query, e.g. `/chat` or `/messenger/contacts`. */
+  path: string;
+}
+
+/** The action of a REST call to the agent's documented paths. */
+export function restAgentAction(method: string, path: string): AgentAction {
+  if (/^\/(messenger|telegram)(\/|$)/.test(path)) return 'messenger';
+  if (method === 'POST' && path === '/chat') return 'chat.message';
+  return 'other';
+}
+
 /** Throws 403 for what guests may not do; counts guest chat messages. Returns the body cap. */
-export async function admitAgentRequest(request: AgentRequest, rateLimits: RateLimits): Promise<{ maxBodyBytes: number }> {
-  if (!request.guest) return { maxBodyBytes: FULL_UPLOAD_BYTES };
-  if (/^\/(messenger|telegram)(\/|$)/.test(request.path)) {
+export async function admitAgentAction(action: AgentAction, user: AgentUser, rateLimits: RateLimits): Promise<{ maxBodyBytes: number }> {
+  if (!user.guest) return { maxBodyBytes: FULL_UPLOAD_BYTES };
+  if (action === 'messenger') {
     throw new AppError(403, 'GUEST_LIMITED', `Guests cannot use the messenger integration. ${upgradeHint}`);
   }
-  if (request.method === 'POST' && request.path === '/chat') {
-    await rateLimits.consume('guest.chat.daily', request.userId).catch((error: unknown) => {
+  if (action === 'chat.message') {
+    await rateLimits.consume('guest.chat.daily', user.userId).catch((error: unknown) => {
       if (error instanceof AppError && error.status === 429) {
         throw new AppError(429, 'GUEST_QUOTA', `Guests may send ${GUEST_DAILY_MESSAGES} messages a day. ${upgradeHint}`, error.headers);
       }
@@ -38,4 +54,9 @@ export async function admitAgentRequest(request: AgentRequest, rateLimits: RateL
     });
   }
   return { maxBodyBytes: GUEST_UPLOAD_BYTES };
+}
+
+/** The REST proxy's entry: the action from method and path. */
+export function admitAgentRequest(request: AgentRequest, rateLimits: RateLimits): Promise<{ maxBodyBytes: number }> {
+  return admitAgentAction(restAgentAction(request.method, request.path), request, rateLimits);
 }

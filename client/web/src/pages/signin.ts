@@ -1,17 +1,25 @@
 import { h } from '../dom.js';
 import { saveTokens } from '../session.js';
+import { emailMethod } from '../signin/email.js';
 import { guestMethod } from '../signin/guest.js';
 import type { SignInMethod } from '../signin/method.js';
 import { oauthMethod } from '../signin/oauth.js';
 import { walletMethod } from '../signin/wallet.js';
 
 /** Every sign-in method, in the order the page shows them. */
-const methods: SignInMethod[] = [oauthMethod, walletMethod, guestMethod];
+const methods: SignInMethod[] = [emailMethod, oauthMethod, walletMethod, guestMethod];
 
-export function signInPage(onSignedIn: () => void): HTMLElement {
+/** `notice`: why the user is here again (e.g. the session ended). */
+export function signInPage(onSignedIn: () => void, notice?: string): HTMLElement {
   const done = (pair: Parameters<Parameters<SignInMethod['render']>[0]>[0]) => {
     saveTokens(pair);
     onSignedIn();
   };
-  return h('div', {}, h('h1', {}, 'Sign in'), ...methods.map((method) => method.render(done)));
+  return h(
+    'main',
+    { class: 'signin' },
+    h('h1', { class: 'page-title', tabIndex: -1 }, 'Sign in'),
+    notice ? h('p', { role: 'alert', 'data-testid': 'signin-notice' }, notice) : '',
+    ...methods.map((method) => method.render(done)),
+  );
 }

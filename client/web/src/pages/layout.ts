@@ -1,0 +1,159 @@
+/**
+ * The signed-in frame around every page: the navigation, who is signed in, sign out, a guest's
+ * way to keep the account (and lift the guest limits), and the inbox of proactive messages.
+ */
+import { account } from '../api.js';
+import { dismissPending, onPending, startPendingPoll, stopPendingPoll, storedPending } from '../agent/pending.js';
+import { alertBox, h } from '../dom.js';
+import { go, navigate, onLeave } from '../router.js';
+import { clearTokens, saveTokens, type TokenPair } from '../session.js';
+import { emailForm } from '../signin/email.js';
+import { walletMethod } from '../signin/wallet.js';
+import { oauthButtons } from '../signin/oauth.js';
+import { forgetMe, me } from '../who.js';
+
+const PAGES: Array<{ path: string; label: string }> = [
+  { path: '/', label: 'Chat' },
+  { path: '/files', label: 'Files' },
+  { path: '/subagents', label: 'Subagents' },
+  { path: '/messenger', label: 'Messenger' },
+  { path: '/account', label: 'Account' },
+];
+
+export function signedOut(): void {
+  stopPendingPoll();
+  forgetMe();
+  clearTokens();
+  navigate('/');
+}
+
+export async function signOut(everywhere: boolean): Promise<void> {
+  try {
+    if (everywhere) await account.logoutAll();
+    else await account.logout();
+  } catch {
+    /* the local tokens go regardless */
+  }
+  signedOut();
+}
+
+function inbox(): HTMLElement {
+  const list = h('ul', { class: 'inbox-list' });
+  const box = h('section', { class: 'inbox', 'aria-label': 'Messages from your agent', hidden: true, 'aria-live': 'polite' }, h('h2', {}, 'From your agent'), list);
+  const render = () => {
+    const messages = storedPending();
+    box.hidden = messages.length === 0;
+    list.replaceChildren(
+      ...messages.map((m) => {
+        const dismiss = h('button', { type: 'button', class: 'small', 'aria-label': 'Dismiss message' }, 'Dismiss');
+        dismiss.onclick = () => dismissPending(m);
+        return h('li', { 'data-testid': 'pending-message' }, h('span', { class: 'badge' }, m.source), ' ', m.content, ' ', dismiss);
+      }),
+    );
+  };
+  onLeave(onPending(render));
+  render();
+  return box;
+}
+
+export function layout(page: () => HTMLElement): HTMLElement {
+  startPendingPoll();
+  const who = h('p', { 'data-testid': 'signed-in', class: 'who' }, 'Signed in.');
+  const guestBanner = h('section', { class: 'guest-banner', hidden: true, 'aria-label': 'Guest account' });
+  me().then(
+    (user) => {
+      who.textContent = `Signed in${user.guest ? ' as a guest' : ''} (user ${user.user_id}).`;
+      if (user.guest) {
+        guestBanner.hidden = false;
+        const more = h('a', { href: '/account' }, 'e-mail or wallet');
+        more.onclick = (e) => {
+          e.preventDefault();
+          go('/account');
+        };
+        guestBanner.replaceChildren(
+          h('p', {}, 'You are using a guest account: 50 messages a day, uploads up to 5 MB, no messenger. Keep this account and lift the limits by linking a provider, or with your ', more, ':'),
+          oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
+        );
+      }
+    },
+    () => undefined,
+  );
+  const signOutButton = h('button', { type: 'button', 'data-testid': 'sign-out' }, 'Sign out');
+  signOutButton.onclick = () => signOut(false);
+  const nav = h(
+    'nav',
+    { 'aria-label': 'Main' },
+    h(
+      'ul',
+      {},
+      ...PAGES.map((p) => {
+        const current = location.pathname === p.path || (p.path === '/' && location.pathname === '/chat');
+        const link = h('a', { href: p.path, 'aria-current': current ? 'page' : undefined }, p.label);
+        link.onclick = (e) => {
+          e.preventDefault();
+          go(p.path);
+        };
+        return h('li', {}, link);
+      }),
+    ),
+  );
+  return h(
+    'div',
+    { class: 'shell' },
+    h('header', { class: 'top' }, h('div', { class: 'row spread' }, h('span', { class: 'brand' }, 'Your agent'), h('div', { class: 'row' }, who, signOutButton)), nav),
+    guestBanner,
+    inbox(),
+    h('main', { id: 'content' }, page()),
+  );
+}
+
+export function accountPage(): HTMLElement {
+  const alert = alertBox();
+  const details = h('p', {}, 'Loading…');
+  const upgrade = h('div', {});
+  me().then(
+    (user) => {
+      details.textContent = user.guest ? `Guest account, user ${user.user_id}.` : `User ${user.user_id}.`;
+      if (user.guest) {
+        const upgraded = (pair: TokenPair) => {
+          saveTokens(pair);
+          forgetMe();
+          navigate('/account');
+        };
+        upgrade.replaceChildren(
+          h(
+            'section',
+            { 'aria-labelledby': 'upgrade-title' },
+            h('h2', { id: 'upgrade-title' }, 'Keep this account'),
+            h('p', {}, 'Guests may send 50 messages a day, upload files up to 5 MB and cannot use the messenger. Link a sign-in method to lift these limits; your agent and its files stay.'),
+            h('h3', {}, 'E-mail'),
+            emailForm(upgraded, 'upgrade-email'),
+            h('h3', {}, 'Provider'),
+            oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
+            walletMethod.render(upgraded),
+          ),
+        );
+      }
+    },
+    (error: unknown) => alert.fail(error),
+  );
+  const out = h('button', { type: 'button' }, 'Sign out');
+  out.onclick = () => signOut(false);
+  const everywhere = h('button', { type: 'button', class: 'danger', 'data-testid': 'sign-out-everywhere' }, 'Sign out everywhere');
+  everywhere.onclick = () => signOut(true);
+  return h(
+    'div',
+    {},
+    h('h1', { class: 'page-title', tabIndex: -1 }, 'Account'),
+    alert.el,
+    details,
+    upgrade,
+    h(
+      'section',
+      { 'aria-labelledby': 'sessions-title' },
+      h('h2', { id: 'sessions-title' }, 'Sessions'),
+      h('p', {}, '“Sign out everywhere” ends every session of this account, on every device.'),
+      h('div', { class: 'row' }, out, everywhere),
+    ),
+  );
+}

@@ -1,0 +1,120 @@
+/**
+ * The account → agent proxy over tRPC: `agent.*` procedures take the user's access token, find
+ * *their* agent (`provisioner.agentFor(ctx.user.userId)`: the user id comes from the verified
+ * token, never from the input, so no input can name another user's agent) and forward the call
+ * with the agent secret.
+ *
+ * - Queries and mutations are forwarded as one call each.
+ * - Subscriptions (chat) are re-yielded event by event as they arrive, nothing buffered; the
+ *   agent's `tracked` ids are re-yielded as `tracked` ids, so a client that reconnects with
+ *   `lastEventId` resumes through the proxy (it is passed on to the agent). When the downstream
+ *   subscription ends, the upstream one is unsubscribed (the agent sees its signal abort; the run
+ *   itself goes on, as documented).
+ * - The guest policy (guest-policy.ts) is applied with an action name per procedure.
+ *
+ * Adding a forward is one line per procedure with `forward.query / mutation / subscription`:
+ *   list: forward.query(z.void(), (agent) => agent.subagents.list.query()),
+ *   status: forward.query(z.void(), (agent) => agent.messenger.status.query(), 'messenger'), // guests refused
+ * (then register the sub-router in `agentProxyRouter` below).
+ */
+import { tracked, type TrackedEnvelope } from '@trpc/server';
+import { TRPCClientError } from '@trpc/client';
+import { z } from 'zod';
+import { ChatIdInput, ChatMessageInput, ChatStreamInput, HistoryInput, type ChatEvent } from '../../agent/chat/schemas.js';
+import { TreeInput } from '../../agent/files/schemas.js';
+import { AppError } from '../../common/errors.js';
+import { router, userProcedure, type AccountContext } from '../trpc.js';
+import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from './client.js';
+import { admitAgentAction, type AgentAction } from './guest-policy.js';
+import { agentUnreachable } from './http-proxy.js';
+
+type UserContext = AccountContext & { user: { userId: string; sessionId: string; guest: boolean } };
+type ActionOf<I> = AgentAction | ((input: I) => AgentAction);
+
+/** The caller's own agent, after the guest policy admitted the action. */
+async function agentOf<I>(ctx: UserContext, action: ActionOf<I> | undefined, input: I): Promise<AgentClient> {
+  const name = typeof action === 'function' ? action(input) : (action ?? 'other');
+  await admitAgentAction(name, ctx.user, ctx.services.rateLimits);
+  return agentClient(await ctx.services.agents.provisioner.agentFor(ctx.user.userId));
+}
+
+/**
+ * An agent failure as the caller should see it: the agent's own status and code (404 unknown
+ * id, 409 not running, 400 validation…), except its 401 (a secret problem between the services,
+ * not the caller's session, so never a reason for the client to sign out) and transport
+ * failures, which are 502 AGENT_UNREACHABLE.
+ */
+export function relayAgentError(error: unknown): unknown {
+  if (error instanceof AppError) return error;
+  if (error instanceof TRPCClientError) {
+    const data = error.data as { code?: unknown; httpStatus?: unknown } | undefined;
+    const status = typeof data?.httpStatus === 'number' ? data.httpStatus : undefined;
+    if (status && status !== 401 && status < 500 && typeof data?.code === 'string') return new AppError(status, data.code, error.message);
+    if (status && status >= 500 && status !== 502 && typeof data?.code === 'string') return new AppError(status, data.code, error.message);
+  }
+  return agentUnreachable();
+}
+
+async function relay<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw relayAgentError(error);
+  }
+}
+
+type Tracked<E> = { id: string; data: E };
+const isTracked = <E>(item: E | Tracked<E>): item is Tracked<E> =>
+  typeof item === 'object' && item !== null && 'id' in item && 'data' in item && typeof (item as { id: unknown }).id === 'string';
+
+/** One-line forwards. `call` receives the caller's agent client, the parsed input and the request's signal. */
+export const forward = {
+  query: <S extends z.ZodType, O>(input: S, call: (agent: AgentClient, input: z.output<S>, signal?: AbortSignal) => Promise<O>, action?: ActionOf<z.output<S>>) =>
+    userProcedure.input(input).query(({ ctx, input: raw, signal }) => {
+      const input = raw as z.output<S>;
+      return relay(async () => call(await agentOf(ctx, action, input), input, signal));
+    }),
+
+  mutation: <S extends z.ZodType, O>(input: S, call: (agent: AgentClient, input: z.output<S>, signal?: AbortSignal) => Promise<O>, action?: ActionOf<z.output<S>>) =>
+    userProcedure.input(input).mutation(({ ctx, input: raw, signal }) => {
+      const input = raw as z.output<S>;
+      return relay(async () => call(await agentOf(ctx, action, input), input, signal));
+    }),
+
+  /** `open` starts the agent's subscription; tracked events keep their ids. */
+  subscription: <S extends z.ZodType, E>(
+    input: S,
+    open: (agent: AgentClient, input: z.output<S>, callbacks: SubscribeCallbacks<E | Tracked<E>>) => { unsubscribe(): void },
+    action?: ActionOf<z.output<S>>,
+  ) =>
+    userProcedure.input(input).subscription(async function* ({ ctx, input: raw }): AsyncGenerator<E | TrackedEnvelope<E>> {
+      const input = raw as z.output<S>;
+      const agent = await relay(() => agentOf(ctx, action, input));
+      try {
+        for await (const item of subscriptionIterable<E | Tracked<E>>((callbacks) => open(agent, input, callbacks))) {
+          yield isTracked(item) ? tracked(item.id, item.data) : item;
+        }
+      } catch (error) {
+        throw relayAgentError(error);
+      }
+    }),
+};
+
+/** A message counts against the guest quota; a reconnect to its run (`lastEventId`) does not. */
+const messageAction = (input: { lastEventId?: string | undefined }): AgentAction => (input.lastEventId === undefined ? 'chat.message' : 'other');
+
+export const agentProxyRouter = router({
+  health: forward.query(z.void(), (agent) => agent.health.get.query()),
+
+  chat: router({
+    send: forward.subscription<typeof ChatMessageInput, ChatEvent>(ChatMessageInput, (agent, input, cb) => agent.chat.send.subscribe(input, cb), messageAction),
+    stream: forward.subscription<typeof ChatStreamInput, ChatEvent>(ChatStreamInput, (agent, input, cb) => agent.chat.stream.subscribe(input, cb)),
+    active: forward.query(ChatIdInput, (agent, input) => agent.chat.active.query(input)),
+    history: forward.query(HistoryInput, (agent, input) => agent.chat.history.query(input)),
+    delete: forward.mutation(ChatIdInput, (agent, input) => agent.chat.delete.mutate(input)),
+  }),
+
+  files: router({
+    tree: forward.query(TreeInput, (agent, input) => agent.files.tree.query(input)),
+  }),
+});
