@@ -38,7 +38,9 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
     url: server.url,
     services,
     async close() {
-      // Chat runs first: their streams end with `done` instead of holding the server open.
+      // The bot first (no new runs from Telegram), then chat runs: their streams end with
+      // `done` instead of holding the server open.
+      await services.messenger.stop();
       await services.chat.close();
       await server.close();
       await services.close();

@@ -31,6 +31,14 @@ const schema = z
     AGENT_KEEPALIVE_INTERVAL: seconds(15, { max: 300 }),
     AGENT_STREAM_GRACE: seconds(30, { max: 3600 }),
     AGENT_HISTORY_CONTEXT: z.preprocess((v) => (v === '' || v === undefined ? 40 : v), z.coerce.number().int().min(0).max(1000)),
+    // Telegram messenger (server/agent/messenger/).
+    TELEGRAM_BOT_TOKEN: optionalString.pipe(z.string().regex(/^\d+:[\w-]+$/, 'must look like 123456:ABC-DEF… (from @BotFather)').optional()),
+    TELEGRAM_OWNER_ID: optionalString.pipe(z.string().regex(/^\d{1,20}$/, 'must be a numeric Telegram user id').optional()),
+    TELEGRAM_API_ROOT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+    TELEGRAM_GROUPS: z.preprocess((v) => (v === '' || v === undefined ? 'off' : v), z.enum(['on', 'off'])),
+    TELEGRAM_POLL_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().int().min(0).max(50)),
+    TELEGRAM_RETRY_BASE: seconds(1, { max: 60 }),
+    TELEGRAM_RETRY_MAX: seconds(60, { max: 3600 }),
   })
   .superRefine((env, ctx) => {
     if (env.MODEL) {
@@ -67,6 +75,16 @@ const schema = z
       keepaliveMs: env.AGENT_KEEPALIVE_INTERVAL * 1000,
       streamGraceMs: env.AGENT_STREAM_GRACE * 1000,
       historyContext: env.AGENT_HISTORY_CONTEXT,
+    },
+    telegram: {
+      /** Unset: no bot; the contact endpoints still answer. */
+      token: env.TELEGRAM_BOT_TOKEN,
+      ownerId: env.TELEGRAM_OWNER_ID,
+      apiRoot: env.TELEGRAM_API_ROOT?.replace(/\/+$/, '') ?? 'https://api.telegram.org',
+      groups: env.TELEGRAM_GROUPS === 'on',
+      pollTimeoutSeconds: env.TELEGRAM_POLL_TIMEOUT,
+      retryBaseMs: env.TELEGRAM_RETRY_BASE * 1000,
+      retryMaxMs: Math.max(env.TELEGRAM_RETRY_MAX, env.TELEGRAM_RETRY_BASE) * 1000,
     },
     /** Seconds between heartbeats; 0 disables them. */
     heartbeatIntervalSeconds: env.HEARTBEAT_INTERVAL,

@@ -1,12 +1,16 @@
 import { chatRouter } from './chat/router.js';
 import { filesRouter } from './files/router.js';
 import { healthRouter } from './health/router.js';
+import { messengerRouter, telegramRouter } from './messenger/router.js';
 import { router } from './trpc.js';
 
 export const agentRouter = router({
   health: healthRouter,
   chat: chatRouter,
   files: filesRouter,
+  // The same procedures under the generic name and the integration's (design.md: messenger paths).
+  messenger: messengerRouter,
+  telegram: telegramRouter,
 });
 
 export type AgentRouter = typeof agentRouter;

@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import type { Logger } from '../common/log.js';
 import { ChatRuntime } from './chat/runtime.js';
 import type { AgentConfig } from './config.js';
+import { MessengerService } from './messenger/service.js';
 import { openAgentStore, type AgentStore } from './store.js';
 
 export interface AgentServices {
@@ -13,6 +14,7 @@ export interface AgentServices {
   log: Logger;
   store: AgentStore;
   chat: ChatRuntime;
+  messenger: MessengerService;
   close(): Promise<void>;
 }
 
@@ -21,12 +23,18 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const store = await openAgentStore(config.workspace);
   log.info({ file: store.file, applied: store.appliedMigrations }, 'agent store open');
   const chat = new ChatRuntime({ config, log, db: store.db });
+  // Telegram (no-op without TELEGRAM_BOT_TOKEN). The integrator passes the pending store as
+  // `pending` (a PendingSource) once it exists, so heartbeat/subagent messages reach Telegram.
+  const messenger = new MessengerService({ config, log, db: store.db, chat });
+  messenger.start();
   return {
     config,
     log,
     store,
     chat,
+    messenger,
     async close() {
+      await messenger.stop();
       await chat.close();
       await store.close();
     },
