@@ -71,3 +71,8 @@ export async function claimNotice(db: AgentDb, telegramId: string): Promise<bool
   const { count } = await db.contact.updateMany({ where: { telegramId, notifiedAt: null }, data: { notifiedAt: new Date() } });
   return count === 1;
 }
+
+/** The notice could not be sent: the next message tries again. */
+export async function releaseNotice(db: AgentDb, telegramId: string): Promise<void> {
+  await db.contact.updateMany({ where: { telegramId }, data: { notifiedAt: null } });
+}

@@ -17,7 +17,7 @@ import { MESSAGE_MAX_CHARS } from '../chat/schemas.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
 import { TelegramBot } from './bot.js';
-import { claimNotice, findContact, recordSender } from './contacts.js';
+import { claimNotice, findContact, recordSender, releaseNotice } from './contacts.js';
 import { deliverRun, sendText } from './delivery.js';
 import type { MessengerStatus } from './schemas.js';
 
@@ -106,7 +106,12 @@ export class MessengerService {
     if (contact.status === 'blocked') return;
     if (contact.status === 'pending') {
       if (isPrivate && (await claimNotice(db, contact.telegram_id))) {
-        await sendText(bot.api, message.chat.id, PENDING_NOTICE, bot.signal);
+        try {
+          await sendText(bot.api, message.chat.id, PENDING_NOTICE, bot.signal);
+        } catch (error) {
+          await releaseNotice(db, contact.telegram_id);
+          throw error;
+        }
         log.info({ telegramId: contact.telegram_id, username: contact.username }, 'telegram: new contact waiting for approval');
       }
       return;
