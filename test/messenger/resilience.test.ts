@@ -80,6 +80,27 @@ describe('Bot API errors', () => {
   });
 });
 
+describe('the Bot API unreachable for a while', () => {
+  it('polling backs off and resumes when it is back; nothing crashes', async () => {
+    const first = await startTelegramRig();
+    const port = Number(new URL(first.fake.apiRoot).port);
+    await first.fake.close(); // connection refused from now on
+    await sleep(400); // a few failed polls, backing off (capped at TELEGRAM_RETRY_MAX)
+    const back = await startFakeTelegram({ port });
+    try {
+      await first.agent.services.store.db.contact.create({ data: { telegramId: String(alice.id), username: 'alice', displayName: 'Alice', status: 'allowed' } });
+      first.model.queue({ text: 'I am back' });
+      back.userSays(alice, 'still there?');
+      await until(() => back.textsTo(alice.id).includes('I am back'), 8_000);
+      expect(first.agent.services.messenger.status().connected).toBe(true);
+    } finally {
+      await first.agent.stop();
+      await first.model.close();
+      await back.close();
+    }
+  });
+});
+
 describe('a refused token', () => {
   it('status says not connected and the reason is logged', async () => {
     const fake = await startFakeTelegram();

@@ -86,7 +86,7 @@ async function readParams(req: IncomingMessage, url: URL): Promise<{ params: Rec
   return { params };
 }
 
-export async function startFakeTelegram(opts: { token?: string; bot?: { id: number; username: string; first_name: string } } = {}): Promise<FakeTelegram> {
+export async function startFakeTelegram(opts: { token?: string; bot?: { id: number; username: string; first_name: string }; port?: number } = {}): Promise<FakeTelegram> {
   const token = opts.token ?? '123456:TEST-token_fake';
   const bot = opts.bot ?? { id: 777, username: 'fake_agent_bot', first_name: 'Fake Agent' };
   const calls: RecordedCall[] = [];
@@ -180,7 +180,7 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
   return {
