@@ -39,6 +39,8 @@ const schema = z
     TELEGRAM_POLL_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().int().min(0).max(50)),
     TELEGRAM_RETRY_BASE: seconds(1, { max: 60 }),
     TELEGRAM_RETRY_MAX: seconds(60, { max: 3600 }),
+    TELEGRAM_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+    TELEGRAM_WEBHOOK_SECRET: optionalString.pipe(z.string().regex(/^[\w-]{16,256}$/, 'must be 16..256 of A-Z a-z 0-9 _ -').optional()),
   })
   .superRefine((env, ctx) => {
     if (env.MODEL) {
@@ -47,6 +49,9 @@ const schema = z
       } catch (error) {
         ctx.addIssue({ code: 'custom', path: ['MODEL'], message: (error as Error).message });
       }
+    }
+    if (env.TELEGRAM_WEBHOOK_URL && !env.TELEGRAM_WEBHOOK_SECRET) {
+      ctx.addIssue({ code: 'custom', path: ['TELEGRAM_WEBHOOK_SECRET'], message: 'is required with TELEGRAM_WEBHOOK_URL' });
     }
     if (!env.AGENT_SECRET && !env.AGENT_SECRET_SHA256) {
       ctx.addIssue({ code: 'custom', path: ['AGENT_SECRET'], message: 'AGENT_SECRET or AGENT_SECRET_SHA256 is required' });
@@ -85,6 +90,8 @@ const schema = z
       pollTimeoutSeconds: env.TELEGRAM_POLL_TIMEOUT,
       retryBaseMs: env.TELEGRAM_RETRY_BASE * 1000,
       retryMaxMs: Math.max(env.TELEGRAM_RETRY_MAX, env.TELEGRAM_RETRY_BASE) * 1000,
+      /** Set: Telegram pushes updates to `POST /telegram/webhook` instead of long polling. */
+      webhook: env.TELEGRAM_WEBHOOK_URL && env.TELEGRAM_WEBHOOK_SECRET ? { url: env.TELEGRAM_WEBHOOK_URL, secret: env.TELEGRAM_WEBHOOK_SECRET } : undefined,
     },
     /** Seconds between heartbeats; 0 disables them. */
     heartbeatIntervalSeconds: env.HEARTBEAT_INTERVAL,

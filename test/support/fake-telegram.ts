@@ -44,6 +44,10 @@ export interface FakeTelegram {
   userSays(from: FakeUser, text: string, chat?: { id: number; type: 'group' | 'supergroup'; title: string }): number;
   /** The next calls of `method` meet these faults, in order. */
   fail(method: string, ...faults: Fault[]): void;
+  /** The webhook set by setWebhook, if any. */
+  webhook(): { url: string; secret?: string } | undefined;
+  /** Webhook mode: the status each push got. */
+  pushes: Array<{ update_id: number; status: number }>;
   /** Updates not yet confirmed by an offset. */
   unconfirmed(): number;
   close(): Promise<void>;
@@ -72,7 +76,7 @@ async function readParams(req: IncomingMessage, url: URL): Promise<{ params: Rec
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', () => {
-          file = { field, filename: info.filename, bytes: Buffer.concat(chunks) };
+          file = { field, filename: info.filename ?? '', bytes: Buffer.concat(chunks) };
         });
       });
       parser.on('close', () => resolve({ params, file }));
@@ -94,6 +98,9 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
   const faults = new Map<string, Fault[]>();
   const waiters = new Set<() => void>();
   const sockets = new Set<Socket>();
+  let webhook: { url: string; secret?: string } | undefined;
+  /** Webhook mode: answers of Telegram's pushes to the webhook, in order. */
+  const pushes: Array<{ update_id: number; status: number }> = [];
   let updateSeq = 1000;
   let messageSeq = 1;
 
@@ -157,8 +164,14 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
       case 'getMe':
         return ok(res, { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false });
       case 'deleteWebhook':
+        webhook = undefined;
+        return ok(res, true);
+      case 'setWebhook':
+        if (typeof params.url !== 'string' || !/^https?:\/\//.test(params.url)) return error(res, 400, 'Bad Request: bad webhook: invalid URL');
+        webhook = { url: params.url, secret: typeof params.secret_token === 'string' ? params.secret_token : undefined };
         return ok(res, true);
       case 'getUpdates':
+        if (webhook) return error(res, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
         return getUpdates(params, req, res);
       case 'sendMessage':
         if (!params.text || String(params.text).length > 4096) return error(res, 400, 'Bad Request: message text is empty or too long');
@@ -196,6 +209,14 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
         update_id,
         message: { message_id: messageSeq++, date: Math.floor(Date.now() / 1000), from: { ...from, is_bot: false }, chat: chat ?? { id: from.id, type: 'private', first_name: from.first_name, username: from.username }, text },
       });
+      if (webhook) {
+        // Webhook mode: push it, as Telegram does (it would retry later on a non-2xx answer).
+        const target = webhook;
+        const update = updates.pop()!;
+        void fetch(target.url, { method: 'POST', headers: { 'content-type': 'application/json', ...(target.secret ? { 'x-telegram-bot-api-secret-token': target.secret } : {}) }, body: JSON.stringify(update) })
+          .then((r) => pushes.push({ update_id, status: r.status }))
+          .catch(() => pushes.push({ update_id, status: 0 }));
+      }
       wake();
       return update_id;
     },
@@ -203,6 +224,8 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
       faults.set(method, [...(faults.get(method) ?? []), ...list]);
     },
     unconfirmed: () => updates.length,
+    webhook: () => webhook,
+    pushes,
     async close() {
       wake();
       for (const socket of sockets) socket.destroy();

@@ -21,6 +21,8 @@ export interface TelegramBotOptions {
   pollTimeoutSeconds: number;
   retryBaseMs: number;
   retryMaxMs: number;
+  /** Set: `setWebhook` at start and updates arrive through `receive` (webhook.ts), no polling. */
+  webhook?: { url: string; secret: string };
   log: Logger;
   /** Called for every `message` update; must not throw (errors are logged). */
   onMessage(ctx: Context): Promise<void>;
@@ -161,6 +163,7 @@ export class TelegramBot {
       }
     }
     if (signal.aborted) return;
+    if (this.opts.webhook) return this.registerWebhook(this.opts.webhook, signal);
     this.state = 'connected';
     log.info({ bot: this.me?.username }, 'telegram: bot connected (long polling)');
 
@@ -191,6 +194,39 @@ export class TelegramBot {
         }
       }
     }
+  }
+
+  private async registerWebhook(webhook: { url: string; secret: string }, signal: AbortSignal): Promise<void> {
+    const { log } = this.opts;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        await this.bot.api.setWebhook(webhook.url, { secret_token: webhook.secret, allowed_updates: ['message'] }, grammySignal(signal));
+        this.state = 'connected';
+        log.info({ bot: this.me?.username, url: webhook.url }, 'telegram: bot connected (webhook)');
+        return;
+      } catch (error) {
+        if (signal.aborted) return;
+        if (isTokenRefused(error) || (error instanceof GrammyError && error.error_code === 400)) {
+          this.state = 'failed';
+          log.error({ reason: describe(error), url: webhook.url }, 'telegram: setWebhook refused; the bot is not connected');
+          return;
+        }
+        const delay = this.backoff(attempt, error);
+        log.warn({ reason: describe(error), retryInMs: delay }, 'telegram: setWebhook failed, retrying');
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  /** Webhook mode: one update pushed by Telegram. Handled in the background. */
+  receive(update: Update): boolean {
+    if (!this.opts.webhook || !this.connected) return false;
+    this.track(this.bot.handleUpdate(update));
+    return true;
+  }
+
+  get webhookSecret(): string | undefined {
+    return this.opts.webhook?.secret;
   }
 
   /**

@@ -67,6 +67,7 @@ export class MessengerService {
         pollTimeoutSeconds: telegram.pollTimeoutSeconds,
         retryBaseMs: telegram.retryBaseMs,
         retryMaxMs: telegram.retryMaxMs,
+        webhook: telegram.webhook,
         log: deps.log.child({ area: 'telegram' }),
         onMessage: (ctx) => this.onMessage(ctx),
       });
