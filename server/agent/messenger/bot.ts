@@ -63,7 +63,11 @@ function isTokenRefused(error: unknown): boolean {
   return error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404);
 }
 
-function describe(error: unknown): string {
+/**
+ * A failure in one line for the log. Never the error object itself: a GrammyError carries the
+ * call's payload (people's messages), which does not belong in logs.
+ */
+export function describe(error: unknown): string {
   if (error instanceof GrammyError) return `${error.error_code} ${error.description}`;
   if (error instanceof HttpError) return `network: ${error.message}`;
   return error instanceof Error ? error.message : String(error);
@@ -79,7 +83,8 @@ export class TelegramBot {
   private readonly inflight = new Set<Promise<void>>();
 
   constructor(private readonly opts: TelegramBotOptions) {
-    this.bot = new Bot(opts.token, { client: { apiRoot: opts.apiRoot, timeoutSeconds: opts.pollTimeoutSeconds + 30 } });
+    // The client timeout bounds every call: a long poll plus margin, and room for a 50 MB upload.
+    this.bot = new Bot(opts.token, { client: { apiRoot: opts.apiRoot, timeoutSeconds: Math.max(120, opts.pollTimeoutSeconds + 30) } });
     this.bot.api.config.use(this.retrying());
     // Handlers run beside the loop, not inside it: a long chat run must not hold up polling.
     this.bot.on('message', (ctx) => {
@@ -107,7 +112,7 @@ export class TelegramBot {
 
   /** Keeps a background task (a message handler, a delivery) so that stop() can wait for it. */
   track(task: Promise<void>): void {
-    const tracked = task.catch((error: unknown) => this.opts.log.error({ err: error }, 'telegram: handler failed'));
+    const tracked = task.catch((error: unknown) => this.opts.log.error({ reason: describe(error) }, 'telegram: handler failed'));
     this.inflight.add(tracked);
     void tracked.finally(() => this.inflight.delete(tracked));
   }
@@ -117,7 +122,7 @@ export class TelegramBot {
     this.state = 'connecting';
     this.loop = this.run().catch((error: unknown) => {
       this.state = 'failed';
-      this.opts.log.error({ err: error }, 'telegram: polling stopped on an unexpected error');
+      this.opts.log.error({ reason: describe(error) }, 'telegram: polling stopped on an unexpected error');
     });
   }
 
@@ -190,7 +195,7 @@ export class TelegramBot {
         try {
           await this.bot.handleUpdate(update);
         } catch (error) {
-          log.error({ err: error, updateId: update.update_id }, 'telegram: update handling failed');
+          log.error({ reason: describe(error), updateId: update.update_id }, 'telegram: update handling failed');
         }
       }
     }

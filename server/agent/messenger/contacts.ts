@@ -57,10 +57,16 @@ export interface Sender {
  */
 export async function recordSender(db: AgentDb, sender: Sender, ownerId?: string): Promise<Contact> {
   const isOwner = ownerId !== undefined && sender.telegramId === ownerId;
-  const row = await db.contact.upsert({
-    where: { telegramId: sender.telegramId },
-    create: { telegramId: sender.telegramId, username: sender.username, displayName: sender.displayName, status: isOwner ? 'allowed' : 'pending' },
-    update: { username: sender.username, displayName: sender.displayName },
+  const upsert = () =>
+    db.contact.upsert({
+      where: { telegramId: sender.telegramId },
+      create: { telegramId: sender.telegramId, username: sender.username, displayName: sender.displayName, status: isOwner ? 'allowed' : 'pending' },
+      update: { username: sender.username, displayName: sender.displayName },
+    });
+  // Two first messages at once: both may try the insert; the loser finds the row on its retry.
+  const row = await upsert().catch((error: unknown) => {
+    if ((error as { code?: unknown }).code === 'P2002') return upsert();
+    throw error;
   });
   const contact = toContact(row);
   return isOwner ? { ...contact, status: 'allowed' } : contact;

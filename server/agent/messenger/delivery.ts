@@ -14,7 +14,7 @@ import { InputFile, type Api } from 'grammy';
 import type { Logger } from '../../common/log.js';
 import type { ChatEvent } from '../chat/schemas.js';
 import { resolveWorkspacePath } from '../files/guard.js';
-import { grammySignal } from './bot.js';
+import { describe, grammySignal } from './bot.js';
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 export const TELEGRAM_CAPTION_LIMIT = 1024;
@@ -80,7 +80,7 @@ export function startTyping(api: Api, chatId: number, log: Logger, refreshMs = T
   let stopped = false;
   const send = () => {
     if (stopped) return;
-    api.sendChatAction(chatId, 'typing').catch((error: unknown) => log.debug({ err: error, chatId }, 'typing indicator failed'));
+    api.sendChatAction(chatId, 'typing').catch((error: unknown) => log.debug({ reason: describe(error), chatId }, 'telegram: typing indicator failed'));
   };
   send();
   const timer = setInterval(send, refreshMs);
@@ -113,7 +113,7 @@ export async function deliverRun(events: AsyncIterable<unknown>, opts: DeliverRu
     const pending = text;
     text = '';
     if (!pending.trim()) return;
-    await sendText(api, chatId, pending, signal).catch((error: unknown) => log.warn({ err: error, chatId }, 'telegram: could not send a reply'));
+    await sendText(api, chatId, pending, signal).catch((error: unknown) => log.warn({ reason: describe(error), chatId }, 'telegram: could not send a reply'));
   };
   try {
     for await (const item of events) {
@@ -124,7 +124,7 @@ export async function deliverRun(events: AsyncIterable<unknown>, opts: DeliverRu
       } else if (event.type === 'file') {
         await flush();
         await sendWorkspaceFile(api, opts.workspace, chatId, event.path, event.caption, signal).catch(async (error: unknown) => {
-          log.warn({ err: error, chatId, path: event.path }, 'telegram: could not send a file');
+          log.warn({ reason: describe(error), chatId, path: event.path }, 'telegram: could not send a file');
           await sendText(api, chatId, `(Could not send the file ${event.path}.)`, signal).catch(() => undefined);
         });
       } else if (event.type === 'error') {
