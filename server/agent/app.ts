@@ -4,9 +4,10 @@
  */
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import { mountAgentBridge } from '../../rest-bridge/agent.js';
-import { createHttpApp, finishHttpApp, listen } from '../common/http.js';
+import { createHttpApp, finishHttpApp, jsonBody, listen } from '../common/http.js';
 import { createLogger, type Logger } from '../common/log.js';
 import type { AgentConfig } from './config.js';
+import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
 import { agentRouter } from './router.js';
 import { createAgentServices, type AgentServices } from './services.js';
 import { createAgentContext } from './trpc.js';
@@ -30,6 +31,8 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
       },
     }),
   );
+  // Telegram's webhook calls (webhook mode only): authenticated by their own secret header.
+  app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
   mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
   finishHttpApp(app);
   const server = await listen(app, config.host, config.port);
@@ -38,7 +41,9 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
     url: server.url,
     services,
     async close() {
-      // Chat runs first: their streams end with `done` instead of holding the server open.
+      // The bot first (no new runs from Telegram), then chat runs: their streams end with
+      // `done` instead of holding the server open.
+      await services.messenger.stop();
       await services.chat.close();
       await server.close();
       await services.close();

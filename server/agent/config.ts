@@ -38,6 +38,16 @@ const schema = z
     SUBAGENT_RETENTION: seconds(3600, { max: 86_400 * 7 }),
     SUBAGENT_PURGE_INTERVAL: seconds(60, { max: 86_400 }),
     HEARTBEAT_WAIT: z.preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().min(0).max(3600)),
+    // Telegram messenger (server/agent/messenger/).
+    TELEGRAM_BOT_TOKEN: optionalString.pipe(z.string().regex(/^\d+:[\w-]+$/, 'must look like 123456:ABC-DEF… (from @BotFather)').optional()),
+    TELEGRAM_OWNER_ID: optionalString.pipe(z.string().regex(/^\d{1,20}$/, 'must be a numeric Telegram user id').optional()),
+    TELEGRAM_API_ROOT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+    TELEGRAM_GROUPS: z.preprocess((v) => (v === '' || v === undefined ? 'off' : v), z.enum(['on', 'off'])),
+    TELEGRAM_POLL_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().int().min(0).max(50)),
+    TELEGRAM_RETRY_BASE: seconds(1, { max: 60 }),
+    TELEGRAM_RETRY_MAX: seconds(60, { max: 3600 }),
+    TELEGRAM_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+    TELEGRAM_WEBHOOK_SECRET: optionalString.pipe(z.string().regex(/^[\w-]{16,256}$/, 'must be 16..256 of A-Z a-z 0-9 _ -').optional()),
   })
   .superRefine((env, ctx) => {
     if (env.MODEL) {
@@ -46,6 +56,9 @@ const schema = z
       } catch (error) {
         ctx.addIssue({ code: 'custom', path: ['MODEL'], message: (error as Error).message });
       }
+    }
+    if (env.TELEGRAM_WEBHOOK_URL && !env.TELEGRAM_WEBHOOK_SECRET) {
+      ctx.addIssue({ code: 'custom', path: ['TELEGRAM_WEBHOOK_SECRET'], message: 'is required with TELEGRAM_WEBHOOK_URL' });
     }
     if (!env.AGENT_SECRET && !env.AGENT_SECRET_SHA256) {
       ctx.addIssue({ code: 'custom', path: ['AGENT_SECRET'], message: 'AGENT_SECRET or AGENT_SECRET_SHA256 is required' });
@@ -74,6 +87,18 @@ const schema = z
       keepaliveMs: env.AGENT_KEEPALIVE_INTERVAL * 1000,
       streamGraceMs: env.AGENT_STREAM_GRACE * 1000,
       historyContext: env.AGENT_HISTORY_CONTEXT,
+    },
+    telegram: {
+      /** Unset: no bot; the contact endpoints still answer. */
+      token: env.TELEGRAM_BOT_TOKEN,
+      ownerId: env.TELEGRAM_OWNER_ID,
+      apiRoot: env.TELEGRAM_API_ROOT?.replace(/\/+$/, '') ?? 'https://api.telegram.org',
+      groups: env.TELEGRAM_GROUPS === 'on',
+      pollTimeoutSeconds: env.TELEGRAM_POLL_TIMEOUT,
+      retryBaseMs: env.TELEGRAM_RETRY_BASE * 1000,
+      retryMaxMs: Math.max(env.TELEGRAM_RETRY_MAX, env.TELEGRAM_RETRY_BASE) * 1000,
+      /** Set: Telegram pushes updates to `POST /telegram/webhook` instead of long polling. */
+      webhook: env.TELEGRAM_WEBHOOK_URL && env.TELEGRAM_WEBHOOK_SECRET ? { url: env.TELEGRAM_WEBHOOK_URL, secret: env.TELEGRAM_WEBHOOK_SECRET } : undefined,
     },
     /** Seconds between heartbeats; 0 disables them. */
     heartbeatIntervalSeconds: env.HEARTBEAT_INTERVAL,

@@ -3,6 +3,7 @@ import { filesRouter } from './files/router.js';
 import { healthRouter } from './health/router.js';
 import { pendingRouter } from './pending/router.js';
 import { subagentsRouter } from './subagents/router.js';
+import { messengerRouter, telegramRouter } from './messenger/router.js';
 import { router } from './trpc.js';
 
 export const agentRouter = router({
@@ -11,6 +12,9 @@ export const agentRouter = router({
   files: filesRouter,
   subagents: subagentsRouter,
   pending: pendingRouter,
+  // The same procedures under the generic name and the integration's (design.md: messenger paths).
+  messenger: messengerRouter,
+  telegram: telegramRouter,
 });
 
 export type AgentRouter = typeof agentRouter;

@@ -9,6 +9,7 @@ import { ChatRuntime } from './chat/runtime.js';
 import type { AgentConfig } from './config.js';
 import { HeartbeatScheduler } from './heartbeat/scheduler.js';
 import { PendingStore } from './pending/store.js';
+import { MessengerService } from './messenger/service.js';
 import { openAgentStore, type AgentStore } from './store.js';
 import { SubagentRegistry } from './subagents/registry.js';
 import { spawnSubagentTool } from './subagents/tool.js';
@@ -23,6 +24,7 @@ export interface AgentServices {
   pending: PendingStore;
   subagents: SubagentRegistry;
   heartbeat: HeartbeatScheduler;
+  messenger: MessengerService;
   close(): Promise<void>;
 }
 
@@ -63,6 +65,9 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     config.heartbeatIntervalSeconds * 1000,
   );
   heartbeat.start();
+  // Telegram (no-op without TELEGRAM_BOT_TOKEN); heartbeat and subagent messages for `telegram:<id>` chats reach Telegram too.
+  const messenger = new MessengerService({ config, log, db: store.db, chat, pending });
+  messenger.start();
   return {
     config,
     log,
@@ -71,7 +76,9 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     pending,
     subagents,
     heartbeat,
+    messenger,
     async close() {
+      await messenger.stop();
       await heartbeat.close();
       await chat.close();
       await subagents.close();

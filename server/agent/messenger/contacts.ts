@@ -1,0 +1,84 @@
+/**
+ * Messenger contacts (table `contacts` in agent.db): who may talk to the agent through the bot.
+ * Plain functions over the store; the router and the bot both call them.
+ */
+import { notFound } from '../../common/errors.js';
+import type { AgentDb } from '../store.js';
+import type { Contact, ContactStatus } from './schemas.js';
+
+interface ContactRow {
+  telegramId: string;
+  username: string;
+  displayName: string;
+  status: string;
+}
+
+export function toContact(row: ContactRow): Contact {
+  return { telegram_id: row.telegramId, username: row.username, display_name: row.displayName, status: row.status as ContactStatus };
+}
+
+const contactNotFound = (telegramId: string) => notFound(`No contact ${telegramId}`, 'CONTACT_NOT_FOUND');
+
+/** Oldest first (the order people wrote in). */
+export async function listContacts(db: AgentDb, status?: ContactStatus): Promise<Contact[]> {
+  const rows = await db.contact.findMany({ where: status ? { status } : {}, orderBy: [{ createdAt: 'asc' }, { telegramId: 'asc' }] });
+  return rows.map(toContact);
+}
+
+export async function setContactStatus(db: AgentDb, telegramId: string, status: ContactStatus): Promise<Contact> {
+  const { count } = await db.contact.updateMany({ where: { telegramId }, data: { status } });
+  if (count === 0) throw contactNotFound(telegramId);
+  const row = await db.contact.findUnique({ where: { telegramId } });
+  if (!row) throw contactNotFound(telegramId);
+  return toContact(row);
+}
+
+export async function deleteContact(db: AgentDb, telegramId: string): Promise<{ status: 'ok'; telegram_id: string }> {
+  const { count } = await db.contact.deleteMany({ where: { telegramId } });
+  if (count === 0) throw contactNotFound(telegramId);
+  return { status: 'ok', telegram_id: telegramId };
+}
+
+export async function findContact(db: AgentDb, telegramId: string): Promise<Contact | undefined> {
+  const row = await db.contact.findUnique({ where: { telegramId } });
+  return row ? toContact(row) : undefined;
+}
+
+export interface Sender {
+  telegramId: string;
+  username: string;
+  displayName: string;
+}
+
+/**
+ * A private message arrived: the sender's contact, created `pending` when unknown (`allowed`
+ * for the owner). Names follow what Telegram says now. The owner is always allowed, whatever
+ * the stored status says.
+ */
+export async function recordSender(db: AgentDb, sender: Sender, ownerId?: string): Promise<Contact> {
+  const isOwner = ownerId !== undefined && sender.telegramId === ownerId;
+  const upsert = () =>
+    db.contact.upsert({
+      where: { telegramId: sender.telegramId },
+      create: { telegramId: sender.telegramId, username: sender.username, displayName: sender.displayName, status: isOwner ? 'allowed' : 'pending' },
+      update: { username: sender.username, displayName: sender.displayName },
+    });
+  // Two first messages at once: both may try the insert; the loser finds the row on its retry.
+  const row = await upsert().catch((error: unknown) => {
+    if ((error as { code?: unknown }).code === 'P2002') return upsert();
+    throw error;
+  });
+  const contact = toContact(row);
+  return isOwner ? { ...contact, status: 'allowed' } : contact;
+}
+
+/** True exactly once per contact (a conditional update): whoever wins sends the notice. */
+export async function claimNotice(db: AgentDb, telegramId: string): Promise<boolean> {
+  const { count } = await db.contact.updateMany({ where: { telegramId, notifiedAt: null }, data: { notifiedAt: new Date() } });
+  return count === 1;
+}
+
+/** The notice could not be sent: the next message tries again. */
+export async function releaseNotice(db: AgentDb, telegramId: string): Promise<void> {
+  await db.contact.updateMany({ where: { telegramId }, data: { notifiedAt: null } });
+}

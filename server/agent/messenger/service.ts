@@ -1,0 +1,159 @@
+/**
+ * The messenger integration (Telegram): the bot's lifecycle, what happens to each incoming
+ * private message according to its sender's contact, and delivery of proactive messages.
+ *
+ * - unknown sender → contact `pending`, one polite notice, nothing reaches the model;
+ * - `pending` → nothing (the notice is sent once per contact);
+ * - `blocked` → ignored;
+ * - `allowed` (or `TELEGRAM_OWNER_ID`) → the text goes to the chat runtime as chat
+ *   `telegram:<chat id>` and the run's events come back (delivery.ts).
+ * Group chats are ignored unless `TELEGRAM_GROUPS=on`; then messages from allowed senders go
+ * to chat `telegram:<group id>` (unknown senders become pending contacts, without a notice).
+ */
+import type { Context } from 'grammy';
+import type { Logger } from '../../common/log.js';
+import type { ChatRuntime } from '../chat/runtime.js';
+import { MESSAGE_MAX_CHARS } from '../chat/schemas.js';
+import type { AgentConfig } from '../config.js';
+import type { AgentDb } from '../store.js';
+import { TelegramBot } from './bot.js';
+import { claimNotice, findContact, recordSender, releaseNotice } from './contacts.js';
+import { deliverRun, sendText } from './delivery.js';
+import type { MessengerStatus } from './schemas.js';
+
+/** A proactive message (heartbeat, subagent) as the pending store announces it. */
+export interface PendingNotice {
+  chat_id: string;
+  content: string;
+  source: string;
+}
+
+/**
+ * What the messenger needs from the pending-message store (server/agent/pending/, issue 8):
+ * a listener called for each message added (the pending store provides it, see services.ts);
+ * messages for `telegram:<id>` chats are then also sent to that Telegram chat.
+ */
+export interface PendingSource {
+  onPending(listener: (message: PendingNotice) => void): () => void;
+}
+
+export const PENDING_NOTICE =
+  'Hello! This is a personal assistant bot. Its owner has not approved you yet, so your messages are not read for now. ' +
+  'You will be able to talk to it once the owner allows you; there is no need to write again before that.';
+export const TEXT_ONLY_NOTICE = 'I can only read text messages for now.';
+
+export const TELEGRAM_CHAT_PREFIX = 'telegram:';
+
+export interface MessengerDeps {
+  config: AgentConfig;
+  log: Logger;
+  db: AgentDb;
+  chat: ChatRuntime;
+  pending?: PendingSource;
+  /** Tests shorten the typing refresh. */
+  typingRefreshMs?: number;
+}
+
+export class MessengerService {
+  readonly bot: TelegramBot | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(private readonly deps: MessengerDeps) {
+    const telegram = deps.config.telegram;
+    if (telegram.token) {
+      this.bot = new TelegramBot({
+        token: telegram.token,
+        apiRoot: telegram.apiRoot,
+        pollTimeoutSeconds: telegram.pollTimeoutSeconds,
+        retryBaseMs: telegram.retryBaseMs,
+        retryMaxMs: telegram.retryMaxMs,
+        webhook: telegram.webhook,
+        log: deps.log.child({ area: 'telegram' }),
+        onMessage: (ctx) => this.onMessage(ctx),
+      });
+    }
+    if (deps.pending) this.unsubscribe = deps.pending.onPending((message) => this.onPending(message));
+  }
+
+  /** Starts polling in the background (no-op without a token). */
+  start(): void {
+    this.bot?.start();
+  }
+
+  async stop(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    await this.bot?.stop();
+  }
+
+  status(): MessengerStatus {
+    const identity = this.bot?.identity;
+    return identity ? { connected: true, bot_username: identity.username, bot_name: identity.name } : { connected: false, bot_username: '', bot_name: '' };
+  }
+
+  private async onMessage(ctx: Context): Promise<void> {
+    const bot = this.bot;
+    const message = ctx.message;
+    if (!bot || !message?.from || message.from.is_bot) return;
+    const { db, config, log } = this.deps;
+    const isPrivate = message.chat.type === 'private';
+    if (!isPrivate && !config.telegram.groups) return;
+    const from = message.from;
+    const contact = await recordSender(
+      db,
+      { telegramId: String(from.id), username: from.username ?? '', displayName: [from.first_name, from.last_name].filter(Boolean).join(' ') },
+      config.telegram.ownerId,
+    );
+    if (contact.status === 'blocked') return;
+    if (contact.status === 'pending') {
+      if (isPrivate && (await claimNotice(db, contact.telegram_id))) {
+        try {
+          await sendText(bot.api, message.chat.id, PENDING_NOTICE, bot.signal);
+        } catch (error) {
+          await releaseNotice(db, contact.telegram_id);
+          throw error;
+        }
+        log.info({ telegramId: contact.telegram_id, username: contact.username }, 'telegram: new contact waiting for approval');
+      }
+      return;
+    }
+    const text = (message.text ?? message.caption ?? '').slice(0, MESSAGE_MAX_CHARS);
+    if (!text.trim()) {
+      if (isPrivate) await sendText(bot.api, message.chat.id, TEXT_ONLY_NOTICE, bot.signal);
+      return;
+    }
+    const chatId = `${TELEGRAM_CHAT_PREFIX}${message.chat.id}`;
+    await deliverRun(this.deps.chat.send({ chat_id: chatId, message: text }, bot.signal), {
+      api: bot.api,
+      chatId: message.chat.id,
+      workspace: config.workspace,
+      log,
+      signal: bot.signal,
+      typingRefreshMs: this.deps.typingRefreshMs,
+    });
+  }
+
+  /** A proactive message for `telegram:<id>` goes to that chat, if its contact may be written to. */
+  private onPending(message: PendingNotice): void {
+    const bot = this.bot;
+    if (!message.chat_id.startsWith(TELEGRAM_CHAT_PREFIX)) return;
+    const id = message.chat_id.slice(TELEGRAM_CHAT_PREFIX.length);
+    if (!bot || !/^-?\d{1,20}$/.test(id)) return;
+    bot.track(this.deliverPending(bot, id, message));
+  }
+
+  private async deliverPending(bot: TelegramBot, id: string, message: PendingNotice): Promise<void> {
+    const { db, config, log } = this.deps;
+    if (!bot.connected) {
+      log.warn({ chatId: message.chat_id, source: message.source }, 'telegram: not connected; a pending message was not delivered to Telegram');
+      return;
+    }
+    const isGroup = id.startsWith('-');
+    const allowed = isGroup ? config.telegram.groups : id === config.telegram.ownerId || (await findContact(db, id))?.status === 'allowed';
+    if (!allowed) {
+      log.info({ chatId: message.chat_id, source: message.source }, 'telegram: pending message not sent (contact not allowed)');
+      return;
+    }
+    await sendText(bot.api, Number(id), message.content, bot.signal);
+  }
+}
