@@ -1,7 +1,7 @@
 /**
- * Proactive messages (heartbeat, subagents) for `telegram:<id>` chats reach Telegram. The
- * pending store arrives with issue 8; here a tiny PendingSource stands in for it, and the
- * messenger service runs against the agent's own store and chat runtime.
+ * Proactive messages (heartbeat, subagents) for `telegram:<id>` chats reach Telegram. Most
+ * cases drive the delivery rules through a tiny PendingSource; the last suite runs the agent as
+ * composed in services.ts, where the real pending store feeds the messenger.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../../server/agent/config.js';
@@ -9,7 +9,7 @@ import { MessengerService, type PendingNotice, type PendingSource } from '../../
 import { createLogger } from '../../server/common/log.js';
 import { startFakeTelegram, type FakeTelegram } from '../support/fake-telegram.js';
 import { startTestAgent, type TestAgent } from '../support/servers.js';
-import { alice, bob, sleep, TELEGRAM_FAST_ENV, until } from './helpers.js';
+import { alice, bob, sleep, startTelegramRig, TELEGRAM_FAST_ENV, until, type TelegramRig } from './helpers.js';
 
 class TestPendingSource implements PendingSource {
   private readonly listeners = new Set<(m: PendingNotice) => void>();
@@ -89,5 +89,21 @@ describe('pending messages to Telegram', () => {
     other.add({ chat_id: `telegram:${alice.id}`, content: 'no bot, nothing happens', source: 'heartbeat' });
     await off.stop();
     expect(other.size).toBe(0);
+  });
+});
+
+describe('the agent as composed: pending store → Telegram', () => {
+  let rig: TelegramRig;
+  beforeAll(async () => {
+    rig = await startTelegramRig();
+    await rig.agent.services.store.db.contact.create({ data: { telegramId: String(alice.id), username: 'alice', displayName: 'Alice', status: 'allowed' } });
+  });
+  afterAll(() => rig.stop());
+
+  it('a message added to the pending store reaches the Telegram chat and stays collectable', async () => {
+    await rig.agent.services.pending.add({ chatId: `telegram:${alice.id}`, content: 'Subagent "report" finished.', source: 'subagent' });
+    await until(() => rig.fake.textsTo(alice.id).includes('Subagent "report" finished.'));
+    const collected = await rig.json<{ messages: Array<{ chat_id: string }> }>('GET', '/pending');
+    expect(collected.body.messages.map((m) => m.chat_id)).toEqual([`telegram:${alice.id}`]);
   });
 });
