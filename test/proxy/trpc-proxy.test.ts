@@ -192,6 +192,25 @@ describe('tRPC proxy to the user own agent', () => {
   });
 });
 
+describe('subagents, pending and messenger through the tRPC proxy', () => {
+  it('forwards them, and refuses the messenger to guests', async () => {
+    const pair = await guest('trpc-areas');
+    const client = clientFor(() => pair.access_token);
+    expect(await client.agent.subagents.list.query()).toEqual({ subagents: [] });
+    await expect(client.agent.subagents.get.query({ run_id: 'no-such-run' })).rejects.toMatchObject({ data: { code: 'SUBAGENT_NOT_FOUND' } });
+    expect(await client.agent.pending.collect.mutate()).toEqual({ messages: [] });
+    await expect(client.agent.messenger.status.query()).rejects.toMatchObject({ data: { code: 'GUEST_LIMITED' } });
+
+    const me = decodeJwt(pair.access_token).sub as string;
+    await account.services.store.db.user.update({ where: { id: me }, data: { isGuest: false } });
+    const full = await guest('trpc-areas');
+    const fullClient = clientFor(() => full.access_token);
+    expect(await fullClient.agent.messenger.status.query()).toEqual({ connected: false, bot_username: '', bot_name: '' });
+    expect(await fullClient.agent.messenger.contacts.query({})).toEqual({ contacts: [] });
+    await expect(fullClient.agent.messenger.deleteContact.mutate({ telegram_id: '12345' })).rejects.toMatchObject({ data: { code: 'CONTACT_NOT_FOUND' } });
+  });
+});
+
 describe('guest policy, shared by the REST and tRPC faces', () => {
   const counted: string[] = [];
   const limits = {

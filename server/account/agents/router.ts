@@ -22,6 +22,8 @@ import { TRPCClientError } from '@trpc/client';
 import { z } from 'zod';
 import { ChatIdInput, ChatMessageInput, ChatStreamInput, HistoryInput, type ChatEvent } from '../../agent/chat/schemas.js';
 import { TreeInput } from '../../agent/files/schemas.js';
+import { ContactIdInput, ContactPatchInput, ContactsQuery } from '../../agent/messenger/schemas.js';
+import { RunIdInput } from '../../agent/subagents/schemas.js';
 import { AppError } from '../../common/errors.js';
 import { router, userProcedure, type AccountContext } from '../trpc.js';
 import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from './client.js';
@@ -116,5 +118,24 @@ export const agentProxyRouter = router({
 
   files: router({
     tree: forward.query(TreeInput, (agent, input) => agent.files.tree.query(input)),
+  }),
+
+  subagents: router({
+    list: forward.query(z.void(), (agent) => agent.subagents.list.query()),
+    get: forward.query(RunIdInput, (agent, input) => agent.subagents.get.query(input)),
+    stop: forward.mutation(RunIdInput, (agent, input) => agent.subagents.stop.mutate(input)),
+  }),
+
+  /** Collecting removes the messages on the agent, as GET /pending does. */
+  pending: router({
+    collect: forward.mutation(z.void(), (agent) => agent.pending.collect.mutate()),
+  }),
+
+  // Guests are refused the messenger integration (guest-policy.ts).
+  messenger: router({
+    status: forward.query(z.void(), (agent) => agent.messenger.status.query(), 'messenger'),
+    contacts: forward.query(ContactsQuery, (agent, input) => agent.messenger.contacts.query(input), 'messenger'),
+    updateContact: forward.mutation(ContactPatchInput, (agent, input) => agent.messenger.updateContact.mutate(input), 'messenger'),
+    deleteContact: forward.mutation(ContactIdInput, (agent, input) => agent.messenger.deleteContact.mutate(input), 'messenger'),
   }),
 });
