@@ -96,6 +96,20 @@ test('a guest chats, reloads mid-reply, gets a file written, uploads one, and si
   await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
 });
 
+test('a subagent appears, completes, and its result reaches the inbox', async ({ page }) => {
+  await signInAsGuest(page, 'e2e-subagent-device');
+  await send(page, 'start a helper');
+  await expect(transcript(page)).toContainText('A helper is on it.');
+  await expect(transcript(page)).toContainText('spawn_subagent');
+  await page.getByRole('link', { name: 'Subagents' }).click();
+  const run = page.getByTestId('subagents').locator('li', { hasText: 'counter' });
+  await expect(run).toHaveAttribute('data-status', 'completed', { timeout: 20_000 });
+  await expect(run).toContainText('one, two, three');
+  await run.getByRole('button', { name: 'counter' }).click();
+  await expect(page.getByRole('region', { name: /Details: counter/ }).locator('pre')).toHaveText('one, two, three');
+  await shot(page, 'subagents-completed');
+});
+
 test('an expired access token refreshes silently; a dead session goes back to sign-in', async ({ page }) => {
   await signInAsGuest(page, `e2e-expiry-${Date.now()}`);
   const first = await page.getByTestId('signed-in').textContent();

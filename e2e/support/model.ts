@@ -3,6 +3,8 @@
  * started by playwright.config.ts. What it answers depends on the user's message:
  * - `slow …`: a long reply, a chunk every 250 ms (the reload-mid-stream test);
  * - `write a file`: calls write_file (notes/hello.txt), then send_file, then says it is done;
+ * - `start a helper`: calls spawn_subagent with the task `count to three`, then says so;
+ * - `count to three` (the subagent's own task): answers `one, two, three`;
  * - anything else: a short greeting in a few chunks.
  */
 import { lastUserText, startScriptedModel, toolResults, type ModelRequest, type ScriptedStep } from '../../test/support/scripted-model.js';
@@ -18,6 +20,11 @@ function respond(request: ModelRequest): ScriptedStep {
     if (done === 1) return { toolCalls: [{ name: 'send_file', args: { path: 'notes/hello.txt', caption: 'the note you asked for' } }] };
     return { text: 'I wrote notes/hello.txt for you.' };
   }
+  if (text.startsWith('start a helper')) {
+    if (toolResults(request).length === 0) return { toolCalls: [{ name: 'spawn_subagent', args: { label: 'counter', task: 'count to three' } }] };
+    return { text: 'A helper is on it.' };
+  }
+  if (text === 'count to three') return { text: 'one, two, three' };
   return { text: ['Hello! ', 'I am your agent. ', 'How can I help?'], delayMs: 50 };
 }
 
