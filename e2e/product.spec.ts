@@ -108,6 +108,8 @@ test('a subagent appears, completes, and its result reaches the inbox', async ({
   await run.getByRole('button', { name: 'counter' }).click();
   await expect(page.getByRole('region', { name: /Details: counter/ }).locator('pre')).toHaveText('one, two, three');
   await shot(page, 'subagents-completed');
+  // The announcement is a pending message; the layout polls GET /pending every 10 s.
+  await expect(page.getByRole('region', { name: 'Messages from your agent' })).toContainText('one, two, three', { timeout: 20_000 });
 });
 
 test('an expired access token refreshes silently; a dead session goes back to sign-in', async ({ page }) => {
