@@ -121,7 +121,7 @@ export function mapError(error: unknown): MappedError {
  *  shutting down), through Prisma, its driver adapters or pg itself: the store is down, not us. */
 const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'P1001', 'P1002', 'P1008', 'P1017', 'P2024', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
 const STORE_DOWN_KINDS = new Set(['DatabaseNotReachable', 'DatabaseAccessDenied', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
-const STORE_DOWN_MESSAGE = /Connection terminated|connection timeout|Can't reach database server|Client has encountered a connection error|server closed the connection|timeout exceeded when trying to connect|ECONNREFUSED|ECONNRESET/i;
+const STORE_DOWN_MESSAGE = /Connection terminated|Server has closed the connection|connection timeout|Can't reach database server|Client has encountered a connection error|server closed the connection|timeout exceeded when trying to connect|ECONNREFUSED|ECONNRESET/i;
 
 export function isStoreUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; typeof e === 'object' && e !== null && depth < 6; depth++) {
