@@ -223,7 +223,7 @@ async function fire(base: string, requests: FuzzRequest[], findings: Finding[], 
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), 10_000);
       try {
-        const res = await fetch(`${base}${req.path}`, { method: req.method, headers: req.headers, body: req.body, redirect: 'manual', signal: controller.signal });
+        const res = await fetch(`${base}${req.path}`, { method: req.method, headers: req.headers, body: req.body as BodyInit | undefined, redirect: 'manual', signal: controller.signal });
         // SSE answers are read for a moment only (a stream may run long).
         const isStream = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
         const body = isStream ? await readSome(res) : await res.text();
