@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '../common/log.js';
 import type { AgentConfig } from './config.js';
 import { agentRouter } from './router.js';
 import { createAgentServices, type AgentServices } from './services.js';
+import { sweepPartialUploads } from './files/upload.js';
 import { createAgentContext } from './trpc.js';
 
 export interface RunningAgent {
@@ -32,6 +33,8 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   );
   mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
   finishHttpApp(app);
+  const swept = await sweepPartialUploads(config.workspace);
+  if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');
   const server = await listen(app, config.host, config.port);
   log.info({ url: server.url, name: config.name, workspace: config.workspace }, 'agent listening');
   return {
