@@ -4,7 +4,7 @@
  */
 import type { IRouter, Request, Response } from 'express';
 import { agentRouter, type AgentRouter } from '../server/agent/router.js';
-import { ChatEvent, ChatMessageInput } from '../server/agent/chat/schemas.js';
+import { ChatEvent, ChatMessageInput, ChatStreamInput } from '../server/agent/chat/schemas.js';
 import type { AgentContext } from '../server/agent/trpc.js';
 import { createCallerFactory } from '../server/agent/trpc.js';
 import { AGENT_VERSION } from '../server/agent/config.js';
@@ -117,6 +117,23 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       { name: 'path', in: 'path', required: true, description: 'Workspace-relative file path', schema: { type: 'string' } },
     ]),
     { expressPath: '/files/*path' },
+  );
+  table.add(
+    'get',
+    '/chat/{chat_id}/stream',
+    [
+      async (req, res) => {
+        const signal = requestSignal(req, res);
+        // `Last-Event-ID` (an extension): resume after that event instead of replaying from the start.
+        const lastEventId = req.get('last-event-id');
+        const events = await callerFor(req, signal).chat.stream({ chat_id: String(req.params.chat_id), ...(lastEventId ? { lastEventId } : {}) });
+        await writeEventStream(req, res, events, signal);
+      },
+    ],
+    {
+      ...eventStreamDoc('Reconnect to the active run: `stream_meta`, the buffered events, then live ones; a single `done` when none is active', ChatEvent),
+      requestParams: { path: ChatStreamInput.pick({ chat_id: true }) },
+    },
   );
 
   mountJsonProcedures(table, agentRouter, callerFor);

@@ -41,6 +41,8 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
     url: server.url,
     services,
     async close() {
+      // Chat runs first: their streams end with `done` instead of holding the server open.
+      await services.chat.close();
       await server.close();
       await services.close();
     },

@@ -4,6 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import type { Logger } from '../common/log.js';
+import { ChatRuntime } from './chat/runtime.js';
 import type { AgentConfig } from './config.js';
 import { openAgentStore, type AgentStore } from './store.js';
 
@@ -11,6 +12,7 @@ export interface AgentServices {
   config: AgentConfig;
   log: Logger;
   store: AgentStore;
+  chat: ChatRuntime;
   close(): Promise<void>;
 }
 
@@ -18,11 +20,14 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   await mkdir(config.workspace, { recursive: true });
   const store = await openAgentStore(config.workspace);
   log.info({ file: store.file, applied: store.appliedMigrations }, 'agent store open');
+  const chat = new ChatRuntime({ config, log, db: store.db });
   return {
     config,
     log,
     store,
+    chat,
     async close() {
+      await chat.close();
       await store.close();
     },
   };

@@ -47,13 +47,15 @@ describe('agent health and auth', () => {
 });
 
 describe('REST bridge on the agent', () => {
-  it('streams SSE `data:` lines from the chat subscription', async () => {
+  it('streams SSE `data:` lines from the chat subscription (no MODEL: a plain reply, then done)', async () => {
     const res = await fetch(`${agent.url}/chat`, { method: 'POST', headers: { ...json, ...agent.auth }, body: JSON.stringify({ message: 'hi', chat_id: 'c1' }) });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(res.headers.get('cache-control')).toContain('no-cache');
     const body = await res.text();
-    expect(body.trim().split('\n\n').at(-1)).toBe('data: {"type":"done"}');
+    const frames = body.trim().split('\n\n');
+    expect(frames.at(-1)).toMatch(/^id: [0-9a-f]+-\d+\ndata: \{"type":"done"\}$/);
+    expect(frames[0]).toMatch(/"type":"text".*no model is configured/i);
   });
 
   it('serves the generated OpenAPI document', async () => {

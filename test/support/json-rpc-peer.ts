@@ -21,6 +21,7 @@ import {
   type Address,
   type Hex,
 } from 'viem';
+import { erc1271Abi as isValidSignatureAbi } from '../../server/account/auth/wallet/signature.js';
 
 export type RpcHandler = (params: unknown[]) => unknown;
 
@@ -106,18 +107,6 @@ const word = (hex4: string) => `${hex4}${'0'.repeat(56)}` as Hex;
 export const MAGIC_WORD = word('0x1626ba7e');
 const NOT_MAGIC = word('0xffffffff');
 
-const isValidSignatureAbi = [
-  {
-    type: 'function',
-    name: 'isValidSignature',
-    stateMutability: 'view',
-    inputs: [
-      { name: 'hash', type: 'bytes32' },
-      { name: 'signature', type: 'bytes' },
-    ],
-    outputs: [{ name: '', type: 'bytes4' }],
-  },
-] as const;
 
 /** An `eth_call` handler for the given contract wallets (see the file comment). */
 export function smartWallets(wallets: SmartWallet[]): RpcHandler {

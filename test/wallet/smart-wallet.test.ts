@@ -11,6 +11,7 @@ import { JsonRpcClient } from '../../server/account/auth/wallet/rpc.js';
 import { issueChallenge, verifySignIn } from '../../server/account/auth/wallet/siwe.js';
 import { RpcError, smartWallets, startJsonRpcPeer, type JsonRpcPeer } from '../support/json-rpc-peer.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
+import { erc1271Abi as isValidSignatureAbi } from '../../server/account/auth/wallet/signature.js';
 
 const randomAddress = () => `0x${randomBytes(20).toString('hex')}` as Address;
 const newKey = () => privateKeyToAccount(generatePrivateKey());
@@ -24,18 +25,6 @@ const ownedBy = (owner: Address) => async (hash: Hex, signature: Hex) => {
   }
 };
 
-const isValidSignatureAbi = [
-  {
-    type: 'function',
-    name: 'isValidSignature',
-    stateMutability: 'view',
-    inputs: [
-      { name: 'hash', type: 'bytes32' },
-      { name: 'signature', type: 'bytes' },
-    ],
-    outputs: [{ name: '', type: 'bytes4' }],
-  },
-] as const;
 
 describe('smart-wallet signatures through RPC_URL', () => {
   const owner = newKey();
@@ -91,6 +80,8 @@ describe('smart-wallet signatures through RPC_URL', () => {
     const res = await post('/auth/wallet/verify', { address: deployed, signature, nonce });
     expect(res.status).toBe(200);
     const data = encodeFunctionData({ abi: isValidSignatureAbi, functionName: 'isValidSignature', args: [hashMessage(message), signature] });
+    // The selector of isValidSignature(bytes32,bytes) is the EIP-1271 magic value: pins the ABI independently of our copy.
+    expect(data.slice(0, 10)).toBe('0x1626ba7e');
     expect(peer.calls).toEqual([{ method: 'eth_call', params: [{ to: getAddress(deployed), data }, 'latest'] }]);
     const identity = await account.services.store.db.identity.findFirst({ where: { provider: 'wallet', subject: deployed.toLowerCase() } });
     expect(identity).not.toBeNull();

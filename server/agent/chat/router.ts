@@ -1,12 +1,34 @@
 /**
- * Chat procedures. PLACEHOLDER until the chat-runtime issue lands: `send` streams a single
- * `done` event, which proves the subscription → SSE bridge path end to end.
+ * Chat procedures. The two subscriptions are the single source of chat events (REST SSE and
+ * tRPC clients both read them); the rest are JSON endpoints placed by their `openapi` meta.
  */
 import { agentProcedure, router } from '../trpc.js';
-import { ChatMessageInput, type ChatEvent } from './schemas.js';
+import { ActiveRun, ChatDeleted, ChatHistory, ChatIdInput, ChatMessageInput, ChatStreamInput, HistoryInput } from './schemas.js';
 
 export const chatRouter = router({
-  send: agentProcedure.input(ChatMessageInput).subscription(async function* (): AsyncGenerator<ChatEvent> {
-    yield { type: 'done' };
+  send: agentProcedure.input(ChatMessageInput).subscription(async function* ({ input, ctx, signal }) {
+    yield* ctx.services.chat.send(input, signal ?? new AbortController().signal);
   }),
+
+  stream: agentProcedure.input(ChatStreamInput).subscription(async function* ({ input, ctx, signal }) {
+    yield* ctx.services.chat.stream(input, signal ?? new AbortController().signal);
+  }),
+
+  active: agentProcedure
+    .meta({ openapi: { method: 'GET', path: '/chat/{chat_id}/active', summary: 'Whether a run is active for the chat' } })
+    .input(ChatIdInput)
+    .output(ActiveRun)
+    .query(({ input, ctx }) => ctx.services.chat.active(input.chat_id)),
+
+  history: agentProcedure
+    .meta({ openapi: { method: 'GET', path: '/chat/{chat_id}/history', summary: 'The chat history, oldest first (limit 1..1000, default 50)' } })
+    .input(HistoryInput)
+    .output(ChatHistory)
+    .query(async ({ input, ctx }) => ({ messages: await ctx.services.chat.history(input.chat_id, input.limit) })),
+
+  delete: agentProcedure
+    .meta({ openapi: { method: 'DELETE', path: '/chat/{chat_id}', summary: 'Empty the chat history (an active run is cancelled first)' } })
+    .input(ChatIdInput)
+    .output(ChatDeleted)
+    .mutation(async ({ input, ctx }) => ({ status: 'ok' as const, deleted: await ctx.services.chat.delete(input.chat_id) })),
 });

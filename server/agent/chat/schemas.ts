@@ -1,19 +1,60 @@
 /** Wire shapes of the chat API (spec: "Chat event"), shared by tRPC, the bridge and OpenAPI. */
 import { z } from 'zod';
 
+/** Bounded length and charset: chat ids appear in paths, logs and the database. */
 export const ChatId = z
   .string()
   .min(1)
   .max(128)
   .regex(/^[\w.:@-]+$/, 'chat_id may hold letters, digits and _ . : @ -');
 
+/** Messages are bounded (32,000 characters) and must hold something besides whitespace. */
+export const MESSAGE_MAX_CHARS = 32_000;
+export const ChatMessageText = z
+  .string()
+  .max(MESSAGE_MAX_CHARS)
+  .regex(/\S/, 'message must not be empty or blank');
+
+/**
+ * `lastEventId`: the id of the last event a client received (`id:` lines / tRPC `tracked` ids).
+ * The tRPC SSE transport fills it from `Last-Event-ID` on reconnect; the REST bridge does the
+ * same for `GET /chat/{chat_id}/stream`.
+ */
+export const LastEventId = z.string().max(200).optional();
+
 export const ChatMessageInput = z.object({
-  message: z.string().min(1).max(32_000),
+  message: ChatMessageText,
   chat_id: ChatId,
+  lastEventId: LastEventId,
+});
+export type ChatMessageInput = z.infer<typeof ChatMessageInput>;
+
+export const ChatStreamInput = z.object({ chat_id: ChatId, lastEventId: LastEventId });
+export type ChatStreamInput = z.infer<typeof ChatStreamInput>;
+
+export const ChatIdInput = z.object({ chat_id: ChatId });
+
+/** design.md "Bounds": 1..1000, above clamped, below or non-integer → 400. */
+export const HISTORY_LIMIT_DEFAULT = 50;
+export const HISTORY_LIMIT_MAX = 1000;
+export const HistoryInput = z.object({
+  chat_id: ChatId,
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(HISTORY_LIMIT_DEFAULT)
+    .transform((n) => Math.min(n, HISTORY_LIMIT_MAX)),
 });
 
 export const ChatEvent = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('text'), content: z.string(), name: z.string().optional() }),
+  z.object({
+    type: z.literal('text'),
+    content: z.string(),
+    name: z.string().optional(),
+    /** History only: assistant text that a cancelled, failed or timed-out run cut short. */
+    cut: z.literal(true).optional(),
+  }),
   z.object({ type: z.literal('tool_use'), name: z.string(), input: z.string() }),
   z.object({ type: z.literal('file'), path: z.string(), caption: z.string().optional() }),
   z.object({ type: z.literal('error'), content: z.string() }),
@@ -22,3 +63,7 @@ export const ChatEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('done') }),
 ]);
 export type ChatEvent = z.infer<typeof ChatEvent>;
+
+export const ActiveRun = z.object({ active: z.boolean(), user_message: z.string() });
+export const ChatHistory = z.object({ messages: z.array(ChatEvent) });
+export const ChatDeleted = z.object({ status: z.literal('ok'), deleted: z.number().int() });

@@ -31,7 +31,8 @@ import { CallReverted, type WalletRpc } from './rpc.js';
 
 export const ERC1271_MAGIC_VALUE = '0x1626ba7e';
 
-const erc1271Abi = [
+/** EIP-1271: `isValidSignature(bytes32 hash, bytes signature) returns (bytes4 magic)`. */
+export const erc1271Abi = [
   {
     type: 'function',
     name: 'isValidSignature',

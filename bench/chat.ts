@@ -1,0 +1,287 @@
+/**
+ * Chat streaming benchmark: the agent (a child process, as `npm start` runs it) against a bare
+ * node SSE writer (bench/bare-sse.ts, also a child) relaying the same scripted model stream.
+ *
+ * The scripted OpenAI-compatible model runs in this process and stamps each chunk with the
+ * time it is written; the clients (also here, same clock) measure chunk → client `data:` line.
+ * Figures: median/p99 latency per event, events/s, peak RSS of the server, and the time to
+ * replay a 10,000-event buffer (`GET /chat/{id}/stream` vs the bare writer sending 10,000).
+ *
+ *   npx tsx bench/chat.ts [--chats 500] [--events 200] [--interval 50] [--replay 10000]
+ *
+ * Prints a table and writes bench/results/chat.json.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request, Agent } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { startScriptedModel, type ScriptedModel } from '../test/support/scripted-model.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+function arg(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  return at >= 0 ? Number(process.argv[at + 1]) : Number(process.env[`BENCH_${name.toUpperCase()}`] ?? fallback);
+}
+const CHATS = arg('chats', 500);
+const EVENTS = arg('events', 200);
+const INTERVAL = arg('interval', 50);
+const REPLAY = arg('replay', 10_000);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function rssMb(pid: number): number {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const httpAgent = new Agent({ keepAlive: false, maxSockets: Infinity });
+
+/** One SSE request; calls `onData` with each `data:` JSON; resolves at the end of the body. */
+function sse(url: string, opts: { method: string; headers?: Record<string, string>; body?: string }, onData: (data: { type: string; content?: string }) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: opts.method, headers: opts.headers, agent: httpAgent }, (res) => {
+      if (res.statusCode !== 200) {
+        reject(new Error(`${url}: HTTP ${res.statusCode}`));
+        res.resume();
+        return;
+      }
+      res.setEncoding('utf8');
+      let buffer = '';
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const at = frame.indexOf('data: ');
+          if (at >= 0) onData(JSON.parse(frame.slice(at + 6)) as { type: string; content?: string });
+        }
+      });
+      res.on('end', resolve);
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
+async function startChild(script: string, env: Record<string, string>, ready: (child: ChildProcess) => Promise<string>): Promise<{ child: ChildProcess; url: string }> {
+  const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await ready(child);
+  return { child, url };
+}
+
+async function waitHealthy(url: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) return;
+    } catch {
+      // starting
+    }
+    await sleep(100);
+  }
+  throw new Error('agent did not start');
+}
+
+interface PhaseResult {
+  server: string;
+  chats: number;
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  medianMs: number;
+  p99Ms: number;
+  maxMs: number;
+  peakRssMb: number;
+  idleRssMb: number;
+  errors: number;
+  /** RSS once a second during the phase. */
+  rssTimelineMb: number[];
+}
+
+async function streamPhase(name: string, pid: number, post: (chat: number) => Promise<void>, latencies: Float64Array, counter: { n: number }): Promise<PhaseResult> {
+  const idleRssMb = rssMb(pid);
+  let peak = idleRssMb;
+  const timeline: number[] = [];
+  let ticks = 0;
+  const sampler = setInterval(() => {
+    const now = rssMb(pid);
+    peak = Math.max(peak, now);
+    if (++ticks % 10 === 0) timeline.push(Math.round(now));
+  }, 100);
+  counter.n = 0;
+  let errors = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CHATS }, (_, chat) =>
+      post(chat).catch((error: unknown) => {
+        errors++;
+        if (errors < 3) console.error(`${name}: ${String(error)}`);
+      }),
+    ),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  peak = Math.max(peak, rssMb(pid));
+  const sorted = latencies.slice(0, counter.n).sort();
+  return {
+    server: name,
+    chats: CHATS,
+    events: counter.n,
+    seconds: round(seconds),
+    eventsPerSecond: Math.round(counter.n / seconds),
+    medianMs: round(percentile(sorted, 50)),
+    p99Ms: round(percentile(sorted, 99)),
+    maxMs: round(sorted[sorted.length - 1] ?? NaN),
+    peakRssMb: Math.round(peak),
+    idleRssMb: Math.round(idleRssMb),
+    errors,
+    rssTimelineMb: timeline,
+  };
+}
+
+const round = (n: number) => Math.round(n * 100) / 100;
+
+async function main(): Promise<void> {
+  const model: ScriptedModel = await startScriptedModel();
+  // Each chunk carries the time it was written; the client subtracts it on arrival.
+  model.respond((request) => {
+    const replay = JSON.stringify(request.messages).includes('replay-run');
+    if (replay) return { text: { count: REPLAY, chunk: (i) => `token ${i} ` }, hang: true };
+    if (JSON.stringify(request.messages).includes('warm-up')) return { text: { count: 50, chunk: (i) => `w${i}` }, delayMs: 5 };
+    return { text: { count: EVENTS, chunk: () => `t=${performance.now().toFixed(3)};` }, delayMs: INTERVAL };
+  });
+
+  const workspace = await mkdtemp(path.join(tmpdir(), 'bench-chat-'));
+  const secret = randomBytes(24).toString('hex');
+  const auth = { authorization: `Bearer ${secret}` };
+  const agentPort = await freePort();
+  const agent = await startChild(
+    'server/agent/main.ts',
+    { AGENT_PORT: String(agentPort), AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', AGENT_MODEL_RETRIES: '0', AGENT_RUN_TIMEOUT: '3600' },
+    async () => `http://127.0.0.1:${agentPort}`,
+  );
+  await waitHealthy(agent.url);
+  const startBare = (relay: string) =>
+    startChild('bench/bare-sse.ts', { MODEL_BASE_URL: model.baseUrl, PORT: '0', RELAY: relay }, (child) =>
+      new Promise((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${(JSON.parse(chunk.toString()) as { port: number }).port}`))),
+    );
+  const bare = await startBare('plain');
+  const sdk = await startBare('sdk');
+
+  const latencies = new Float64Array(CHATS * EVENTS + 16);
+  const counter = { n: 0 };
+  const onData = (data: { type: string; content?: string }) => {
+    if (data.type === 'text' && data.content?.startsWith('t=')) latencies[counter.n++] = performance.now() - Number(data.content.slice(2, -1));
+  };
+  const postTo = (url: string, headers: Record<string, string>) => (chat: number) =>
+    sse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ message: `bench ${chat}`, chat_id: `bench-${chat}` }) }, onData);
+
+  console.log(`chat bench: ${CHATS} concurrent chats × ${EVENTS} model chunks every ${INTERVAL} ms; replay of ${REPLAY} events`);
+  // Warm-up (JIT, connection setup, first migrations) on a few chats, not measured.
+  const warmUp = (url: string, headers: Record<string, string>) =>
+    Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        sse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ message: 'warm-up', chat_id: `warm-up-${i}` }) }, () => undefined),
+      ),
+    );
+  await warmUp(agent.url, auth);
+  await warmUp(bare.url, {});
+  await warmUp(sdk.url, {});
+
+  const bareResult = await streamPhase('bare node SSE writer', bare.child.pid!, postTo(bare.url, {}), latencies, counter);
+  await sleep(500);
+  const sdkResult = await streamPhase('bare writer reading the model via the AI SDK', sdk.child.pid!, postTo(sdk.url, {}), latencies, counter);
+  await sleep(500);
+  const agentResult = await streamPhase('agent (AI SDK → run buffer → tRPC → SSE)', agent.child.pid!, postTo(agent.url, auth), latencies, counter);
+
+  // Replay: a run that has buffered REPLAY events (and stays active), read back by GET /stream.
+  const replayStream = sse(`${agent.url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'replay-run', chat_id: 'replay' }) }, () => undefined);
+  for (let i = 0; i < 600; i++) {
+    await sleep(100);
+    // The run is buffered once the model's stream has been fully sent and the run still hangs.
+    if (model.openStreams() === 1 && model.requests.at(-1) && JSON.stringify(model.requests.at(-1)!.messages).includes('replay-run')) {
+      const probe = await fetch(`${agent.url}/chat/replay/active`, { headers: auth }).then((r) => r.json() as Promise<{ active: boolean }>);
+      if (probe.active) break;
+    }
+  }
+  await sleep(1_000);
+  let replayed = 0;
+  let finishedAt: number | undefined;
+  const replayStart = performance.now();
+  const reader = sse(`${agent.url}/chat/replay/stream`, { method: 'GET', headers: auth }, (data) => {
+    if (data.type === 'text' && ++replayed === REPLAY) finishedAt = performance.now();
+  });
+  while (finishedAt === undefined && performance.now() - replayStart < 60_000) await sleep(1);
+  const agentReplayMs = (finishedAt ?? NaN) - replayStart;
+  await fetch(`${agent.url}/chat/replay`, { method: 'DELETE', headers: auth });
+  await Promise.allSettled([reader, replayStream]);
+
+  let bareReplayed = 0;
+  const bareStart = performance.now();
+  await sse(`${bare.url}/replay?n=${REPLAY}`, { method: 'GET' }, (data) => {
+    if (data.type === 'text') bareReplayed++;
+  });
+  const bareReplayMs = performance.now() - bareStart;
+
+  const results = {
+    date: new Date().toISOString(),
+    machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+    params: { chats: CHATS, events: EVENTS, intervalMs: INTERVAL, replay: REPLAY },
+    streaming: [bareResult, sdkResult, agentResult],
+    overhead: { medianMs: round(agentResult.medianMs - bareResult.medianMs), p99Ms: round(agentResult.p99Ms - bareResult.p99Ms) },
+    /** The agent's own stack (run buffer, tRPC, SSE bridge, history) beyond the AI SDK. */
+    overheadBeyondSdk: { medianMs: round(agentResult.medianMs - sdkResult.medianMs), p99Ms: round(agentResult.p99Ms - sdkResult.p99Ms) },
+    replay: [
+      { server: 'bare node SSE writer', events: bareReplayed, ms: round(bareReplayMs) },
+      { server: 'agent GET /chat/{id}/stream', events: replayed, ms: round(agentReplayMs) },
+    ],
+    targets: { overheadP99Ms: 2, rssMb: 300 },
+  };
+
+  console.log('');
+  console.table(results.streaming.map((r) => ({ server: r.server, chats: r.chats, events: r.events, 's': r.seconds, 'events/s': r.eventsPerSecond, 'median ms': r.medianMs, 'p99 ms': r.p99Ms, 'max ms': r.maxMs, 'peak RSS MB': r.peakRssMb, 'idle RSS MB': r.idleRssMb, errors: r.errors })));
+  console.log(`overhead of the agent over the bare writer: median ${results.overhead.medianMs} ms, p99 ${results.overhead.p99Ms} ms per event (target ≤ 2 ms p99)`);
+  console.log(`of which beyond the AI SDK (agent vs bare writer via the SDK): median ${results.overheadBeyondSdk.medianMs} ms, p99 ${results.overheadBeyondSdk.p99Ms} ms`);
+  console.log(`agent peak RSS with ${CHATS} streams: ${agentResult.peakRssMb} MB (target < 300 MB); RSS each second: ${agentResult.rssTimelineMb.join(' ')}`);
+  console.table(results.replay.map((r) => ({ server: r.server, events: r.events, ms: r.ms, 'events/s': Math.round(r.events / (r.ms / 1000)) })));
+
+  await mkdir(path.join(root, 'bench/results'), { recursive: true });
+  await writeFile(path.join(root, 'bench/results/chat.json'), `${JSON.stringify(results, null, 2)}\n`);
+  console.log('written to bench/results/chat.json');
+
+  for (const c of [agent.child, bare.child, sdk.child]) c.kill('SIGTERM');
+  await Promise.all([agent.child, bare.child, sdk.child].map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+  await model.close();
+  await rm(workspace, { recursive: true, force: true });
+}
+
+await main();

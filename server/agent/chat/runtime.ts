@@ -1,0 +1,211 @@
+/**
+ * The chat runtime: one active run per chat, runs independent of connections, history written
+ * as it happens. `send` and `stream` are what the `chat` subscriptions yield; everything that
+ * streams chat events (REST SSE, tRPC, later the messenger) reads from them.
+ *
+ * A run: cancel the chat's previous run (and wait for it to settle), save the user message,
+ * then in the background build the prompt, run the model loop with the workspace tools under
+ * a timeout, save each completed entry, and end with `done` once history is written.
+ */
+import { tracked } from '@trpc/server';
+import type { LanguageModel } from 'ai';
+import { AppError } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import type { AgentConfig } from '../config.js';
+import type { AgentDb } from '../store.js';
+import { workspaceTools } from '../tools/index.js';
+import type { AgentToolSet } from '../tools/types.js';
+import { deleteHistory, modelContext, readHistory, saveEntry, saveUserMessage } from './history.js';
+import { runModelLoop, type HistoryEntry } from './loop.js';
+import { createLanguageModel, NO_MODEL_REPLY } from './model.js';
+import { buildSystemPrompt } from './prompt.js';
+import { parseEventId, Run, RunRegistry, type StreamItem } from './runs.js';
+import type { ChatEvent, ChatMessageInput, ChatStreamInput } from './schemas.js';
+
+class RunCancelled extends Error {
+  override name = 'RunCancelled';
+}
+class RunTimedOut extends Error {
+  override name = 'RunTimedOut';
+}
+
+export interface ChatRuntimeDeps {
+  config: AgentConfig;
+  log: Logger;
+  db: AgentDb;
+  /** Overrides the model `MODEL` selects (tests, embedding). */
+  model?: LanguageModel | null;
+  /** Overrides the tool set (subagents compose their own). */
+  tools?: AgentToolSet;
+}
+
+export class ChatRuntime {
+  private readonly registry: RunRegistry;
+  private readonly model: LanguageModel | null;
+  private readonly tools: AgentToolSet;
+  /** Per-chat serialisation of run starts and deletes. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private closed = false;
+
+  constructor(private readonly deps: ChatRuntimeDeps) {
+    const chat = deps.config.chat;
+    this.registry = new RunRegistry(chat.streamGraceMs);
+    this.model = deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey }) : null;
+    this.tools = deps.tools ?? workspaceTools({ workspace: deps.config.workspace, exec: { enabled: chat.execEnabled, timeoutMs: chat.execTimeoutMs } });
+  }
+
+  private get keepaliveMs(): number {
+    return this.deps.config.chat.keepaliveMs;
+  }
+
+  private withChatLock<T>(chatId: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(chatId) ?? Promise.resolve();
+    const next = previous.then(fn, fn);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.locks.set(chatId, settled);
+    void settled.then(() => {
+      if (this.locks.get(chatId) === settled) this.locks.delete(chatId);
+    });
+    return next;
+  }
+
+  /** Starts a run for the chat (cancelling the active one first) and returns it. */
+  start(chatId: string, message: string): Promise<Run> {
+    return this.withChatLock(chatId, async () => {
+      if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down');
+      const previous = this.registry.activeRun(chatId);
+      if (previous) {
+        previous.cancel(new RunCancelled('superseded by a new message'));
+        await previous.finished;
+      }
+      const run = new Run(chatId, message);
+      await saveUserMessage(this.deps.db, chatId, message, run.id);
+      this.registry.add(run);
+      void this.execute(run);
+      return run;
+    });
+  }
+
+  private async execute(run: Run): Promise<void> {
+    const { config, db, log } = this.deps;
+    const chat = config.chat;
+    let writes: Promise<void> = Promise.resolve();
+    const persist = (entry: HistoryEntry) => {
+      writes = writes.then(() => saveEntry(db, run.chatId, run.id, entry)).catch((error: unknown) => log.error({ err: error, chatId: run.chatId }, 'history write failed'));
+    };
+    const emit = (event: ChatEvent) => run.push(event);
+    const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);
+    timer.unref();
+    try {
+      if (!this.model) {
+        emit({ type: 'text', content: NO_MODEL_REPLY });
+        persist({ type: 'text', content: NO_MODEL_REPLY });
+      } else {
+        const [system, messages] = await Promise.all([
+          buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(this.tools) }),
+          modelContext(db, run.chatId, chat.historyContext + 1),
+        ]);
+        const result = await runModelLoop({
+          model: this.model,
+          system,
+          messages,
+          tools: this.tools,
+          signal: run.signal,
+          maxSteps: chat.maxSteps,
+          maxRetries: chat.modelRetries,
+          onEvent: emit,
+          onEntry: persist,
+        });
+        if (result.status === 'aborted') {
+          const reason: unknown = run.signal.reason;
+          if (reason instanceof RunTimedOut) emit({ type: 'error', content: `The run timed out after ${chat.runTimeoutMs / 1000} s` });
+          else if (!(reason instanceof RunCancelled)) emit({ type: 'error', content: 'The run was stopped' });
+        }
+        if (result.status === 'failed') log.warn({ chatId: run.chatId, runId: run.id, error: result.error }, 'chat run failed');
+      }
+    } catch (error) {
+      log.error({ err: error, chatId: run.chatId }, 'chat run crashed');
+      emit({ type: 'error', content: 'Internal error during the run' });
+    } finally {
+      clearTimeout(timer);
+      await writes;
+      emit({ type: 'done' });
+    }
+  }
+
+  /** `POST /chat`: a new run's events; with `lastEventId` (a reconnect) it resumes, never restarts. */
+  async *send(input: ChatMessageInput, signal: AbortSignal): AsyncGenerator<StreamItem> {
+    if (input.lastEventId !== undefined) {
+      const resumed = this.resume(input.chat_id, input.lastEventId);
+      if (resumed) yield* resumed.run.follow(resumed.seq, signal, this.keepaliveMs);
+      else yield { type: 'done' };
+      return;
+    }
+    let run: Run;
+    try {
+      run = await this.start(input.chat_id, input.message);
+    } catch (error) {
+      // The stream has begun (headers are out): report in-band, as a run failure would be.
+      this.deps.log.error({ err: error, chatId: input.chat_id }, 'could not start a chat run');
+      yield { type: 'error', content: this.closed ? 'The agent is shutting down' : 'Could not start the run' };
+      yield { type: 'done' };
+      return;
+    }
+    yield* run.follow(0, signal, this.keepaliveMs);
+  }
+
+  /** `GET /chat/{chat_id}/stream`: `stream_meta`, the buffer from the start, live events, `done`. */
+  async *stream(input: ChatStreamInput, signal: AbortSignal): AsyncGenerator<StreamItem> {
+    const resumed = this.resume(input.chat_id, input.lastEventId);
+    if (resumed) {
+      yield* resumed.run.follow(resumed.seq, signal, this.keepaliveMs);
+      return;
+    }
+    const run = this.registry.activeRun(input.chat_id);
+    if (!run) {
+      yield { type: 'done' };
+      return;
+    }
+    yield tracked<ChatEvent>(run.eventId(0), { type: 'stream_meta', user_message: run.userMessage });
+    yield* run.follow(0, signal, this.keepaliveMs);
+  }
+
+  private resume(chatId: string, lastEventId: string | undefined): { run: Run; seq: number } | undefined {
+    const parsed = parseEventId(lastEventId);
+    const run = parsed && this.registry.find(chatId, parsed.runId);
+    return run && parsed ? { run, seq: parsed.seq } : undefined;
+  }
+
+  active(chatId: string): { active: boolean; user_message: string } {
+    const run = this.registry.activeRun(chatId);
+    return run && !run.ended ? { active: true, user_message: run.userMessage } : { active: false, user_message: '' };
+  }
+
+  history(chatId: string, limit: number): Promise<ChatEvent[]> {
+    return readHistory(this.deps.db, chatId, limit);
+  }
+
+  /** Empties the chat's history; an active run is cancelled first so that nothing lands after. */
+  delete(chatId: string): Promise<number> {
+    return this.withChatLock(chatId, async () => {
+      const run = this.registry.activeRun(chatId);
+      if (run) {
+        run.cancel(new RunCancelled('chat deleted'));
+        await run.finished;
+      }
+      return deleteHistory(this.deps.db, chatId);
+    });
+  }
+
+  /** Stops every run (their streams end with `done`, partial text saved as cut). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const runs = this.registry.all();
+    for (const run of runs) run.cancel(new RunCancelled('agent stopping'));
+    await Promise.all(runs.map((run) => run.finished));
+    this.registry.clear();
+  }
+}

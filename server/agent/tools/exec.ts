@@ -1,0 +1,85 @@
+/**
+ * `exec`: a shell command with the workspace as its working directory, a timeout and an output
+ * cap. It is not a sandbox (a shell can reach what the agent's user can); `AGENT_EXEC=off`
+ * removes the tool. Secrets of the agent's own environment are not passed on.
+ */
+import { spawn } from 'node:child_process';
+import { realpath } from 'node:fs/promises';
+import { z } from 'zod';
+import { defineTool, type AgentToolSet } from './types.js';
+
+export const EXEC_OUTPUT_MAX_BYTES = 64_000;
+const SECRET_ENV = /(SECRET|TOKEN|PASSWORD|API_KEY|_KEY$|^DATABASE_URL$|^REDIS_URL$)/i;
+
+function childEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !SECRET_ENV.test(name)));
+}
+
+export interface ExecResult {
+  exit_code: number | null;
+  signal: string | null;
+  timed_out: boolean;
+  truncated: boolean;
+  output: string;
+}
+
+export async function runShell(command: string, opts: { cwd: string; timeoutMs: number; signal: AbortSignal }): Promise<ExecResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', command], { cwd: opts.cwd, env: childEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let truncated = false;
+    let timedOut = false;
+    const collect = (chunk: Buffer) => {
+      if (size >= EXEC_OUTPUT_MAX_BYTES) {
+        truncated = true;
+        return;
+      }
+      const part = chunk.subarray(0, EXEC_OUTPUT_MAX_BYTES - size);
+      if (part.length < chunk.length) truncated = true;
+      chunks.push(part);
+      size += part.length;
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    const kill = () => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL'); // the whole process group
+      } catch {
+        child.kill('SIGKILL');
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, opts.timeoutMs);
+    const onAbort = () => kill();
+    opts.signal.addEventListener('abort', onAbort, { once: true });
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      opts.signal.removeEventListener('abort', onAbort);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      opts.signal.removeEventListener('abort', onAbort);
+      resolve({ exit_code: code, signal, timed_out: timedOut, truncated, output: Buffer.concat(chunks).toString('utf8') });
+    });
+  });
+}
+
+export function execTool(workspace: string, opts: { timeoutMs: number }): AgentToolSet {
+  return {
+    exec: defineTool({
+      description: `Run a shell command in the workspace directory. Output (stdout and stderr) is capped at ${EXEC_OUTPUT_MAX_BYTES} bytes; the command is killed after its timeout.`,
+      inputSchema: z.object({
+        command: z.string().min(1).max(10_000),
+        timeout_seconds: z.number().positive().optional().describe(`At most ${opts.timeoutMs / 1000}`),
+      }),
+      async execute({ command, timeout_seconds }, ctx) {
+        const timeoutMs = Math.min(opts.timeoutMs, timeout_seconds ? timeout_seconds * 1000 : opts.timeoutMs);
+        return runShell(command, { cwd: await realpath(workspace), timeoutMs, signal: ctx.signal });
+      },
+    }),
+  };
+}

@@ -1,0 +1,28 @@
+/**
+ * A tool the model can call, independent of the AI SDK: a zod input schema and an `execute`
+ * that gets the run's abort signal and a way to emit chat events (e.g. `file`). Tool sets are
+ * plain records, so a chat run, a subagent or a heartbeat can compose their own.
+ */
+import type { z } from 'zod';
+import type { ChatEvent } from '../chat/schemas.js';
+
+export interface ToolContext {
+  signal: AbortSignal;
+  /** Emits a chat event from inside the tool (delivered right after the call's `tool_use`). */
+  emit(event: ChatEvent): void;
+}
+
+export interface AgentTool<I = unknown> {
+  description: string;
+  inputSchema: z.ZodType<I>;
+  /** The returned value goes back to the model as the tool result; a throw becomes a tool error. */
+  execute(input: I, ctx: ToolContext): Promise<unknown>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a set holds tools of any input type
+export type AgentToolSet = Record<string, AgentTool<any>>;
+
+/** Identity helper that keeps `execute`'s input typed from the schema. */
+export function defineTool<I>(tool: AgentTool<I>): AgentTool<I> {
+  return tool;
+}

@@ -1,0 +1,91 @@
+/**
+ * A kill -9 of the agent in the middle of a run: after a restart on the same workspace the
+ * history is readable and consistent (user message and completed entries kept; at most the
+ * in-flight fragment lost), and no run is left "active".
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { freePort, tempDir } from '../support/servers.js';
+import { openSse, takeEvents } from '../support/sse.js';
+import { sleep } from './helpers.js';
+
+let model: ScriptedModel;
+let workspace: string;
+const secret = randomBytes(24).toString('hex');
+const auth = { authorization: `Bearer ${secret}` };
+
+beforeAll(async () => {
+  model = await startScriptedModel();
+  workspace = await tempDir('agent-crash');
+});
+afterAll(async () => {
+  await model.close();
+  await rm(workspace, { recursive: true, force: true });
+});
+
+async function startAgentProcess(): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/agent/main.ts'], {
+    env: { PATH: process.env.PATH ?? '', AGENT_PORT: String(port), AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', AGENT_MODEL_RETRIES: '0' },
+    stdio: 'ignore',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const started = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`agent exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/health`)).ok) return { child, url };
+    } catch {
+      // not up yet
+    }
+    if (Date.now() - started > 20_000) throw new Error('agent did not start');
+    await sleep(100);
+  }
+}
+
+it('keeps a readable, consistent history after a kill -9 mid-run', async () => {
+  const first = await startAgentProcess();
+  model.queue(
+    { text: 'I will write it down.', toolCalls: [{ name: 'write_file', args: { path: 'memo.txt', content: 'remember' } }] },
+    { text: Array.from({ length: 200 }, (_, i) => `w${i} `), delayMs: 20 },
+  );
+  const stream = await openSse(`${first.url}/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth },
+    body: JSON.stringify({ message: 'write a memo', chat_id: 'crash' }),
+  });
+  const seen = await takeEvents(stream, 5); // text, tool_use, then streaming text of step 2
+  expect(seen.map((f) => f.data.type)).toEqual(['text', 'tool_use', 'text', 'text', 'text']);
+  first.child.kill('SIGKILL');
+  await new Promise((resolve) => first.child.once('exit', resolve));
+  stream.close();
+
+  const second = await startAgentProcess();
+  try {
+    const history = await fetch(`${second.url}/chat/crash/history`, { headers: auth }).then((r) => r.json());
+    expect(history).toEqual({
+      messages: [
+        { type: 'text', content: 'write a memo', name: 'user' },
+        { type: 'text', content: 'I will write it down.' },
+        { type: 'tool_use', name: 'write_file', input: '{"path":"memo.txt","content":"remember"}' },
+      ],
+    });
+    expect(await fetch(`${second.url}/chat/crash/active`, { headers: auth }).then((r) => r.json())).toEqual({ active: false, user_message: '' });
+    const reconnect = await fetch(`${second.url}/chat/crash/stream`, { headers: auth }).then((r) => r.text());
+    expect(reconnect.trim()).toBe('data: {"type":"done"}');
+    // The chat goes on after the restart.
+    model.queue({ text: 'back again' });
+    const next = await openSse(`${second.url}/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ message: 'still there?', chat_id: 'crash' }),
+    });
+    expect((await takeEvents(next, 2)).map((f) => f.data)).toEqual([{ type: 'text', content: 'back again' }, { type: 'done' }]);
+  } finally {
+    second.child.kill('SIGTERM');
+    await new Promise((resolve) => second.child.once('exit', resolve));
+  }
+}, 60_000);

@@ -1,0 +1,96 @@
+/** The same chat API over tRPC (what the web client uses): subscriptions over SSE, queries, mutation. */
+import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink, TRPCClientError } from '@trpc/client';
+import { EventSource } from 'eventsource';
+import superjson from 'superjson';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentRouter } from '../../server/agent/router.js';
+import type { ChatEvent } from '../../server/agent/chat/schemas.js';
+import { startChatRig, type ChatRig } from './helpers.js';
+
+let rig: ChatRig;
+let client: ReturnType<typeof createTRPCClient<AgentRouter>>;
+
+beforeAll(async () => {
+  rig = await startChatRig();
+  const url = `${rig.agent.url}/trpc`;
+  const authorization = rig.agent.auth.authorization;
+  client = createTRPCClient<AgentRouter>({
+    links: [
+      splitLink({
+        condition: (op) => op.type === 'subscription',
+        true: httpSubscriptionLink({
+          url,
+          transformer: superjson,
+          EventSource,
+          eventSourceOptions: {
+            fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization } }),
+          },
+        }),
+        false: httpLink({ url, transformer: superjson, headers: { authorization } }),
+      }),
+    ],
+  });
+});
+afterAll(() => rig.stop());
+
+/** Subscribes and collects `{id, event}` until `done` (keepalives left out). */
+function collect(start: (handlers: { onData(value: { id: string; data: ChatEvent } | ChatEvent): void; onError(e: unknown): void }) => { unsubscribe(): void }) {
+  return new Promise<Array<{ id?: string; event: ChatEvent }>>((resolve, reject) => {
+    const got: Array<{ id?: string; event: ChatEvent }> = [];
+    const sub = start({
+      onData(value) {
+        const item = 'type' in value ? { event: value } : { id: value.id, event: value.data };
+        if (item.event.type !== 'keepalive') got.push(item);
+        if (item.event.type === 'done') {
+          sub.unsubscribe();
+          resolve(got);
+        }
+      },
+      onError: reject,
+    });
+  });
+}
+
+describe('chat over tRPC', () => {
+  it('chat.send streams the same events as POST /chat, with tracked ids', async () => {
+    rig.model.queue({ text: ['one ', 'two'] });
+    const got = await collect((h) => client.chat.send.subscribe({ message: 'hi', chat_id: 't1' }, h));
+    expect(got.map((g) => g.event)).toEqual([{ type: 'text', content: 'one ' }, { type: 'text', content: 'two' }, { type: 'done' }]);
+    expect(got.every((g) => /^[0-9a-f]{12}-\d+$/.test(g.id ?? ''))).toBe(true);
+  });
+
+  it('chat.active, chat.history and chat.delete answer as the REST paths do', async () => {
+    expect(await client.chat.active.query({ chat_id: 't1' })).toEqual({ active: false, user_message: '' });
+    const history = await client.chat.history.query({ chat_id: 't1', limit: 5000 });
+    expect(history).toEqual((await rig.get('/chat/t1/history')).body);
+    expect(history.messages).toHaveLength(2);
+    expect(await client.chat.delete.mutate({ chat_id: 't1' })).toEqual({ status: 'ok', deleted: 2 });
+  });
+
+  it('chat.stream replays the active run with stream_meta first, and resumes from lastEventId', async () => {
+    rig.model.queue({ text: Array.from({ length: 10 }, (_, i) => `${i},`), delayMs: 20 });
+    const live = collect((h) => client.chat.send.subscribe({ message: 'count', chat_id: 't2' }, h));
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const replay = await collect((h) => client.chat.stream.subscribe({ chat_id: 't2' }, h));
+    const original = await live;
+    expect(replay[0]!.event).toEqual({ type: 'stream_meta', user_message: 'count' });
+    expect(replay.slice(1)).toEqual(original);
+    const tail = await collect((h) => client.chat.stream.subscribe({ chat_id: 't2', lastEventId: original[7]!.id }, h));
+    expect(tail).toEqual(original.slice(8));
+  });
+
+  it('a reconnecting chat.send (lastEventId set) resumes instead of starting a new run', async () => {
+    rig.model.queue({ text: ['a', 'b', 'c'] });
+    const first = await collect((h) => client.chat.send.subscribe({ message: 'abc', chat_id: 't3' }, h));
+    const requests = rig.model.requests.length;
+    const again = await collect((h) => client.chat.send.subscribe({ message: 'abc', chat_id: 't3', lastEventId: first[0]!.id }, h));
+    expect(again).toEqual(first.slice(1));
+    expect(rig.model.requests.length).toBe(requests);
+  });
+
+  it('refuses a bad chat id and a bad limit with the machine code', async () => {
+    const error = await client.chat.history.query({ chat_id: '../x', limit: 0 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect((error as TRPCClientError<AgentRouter>).data?.code).toBe('VALIDATION_FAILED');
+  });
+});
