@@ -47,7 +47,7 @@ describe('timing', () => {
     const secret = randomBytes(24).toString('hex');
     const hash = createHash('sha256').update(secret).digest();
     const near = `Bearer ${secret.slice(0, -1)}${secret.endsWith('0') ? '1' : '0'}`;
-    const far = `Bearer ${secret.endsWith('0') ? '1' : '0'}${secret.slice(1)}`;
+    const far = `Bearer ${secret.startsWith('0') ? '1' : '0'}${secret.slice(1)}`;
     const batch = (h: string) => async () => {
       for (let i = 0; i < 50; i++) isAgentSecret(h, hash);
     };
@@ -56,7 +56,7 @@ describe('timing', () => {
 
   it('agent API: a near-miss secret, a far-miss secret and a short one get their 401 in the same time', async () => {
     const near = `${agent.secret.slice(0, -1)}${agent.secret.endsWith('0') ? '1' : '0'}`;
-    const far = `${agent.secret.endsWith('0') ? '1' : '0'}${agent.secret.slice(1)}`;
+    const far = `${agent.secret.startsWith('0') ? '1' : '0'}${agent.secret.slice(1)}`;
     const call = (secret: string) => async () => {
       const res = await fetch(`${agent.url}/workspace/tree`, { headers: { authorization: `Bearer ${secret}` } });
       if (res.status !== 401) throw new Error(`expected 401, got ${res.status}`);
