@@ -91,20 +91,20 @@ async function walk(dir: string): Promise<string[]> {
 
 /** Starts a chat and reads its stream until it ends or breaks; true when any event arrived. */
 async function chat(url: string, secret: string, chatId: string, message: string): Promise<boolean> {
+  let got = false; // any event received (the kill may then cut the stream: still started)
   try {
     const res = await fetch(`${url}/chat`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ chat_id: chatId, message }) });
     if (res.status !== 200 || !res.body) return false;
-    let got = false;
     const reader = res.body.getReader();
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
       if (Buffer.from(value).toString().includes('data:')) got = true;
     }
-    return got;
   } catch {
-    return false;
+    // the agent was killed mid-stream
   }
+  return got;
 }
 
 const CHUNKS = 300;
