@@ -1,12 +1,18 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+// `npm test` runs every suite but the long ones; `npm run test:reliability` and
+// `npm run test:security` run theirs alone (VITEST_SUITE=reliability|security).
+const suite = process.env.VITEST_SUITE;
+const separate = ['test/reliability/**', 'test/security/**'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: suite ? [`test/${suite}/**/*.test.ts`] : ['test/**/*.test.ts'],
+    exclude: suite ? [...configDefaults.exclude] : [...configDefaults.exclude, ...separate],
     pool: 'forks',
     // Two cores: more workers than that only makes servers under test fight for CPU.
     maxWorkers: 2,
-    testTimeout: 30_000,
+    testTimeout: suite ? 300_000 : 30_000,
     hookTimeout: 60_000,
     env: { LOG_LEVEL: 'silent' },
   },

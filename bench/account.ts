@@ -21,11 +21,10 @@
  *
  * Prints a table and writes bench/results/account.json.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startAccount } from '../server/account/app.js';
@@ -33,68 +32,15 @@ import { loadAccountConfig } from '../server/account/config.js';
 import { createLogger } from '../server/common/log.js';
 import { createTestDatabase, postgresReachable } from '../test/support/postgres.js';
 import { freePort } from '../test/support/servers.js';
+import { load as loadRow, root, spawnServer, stop, waitForHttp, type Row } from './lib/harness.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 32;
+const load = (name: string, opts: autocannon.Options) => loadRow(name, { connections: CONNECTIONS, duration: SECONDS, ...opts });
 
 interface Pair {
   access_token: string;
   refresh_token: string;
-}
-
-interface Row {
-  name: string;
-  requestsPerSecond: number;
-  p50: number;
-  p99: number;
-  total: number;
-  non2xx: number;
-  errors: number;
-}
-
-function spawnServer(script: string, args: string[], env: Record<string, string>): ChildProcess {
-  return fork(path.join(root, script), args, {
-    cwd: root,
-    execArgv: ['--import', 'tsx'],
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-}
-
-async function waitForHttp(url: string, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > until) throw new Error(`${url} did not come up`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-
-async function load(name: string, opts: autocannon.Options): Promise<Row> {
-  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
-  const row: Row = {
-    name,
-    requestsPerSecond: Math.round(result.requests.average),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    total: result.requests.total,
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
-  };
-  console.log(`  ${name}: ${row.requestsPerSecond}/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx || row.errors ? ` (non-2xx ${row.non2xx}, errors ${row.errors})` : ''}`);
-  return row;
 }
 
 /** Statements each hot path sends to PostgreSQL, counted on an in-process instance. */
@@ -317,7 +263,7 @@ async function main() {
     await writeFile(path.join(root, 'bench/results/account.json'), `${JSON.stringify(out, null, 2)}\n`);
     console.log('written: bench/results/account.json');
   } finally {
-    await Promise.all(children.map(stop));
+    await Promise.all(children.map((c) => stop(c)));
     await database?.drop();
     await rm(dataDir, { recursive: true, force: true });
   }

@@ -2,7 +2,7 @@
  * The agent's documented REST paths (spec: "Agent API"), at the root. Routes only: every
  * handler calls an agent procedure. JSON routes come from procedure metadata; the rest are here.
  */
-import type { IRouter, Request } from 'express';
+import type { IRouter, Request, Response } from 'express';
 import { agentRouter, type AgentRouter } from '../server/agent/router.js';
 import { ChatEvent, ChatMessageInput, ChatStreamInput } from '../server/agent/chat/schemas.js';
 import type { AgentContext } from '../server/agent/trpc.js';
@@ -20,6 +20,37 @@ import { requestSignal, RouteTable, type CallerFor } from './routes.js';
 import { writeEventStream } from './sse.js';
 
 const createCaller = createCallerFactory(agentRouter);
+
+/**
+ * Slowloris guard for uploads (the server has no overall request timeout, for long streams): an
+ * upload that delivers less than 1 KiB in any window of UPLOAD_IDLE_TIMEOUT_SECONDS (default 30)
+ * — stalled, or trickling a byte at a time — is answered 408 UPLOAD_STALLED and its connection
+ * closed; the partial file is removed like that of any aborted upload.
+ */
+const UPLOAD_MIN_BYTES_PER_WINDOW = 1024;
+
+function stopStalledUpload(req: Request, res: Response): void {
+  const seconds = Number(process.env.UPLOAD_IDLE_TIMEOUT_SECONDS) || 30;
+  const socket = req.socket;
+  let seen = socket.bytesRead;
+  const timer = setInterval(() => {
+    if (req.complete) return clearInterval(timer);
+    const now = socket.bytesRead;
+    if (now - seen >= UPLOAD_MIN_BYTES_PER_WINDOW) {
+      seen = now;
+      return;
+    }
+    clearInterval(timer);
+    if (!res.headersSent) {
+      res.setHeader('Connection', 'close');
+      res.status(408).json({ detail: `Upload too slow: under 1 KiB in ${seconds} s`, code: 'UPLOAD_STALLED' });
+    }
+    socket.destroySoon();
+    req.destroy();
+  }, seconds * 1000);
+  timer.unref();
+  res.once('close', () => clearInterval(timer));
+}
 
 export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => AgentContext): void {
   const table = new RouteTable(app);
@@ -47,6 +78,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     [
       async (req, res) => {
         const signal = requestSignal(req, res);
+        stopStalledUpload(req, res);
         // Room for the multipart envelope around a file of the maximum size; the procedure counts the file itself.
         const form = readMultipart(req, res, { maxBodyBytes: MAX_UPLOAD_BYTES + 1024 * 1024, files: 1 });
         try {

@@ -15,6 +15,10 @@ echo "== typecheck"
 npx tsc -p tsconfig.json
 echo "== unit and integration (vitest)"
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json
+echo "== security suite (fuzz, JWT attacks, timing, headers)"
+VITEST_SUITE=security npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/security.json
+echo "== reliability suite (concurrency, faults, slow clients)"
+VITEST_SUITE=reliability npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/reliability.json
 echo "== browser end-to-end (playwright + chromium)"
 PLAYWRIGHT_JSON_OUTPUT_NAME=test-results/playwright.json npx playwright test --reporter=list,json
-node scripts/test-summary.mjs test-results/vitest.json test-results/playwright.json
+node scripts/test-summary.mjs test-results/vitest.json test-results/security.json test-results/reliability.json test-results/playwright.json

@@ -6,7 +6,7 @@ import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
 import { mountAccountBridge } from '../../rest-bridge/account.js';
 import { AppError } from '../common/errors.js';
-import { createHttpApp, finishHttpApp, listen } from '../common/http.js';
+import { corsFor, createHttpApp, finishHttpApp, listen } from '../common/http.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
@@ -25,6 +25,9 @@ export interface RunningAccount {
 export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel)): Promise<RunningAccount> {
   const services = await createAccountServices(config, log);
   const app = createHttpApp(log, { trustProxy: config.trustProxy });
+  // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
+  const frontendOrigin = new URL(config.frontendUrl).origin;
+  if (frontendOrigin !== new URL(config.baseUrl).origin) app.use(corsFor(frontendOrigin));
   const contextFor = (req: express.Request): AccountContext => ({
     services,
     log: req.log,

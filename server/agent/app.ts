@@ -10,6 +10,7 @@ import type { AgentConfig } from './config.js';
 import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
 import { agentRouter } from './router.js';
 import { createAgentServices, type AgentServices } from './services.js';
+import { sweepPartialUploads } from './files/upload.js';
 import { createAgentContext } from './trpc.js';
 
 export interface RunningAgent {
@@ -35,6 +36,8 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
   mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
   finishHttpApp(app);
+  const swept = await sweepPartialUploads(config.workspace);
+  if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');
   const server = await listen(app, config.host, config.port);
   log.info({ url: server.url, name: config.name, workspace: config.workspace }, 'agent listening');
   return {

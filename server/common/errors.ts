@@ -111,5 +111,26 @@ export function mapError(error: unknown): MappedError {
   }
   const parser = httpParserError(error);
   if (parser) return parser;
+  if (isStoreUnavailable(error)) {
+    return { status: 503, body: { detail: 'The store is unavailable; try again shortly', code: 'STORE_UNAVAILABLE' }, headers: { 'Retry-After': '1' }, unexpected: false };
+  }
   return { status: 500, body: { detail: 'Internal error', code: 'INTERNAL' }, headers: {}, unexpected: true };
+}
+
+/** Connection-level failures of the database (refused, reset, timed out, terminated, server
+ *  shutting down), through Prisma, its driver adapters or pg itself: the store is down, not us. */
+const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'P1001', 'P1002', 'P1008', 'P1017', 'P2024', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+const STORE_DOWN_KINDS = new Set(['DatabaseNotReachable', 'DatabaseAccessDenied', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+const STORE_DOWN_MESSAGE = /Connection terminated|Server has closed the connection|connection timeout|Can't reach database server|Client has encountered a connection error|server closed the connection|timeout exceeded when trying to connect|ECONNREFUSED|ECONNRESET/i;
+
+export function isStoreUnavailable(error: unknown): boolean {
+  for (let e = error, depth = 0; typeof e === 'object' && e !== null && depth < 6; depth++) {
+    const { code, kind, message, name } = e as { code?: unknown; kind?: unknown; message?: unknown; name?: unknown };
+    if (typeof code === 'string' && STORE_DOWN_CODES.has(code)) return true;
+    if (typeof kind === 'string' && STORE_DOWN_KINDS.has(kind)) return true;
+    if (name === 'PrismaClientInitializationError') return true;
+    if (typeof message === 'string' && STORE_DOWN_MESSAGE.test(message)) return true;
+    e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError;
+  }
+  return false;
 }

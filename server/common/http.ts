@@ -20,17 +20,40 @@ declare module 'express-serve-static-core' {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+const BASE_LOG = Symbol('baseLog');
+type WithBaseLog = Request & { [BASE_LOG]?: Logger; _log?: Logger };
+
+/**
+ * `req.log` is a child logger bound to the request id, made on first use only: most requests on a
+ * hot path never log, and a pino child per request was a measurable share of their cost.
+ */
+Object.defineProperty(express.request, 'log', {
+  configurable: true,
+  get(this: WithBaseLog): Logger {
+    this._log ??= (this[BASE_LOG] as Logger).child({ reqId: this.id });
+    return this._log;
+  },
+  set(this: WithBaseLog, value: Logger) {
+    this._log = value;
+  },
+});
+
 function requestContext(log: Logger): RequestHandler {
+  // The access log line only when it would be written (LOG_LEVEL info or lower): no per-request
+  // timer and listener otherwise.
+  const accessLog = log.isLevelEnabled('info');
   return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    req.id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    req.log = log.child({ reqId: req.id });
+    const incoming = req.headers['x-request-id'];
+    req.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    (req as WithBaseLog)[BASE_LOG] = log;
     res.setHeader('X-Request-Id', req.id);
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
-    });
+    if (accessLog) {
+      const started = process.hrtime.bigint();
+      res.on('finish', () => {
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      });
+    }
     next();
   };
 }
@@ -41,6 +64,34 @@ const securityHeaders: RequestHandler = (_req, res, next) => {
   res.setHeader('X-Frame-Options', 'DENY');
   next();
 };
+
+/**
+ * CORS for exactly one origin (the web client's, when it is served from another origin than the
+ * API): credentials are bearer headers, so no cookies are allowed cross-origin. Every other origin
+ * gets no CORS header at all, so browsers keep their same-origin rule; preflights end here (204).
+ */
+export function corsFor(allowedOrigin: string): RequestHandler {
+  return (req, res, next) => {
+    const origin = req.headers.origin;
+    if (origin === undefined) return next();
+    res.vary('Origin');
+    const allowed = origin === allowedOrigin;
+    if (allowed) {
+      res.setHeader('Access-Control-Allow-Origin', origin);
+      res.setHeader('Access-Control-Expose-Headers', 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, X-Request-Id');
+    }
+    if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
+      if (allowed) {
+        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE');
+        res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Request-Id, trpc-accept');
+        res.setHeader('Access-Control-Max-Age', '600');
+      }
+      res.status(204).end();
+      return;
+    }
+    next();
+  };
+}
 
 export function createHttpApp(log: Logger, opts: { trustProxy?: string[] } = {}): Express {
   const app = express();

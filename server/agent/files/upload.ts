@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { copyFile, link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { copyFile, link, mkdir, open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, badRequest, conflict } from '../../common/errors.js';
 import { forbiddenPath, isSensitiveName, resolveWorkspacePath, type ResolvedPath } from './guard.js';
@@ -240,4 +240,34 @@ async function placeExclusive(from: string, to: string): Promise<void> {
     // Filesystems without hard links: an exclusive copy is still never a mixed or replaced file.
     await copyFile(from, to, constants.COPYFILE_EXCL);
   }
+}
+
+/**
+ * Removes the temporary files of uploads a crash (kill -9, power loss) left behind. Called once
+ * at start, before the server listens, when no upload can be in progress. Symlinks are not
+ * followed; `.git` and `node_modules` are skipped; the walk stops after 200,000 entries.
+ */
+export async function sweepPartialUploads(workspace: string): Promise<string[]> {
+  const removed: string[] = [];
+  const queue = [workspace];
+  let seen = 0;
+  while (queue.length && seen < 200_000) {
+    const dir = queue.shift()!;
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      seen += 1;
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory() && entry.name !== '.git' && entry.name !== 'node_modules') queue.push(full);
+      else if (entry.isFile() && UPLOAD_TEMP_NAME.test(entry.name)) {
+        await unlink(full).catch(() => undefined);
+        removed.push(path.relative(workspace, full));
+      }
+    }
+  }
+  return removed;
 }

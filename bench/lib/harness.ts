@@ -1,0 +1,85 @@
+/**
+ * What every bench shares: servers as child processes (as in production: their CPU and RSS are
+ * their own), waiting for them, stopping them, RSS from /proc, an autocannon run as one row, and
+ * medians.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+export const root = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Row {
+  name: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+}
+
+export function spawnServer(script: string, args: string[], env: Record<string, string>): ChildProcess {
+  return fork(path.join(root, script), args, {
+    cwd: root,
+    execArgv: ['--import', 'tsx'],
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+export async function waitForHttp(url: string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > until) throw new Error(`${url} did not come up`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export const stop = (child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM') =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
+
+export async function rssOf(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+export async function load(name: string, opts: autocannon.Options & { quiet?: boolean }): Promise<Row> {
+  const result = await autocannon({ connections: 32, duration: 5, ...opts });
+  const row: Row = {
+    name,
+    requestsPerSecond: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    total: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+  if (!opts.quiet) console.log(`  ${name}: ${row.requestsPerSecond}/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx || row.errors ? ` (non-2xx ${row.non2xx}, errors ${row.errors})` : ''}`);
+  return row;
+}
+
+/** The row whose req/s is the median of `rows` (its latencies come with it). */
+export function medianRow(name: string, rows: Row[]): Row & { runs: number[] } {
+  const sorted = [...rows].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+  const mid = sorted[Math.floor(sorted.length / 2)]!;
+  return { ...mid, name, runs: rows.map((r) => r.requestsPerSecond), non2xx: rows.reduce((n, r) => n + r.non2xx, 0), errors: rows.reduce((n, r) => n + r.errors, 0) };
+}
+
+export function table(headers: string[], rows: Array<Array<string | number>>): string {
+  const align = headers.map((_, i) => (i === 0 ? '---' : '---:'));
+  return [`| ${headers.join(' | ')} |`, `|${align.join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}

@@ -1,0 +1,394 @@
+/**
+ * `npm run bench`: every figure in one run, printed as tables and written to bench/results/.
+ *
+ * 1. Peer, side by side: this service vs Better Auth (bench/peers/better-auth.ts, anonymous
+ *    plugin) on the same machine and the same PostgreSQL server (a fresh database each), same
+ *    autocannon settings (32 connections, BENCH_SECONDS per run, default 5), runs alternating
+ *    ours/peer, 3 rounds, medians; ratios printed (goal ≥ 2×):
+ *      guest sign-in (new device)  vs  anonymous sign-in
+ *      refresh (each token once)   vs  session read (GET /api/auth/get-session)
+ *      protected GET /auth/me      vs  session-checked GET /me (auth.api.getSession)
+ *    With the ceilings in the same rounds: bare express and bare node:http fed the /auth/me
+ *    request stream.
+ * 2. Scale-out: two instances sharing only PostgreSQL and Redis on loopback, load split over
+ *    both vs all on one; then the rate limit checked exact across the two.
+ * 3. Growth: the service's figures with 1×, 10×, 100× users and sessions seeded.
+ * 4. Agent: workspace upload/download (bench/files.ts, run as is), and the chat figures
+ *    (bench/agent.ts) when the chat runtime is present.
+ * Without PostgreSQL everything runs on PGlite and says so; the parts that need a shared
+ * server (scale-out, growth seeding) are skipped with a note.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import path from 'node:path';
+import type autocannon from 'autocannon';
+import pg from 'pg';
+import { createTestDatabase, postgresReachable, type TestDatabase } from '../test/support/postgres.js';
+import { redisReachable } from '../test/support/redis.js';
+import { freePort } from '../server/common/net.js';
+import { load, medianRow, root, spawnServer, stop, table, waitForHttp, type Row } from './lib/harness.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = 32;
+const run = (name: string, opts: autocannon.Options) => load(name, { connections: CONNECTIONS, duration: SECONDS, ...opts });
+const json = { 'content-type': 'application/json' };
+const runId = Date.now().toString(36);
+/** BENCH_ONLY=peer,scale,growth,agent runs a subset (all by default). */
+const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent').split(','));
+
+interface Pair {
+  access_token: string;
+  refresh_token: string;
+}
+
+const children: ChildProcess[] = [];
+const cleanups: Array<() => Promise<unknown>> = [];
+
+async function startOurs(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'bench-run-'));
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+  const child = spawnServer('server/account/main.ts', [], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, RATE_LIMIT_MULTIPLIER: '100000', LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/.well-known/jwks.json`);
+  return { url, child };
+}
+
+/** Our side of each comparison: request specs over a shared pool of pairs. */
+function ourWorkload(url: string) {
+  const pairs: Pair[] = [];
+  let device = 0;
+  const signIn: autocannon.Options = {
+    url,
+    requests: [
+      {
+        method: 'POST',
+        path: '/api/v1/auth/guest',
+        headers: json,
+        setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `bench-${runId}-${device++}` }) }),
+        onResponse: (status, body) => {
+          if (status === 200) pairs.push(JSON.parse(body) as Pair);
+        },
+      },
+    ],
+  };
+  const refreshPool: string[] = [];
+  let meTokens: string[] = [];
+  let meIndex = 0;
+  const meRequest = { method: 'GET', path: '/api/v1/auth/me', setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }) };
+  return {
+    pairs,
+    signIn,
+    prepare() {
+      if (!meTokens.length) meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);
+      refreshPool.push(...pairs.splice(0).map((p) => p.refresh_token));
+    },
+    refresh: {
+      url,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/auth/refresh',
+          headers: json,
+          setupRequest: (req: autocannon.Request) => ({ ...req, body: JSON.stringify({ refresh_token: refreshPool.pop() ?? 'pool-empty' }) }),
+          onResponse: (status: number, body: string) => {
+            if (status === 200) refreshPool.unshift((JSON.parse(body) as Pair).refresh_token);
+          },
+        },
+      ],
+    } as autocannon.Options,
+    me: { url, requests: [meRequest] } as autocannon.Options,
+    meRequest,
+  };
+}
+
+function peerWorkload(url: string) {
+  const cookies: string[] = [];
+  let i = 0;
+  const withCookie = (p: string) => ({ method: 'GET', path: p, setupRequest: (req: autocannon.Request) => ({ ...req, headers: { cookie: cookies[i++ % cookies.length]! } }) });
+  return {
+    cookies,
+    signIn: {
+      url,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/auth/sign-in/anonymous',
+          headers: { ...json, origin: url },
+          body: '{}',
+          onResponse: (status: number, _body: string, _ctx: unknown, headers: Record<string, string>) => {
+            const setCookie = headers['set-cookie'];
+            if (status === 200 && setCookie && cookies.length < 256) cookies.push(String(setCookie).split(';')[0]!);
+          },
+        },
+      ],
+    } as autocannon.Options,
+    sessionRead: { url, requests: [withCookie('/api/auth/get-session')] } as autocannon.Options,
+    me: { url, requests: [withCookie('/me')] } as autocannon.Options,
+  };
+}
+
+async function peerComparison(usePostgres: boolean) {
+  const databases: TestDatabase[] = [];
+  const db = async () => {
+    const d = await createTestDatabase();
+    databases.push(d);
+    cleanups.push(() => d.drop());
+    return d.url;
+  };
+  const ours = await startOurs(usePostgres ? { DATABASE_URL: await db() } : {});
+  const peerPort = await freePort();
+  const peerDir = await mkdtemp(path.join(tmpdir(), 'bench-peer-'));
+  cleanups.push(() => rm(peerDir, { recursive: true, force: true }));
+  const peerChild = spawnServer('bench/peers/better-auth.ts', [String(peerPort)], usePostgres ? { DATABASE_URL: await db() } : { PGLITE_DIR: peerDir });
+  children.push(peerChild);
+  const peerUrl = `http://127.0.0.1:${peerPort}`;
+  const [expressPort, httpPort] = [await freePort(), await freePort()];
+  children.push(spawnServer('bench/ceiling-server.ts', ['express', String(expressPort)], {}), spawnServer('bench/ceiling-server.ts', ['http', String(httpPort)], {}));
+  await Promise.all([waitForHttp(`${peerUrl}/health`), waitForHttp(`http://127.0.0.1:${expressPort}/`), waitForHttp(`http://127.0.0.1:${httpPort}/`)]);
+
+  const o = ourWorkload(ours.url);
+  const p = peerWorkload(peerUrl);
+  // Warm-up (not measured), both sides alike.
+  const warm = Math.min(2, SECONDS);
+  await load('warm-up ours', { ...o.signIn, connections: CONNECTIONS, duration: warm, quiet: true });
+  await load('warm-up peer', { ...p.signIn, connections: CONNECTIONS, duration: warm, quiet: true });
+  o.prepare();
+  await load('warm-up ours me', { ...o.me, connections: CONNECTIONS, duration: warm, quiet: true });
+  await load('warm-up peer me', { ...p.me, connections: CONNECTIONS, duration: warm, quiet: true });
+
+  const raw: Record<string, Row[]> = {};
+  const add = (key: string, row: Row) => (raw[key] ??= []).push(row);
+  const ceilingStream = (port: number) => ({ url: `http://127.0.0.1:${port}`, requests: [o.meRequest] });
+  for (let round = 0; round < ROUNDS; round++) {
+    console.log(`round ${round + 1}/${ROUNDS}`);
+    const oursFirst = round % 2 === 0;
+    const pairUp = async (key: string, ourOpts: autocannon.Options, peerOpts: autocannon.Options, names: [string, string]) => {
+      if (oursFirst) {
+        add(`${key}:ours`, await run(names[0], ourOpts));
+        add(`${key}:peer`, await run(names[1], peerOpts));
+      } else {
+        add(`${key}:peer`, await run(names[1], peerOpts));
+        add(`${key}:ours`, await run(names[0], ourOpts));
+      }
+    };
+    await pairUp('signin', o.signIn, p.signIn, ['ours POST /auth/guest (new device)', 'peer POST /api/auth/sign-in/anonymous']);
+    o.prepare();
+    await pairUp('refresh', o.refresh, p.sessionRead, ['ours POST /auth/refresh', 'peer GET /api/auth/get-session']);
+    add('ceiling:http', await run('bare node:http', ceilingStream(httpPort)));
+    add('ceiling:express', await run('bare express', ceilingStream(expressPort)));
+    await pairUp('me', o.me, p.me, ['ours GET /auth/me', 'peer GET /me (getSession)']);
+  }
+  const m = (k: string, name: string) => medianRow(name, raw[k]!);
+  const comparisons = [
+    { what: 'sign-in: guest (new device) vs anonymous', ours: m('signin:ours', 'ours'), peer: m('signin:peer', 'peer') },
+    { what: 'refresh vs session read', ours: m('refresh:ours', 'ours'), peer: m('refresh:peer', 'peer') },
+    { what: 'protected call vs session-checked call', ours: m('me:ours', 'ours'), peer: m('me:peer', 'peer') },
+  ].map((c) => ({ ...c, ratio: Math.round((c.ours.requestsPerSecond / Math.max(1, c.peer.requestsPerSecond)) * 100) / 100 }));
+  const ceilings = { http: m('ceiling:http', 'bare node:http'), express: m('ceiling:express', 'bare express') };
+  const mePercentOfExpress = Math.round((comparisons[2]!.ours.requestsPerSecond / ceilings.express.requestsPerSecond) * 1000) / 10;
+  await stop(peerChild);
+  await stop(ours.child);
+  return { comparisons, ceilings, mePercentOfExpress };
+}
+
+async function scaleOut(usePostgres: boolean) {
+  if (!usePostgres) return { skipped: 'no PostgreSQL reachable: two instances need a shared server' };
+  let redisUrl = (await redisReachable()) ? (process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined;
+  if (!redisUrl) {
+    // A private redis-server on a free loopback port, when the binary exists.
+    const port = await freePort();
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const ok = await new Promise<boolean>((resolve) => {
+      child.once('error', () => resolve(false));
+      setTimeout(() => resolve(child.exitCode === null), 500);
+    });
+    if (!ok) return { skipped: 'no Redis reachable and no redis-server binary' };
+    children.push(child);
+    redisUrl = `redis://127.0.0.1:${port}`;
+  }
+  const database = await createTestDatabase();
+  cleanups.push(() => database.drop());
+  // Real limits (multiplier 1); the load comes from many addresses (X-Forwarded-For from a
+  // trusted loopback proxy), so it is not refused, and the exactness check uses one address.
+  const env = { DATABASE_URL: database.url, REDIS_URL: redisUrl, RATE_LIMIT_MULTIPLIER: '1', TRUST_PROXY: 'loopback' };
+  const a = await startOurs(env);
+  const b = await startOurs(env);
+  let device = 0;
+  const signIn = (url: string): autocannon.Options => ({
+    url,
+    requests: [{ method: 'POST', path: '/api/v1/auth/guest', setupRequest: (req) => ({ ...req, headers: { ...json, 'x-forwarded-for': `10.${(device >> 16) & 255}.${(device >> 8) & 255}.${device & 255}` }, body: JSON.stringify({ device_id: `scale-${runId}-${device++}` }) }) }],
+  });
+  const both = async (name: string) => {
+    const [ra, rb] = await Promise.all([load(`${name} (instance A)`, { ...signIn(a.url), connections: CONNECTIONS / 2, duration: SECONDS, quiet: true }), load(`${name} (instance B)`, { ...signIn(b.url), connections: CONNECTIONS / 2, duration: SECONDS, quiet: true })]);
+    const row = { ...ra, name, requestsPerSecond: ra.requestsPerSecond + rb.requestsPerSecond, total: ra.total + rb.total, non2xx: ra.non2xx + rb.non2xx, p50: Math.max(ra.p50, rb.p50), p99: Math.max(ra.p99, rb.p99) };
+    console.log(`  ${name}: ${row.requestsPerSecond}/s (A ${ra.requestsPerSecond} + B ${rb.requestsPerSecond})${row.non2xx ? ` non-2xx ${row.non2xx}` : ''}`);
+    return row;
+  };
+  await load('warm', { ...signIn(a.url), duration: 2, quiet: true });
+  await load('warm', { ...signIn(b.url), duration: 2, quiet: true });
+  const one: Row[] = [];
+  const two: Row[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    one.push(await run('guest sign-in, one instance', signIn(a.url)));
+    two.push(await both('guest sign-in, two instances'));
+  }
+  // Exactness: 24 sign-ins from one fresh address, alternating A and B → exactly 10 allowed.
+  const ip = `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
+  const statuses: number[] = [];
+  for (let i = 0; i < 24; i++) {
+    const res = await fetch(`${(i % 2 ? b : a).url}/api/v1/auth/guest`, { method: 'POST', headers: { ...json, 'x-forwarded-for': ip }, body: JSON.stringify({ device_id: `exact-${runId}-${i}` }) });
+    statuses.push(res.status);
+  }
+  const allowed = statuses.filter((s) => s === 200).length;
+  await Promise.all([stop(a.child), stop(b.child)]);
+  const oneRow = medianRow('one instance', one);
+  const twoRow = medianRow('two instances', two);
+  return { one: oneRow, two: twoRow, ratio: Math.round((twoRow.requestsPerSecond / oneRow.requestsPerSecond) * 100) / 100, rateLimit: { limit: 10, attempts: 24, allowed, exact: allowed === 10 }, redis: redisUrl.replace(/\/\/.*@/, '//') };
+}
+
+const SEED_BASE = Number(process.env.BENCH_GROWTH_BASE ?? 2_000);
+
+async function growth(usePostgres: boolean) {
+  if (!usePostgres) return { skipped: 'no PostgreSQL reachable: seeding needs the database outside the service process (PGlite is in-process)' };
+  const database = await createTestDatabase();
+  cleanups.push(() => database.drop());
+  const ours = await startOurs({ DATABASE_URL: database.url });
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  const seed = async (n: number) => {
+    const started = Date.now();
+    for (let left = n; left > 0; left -= 50_000) {
+      await client.query(
+        `WITH u AS (INSERT INTO users (id, is_guest, updated_at) SELECT gen_random_uuid(), true, now() FROM generate_series(1, $1) RETURNING id),
+              i AS (INSERT INTO identities (id, user_id, provider, subject) SELECT gen_random_uuid(), id, 'guest', 'seed-' || id FROM u)
+         INSERT INTO sessions (id, user_id, expires_at) SELECT gen_random_uuid(), id, now() + interval '30 days' FROM u`,
+        [Math.min(left, 50_000)],
+      );
+    }
+    await client.query('ANALYZE');
+    return Date.now() - started;
+  };
+  const rows: Array<{ scale: string; users: number; signIn: Row; refresh: Row; me: Row; seedMs: number }> = [];
+  let seeded = 0;
+  for (const factor of [1, 10, 100]) {
+    const target = SEED_BASE * factor;
+    const seedMs = await seed(target - seeded);
+    seeded = target;
+    const n = ((await client.query('SELECT count(*)::int AS n FROM users')) as { rows: Array<{ n: number }> }).rows[0]!.n;
+    console.log(`growth ${factor}×: ${n} users (seeded in ${seedMs} ms)`);
+    const o = ourWorkload(ours.url);
+    const signIn = await run(`  guest sign-in at ${factor}×`, o.signIn);
+    o.prepare();
+    const refresh = await run(`  refresh at ${factor}×`, o.refresh);
+    const me = await run(`  /auth/me at ${factor}×`, o.me);
+    rows.push({ scale: `${factor}×`, users: n, signIn, refresh, me, seedMs });
+  }
+  await client.end();
+  await stop(ours.child);
+  return { base: SEED_BASE, rows };
+}
+
+async function agentFigures() {
+  const out: Record<string, unknown> = {};
+  const runScript = (script: string, args: string[] = []) =>
+    new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script), ...args], { cwd: root, stdio: 'inherit', env: process.env });
+      children.push(child);
+      child.once('exit', (code) => resolve(code ?? 1));
+    });
+  console.log('agent: workspace files (bench/files.ts)');
+  if ((await runScript('bench/files.ts')) === 0) out.files = JSON.parse(await readFile(path.join(root, 'bench/results/files.json'), 'utf8'));
+  if (existsSync(path.join(root, 'bench/chat.ts'))) {
+    // bench/chat.ts (issue 6) as is, smaller than its own default run; its result file is kept.
+    const own = path.join(root, 'bench/results/chat.json');
+    const saved = existsSync(own) ? await readFile(own, 'utf8') : undefined;
+    console.log('agent: SSE fan-out, chunk-to-client latency, RSS, reconnect replay (bench/chat.ts)');
+    const args = ['--chats', process.env.BENCH_CHATS ?? '100', '--events', '50', '--interval', '100', '--replay', '10000'];
+    if ((await runScript('bench/chat.ts', args)) === 0) out.chat = JSON.parse(await readFile(own, 'utf8'));
+    if (saved !== undefined) await writeFile(own, saved);
+  } else {
+    out.chat = { skipped: 'bench/chat.ts not present (chat runtime not merged)' };
+  }
+  return out;
+}
+
+async function main() {
+  const usePostgres = await postgresReachable();
+  const store = usePostgres ? 'PostgreSQL (127.0.0.1:5432 or TEST_DATABASE_URL; a fresh database per server)' : 'PGlite (no PostgreSQL reachable): both services on embedded PGlite';
+  console.log(`npm run bench: ${store}; ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} alternating rounds, medians; ${cpus().length} cores, Node ${process.version}`);
+  console.log('The machine may be shared: compare rows of one run, not runs.\n');
+  const started = Date.now();
+  const results: Record<string, unknown> = { date: new Date().toISOString(), store: usePostgres ? 'postgres' : 'pglite', connections: CONNECTIONS, secondsPerRun: SECONDS, rounds: ROUNDS, cores: cpus().length, node: process.version };
+  try {
+    console.log('== peer: this service vs Better Auth');
+    const peer = only.has('peer') ? await peerComparison(usePostgres) : undefined;
+    results.peer = peer;
+    console.log('\n== scale-out');
+    const scale = only.has('scale') ? await scaleOut(usePostgres) : { skipped: 'not selected (BENCH_ONLY)' };
+    results.scaleOut = scale;
+    console.log('\n== growth');
+    const grow = only.has('growth') ? await growth(usePostgres) : { skipped: 'not selected (BENCH_ONLY)' };
+    results.growth = grow;
+    console.log('\n== agent');
+    results.agent = only.has('agent') ? await agentFigures() : { skipped: 'not selected (BENCH_ONLY)' };
+
+    // The tables.
+    console.log('\n');
+    if (peer) {
+    console.log(`Peer (medians of ${ROUNDS} alternating ${SECONDS} s runs, ${CONNECTIONS} connections; ${usePostgres ? 'PostgreSQL' : 'PGlite'}):`);
+    console.log(
+      table(
+        ['comparison', 'ours req/s', 'ours p99 ms', 'Better Auth req/s', 'Better Auth p99 ms', 'ratio', '≥ 2×'],
+        peer.comparisons.map((c) => [c.what, c.ours.requestsPerSecond, c.ours.p99, c.peer.requestsPerSecond, c.peer.p99, `${c.ratio}×`, c.ratio >= 2 ? 'met' : 'MISSED']),
+      ),
+    );
+    console.log(
+      table(
+        ['ceiling (same /auth/me request stream)', 'req/s', 'p99 ms'],
+        [
+          ['bare node:http', peer.ceilings.http.requestsPerSecond, peer.ceilings.http.p99],
+          ['bare express', peer.ceilings.express.requestsPerSecond, peer.ceilings.express.p99],
+        ],
+      ),
+    );
+    console.log(`GET /auth/me = ${peer.mePercentOfExpress}% of bare express (target ≥ 70%: ${peer.mePercentOfExpress >= 70 ? 'met' : 'MISSED'})`);
+    }
+    if ('skipped' in scale) console.log(`\nScale-out: skipped (${scale.skipped})`);
+    else {
+      console.log(`\nScale-out (guest sign-in, medians of ${ROUNDS}; PostgreSQL + Redis shared, nothing else):`);
+      console.log(table(['setup', 'req/s', 'p99 ms'], [['one instance', scale.one.requestsPerSecond, scale.one.p99], ['two instances', scale.two.requestsPerSecond, scale.two.p99]]));
+      console.log(`two/one = ${scale.ratio}×; rate limit across both: ${scale.rateLimit.allowed} of ${scale.rateLimit.attempts} allowed for a limit of 10 → ${scale.rateLimit.exact ? 'exact' : 'NOT EXACT'}`);
+    }
+    if ('skipped' in grow) console.log(`\nGrowth: skipped (${grow.skipped})`);
+    else {
+      console.log(`\nGrowth (users and sessions seeded; one ${SECONDS} s run each):`);
+      console.log(table(['store holds', 'users', 'guest sign-in req/s', 'refresh req/s', '/auth/me req/s', '/auth/me p99 ms'], grow.rows.map((r) => [r.scale, r.users, r.signIn.requestsPerSecond, r.refresh.requestsPerSecond, r.me.requestsPerSecond, r.me.p99])));
+    }
+    const files = (results.agent as { files?: { transfers?: Array<{ case: string; mbps: number; rssGrowthMB: number; ceilingMbps: number }> } }).files;
+    if (files?.transfers) {
+      console.log('\nAgent workspace files (bench/files.ts, agent directly, medians of 5):');
+      console.log(table(['transfer', 'MB/s', 'RSS growth MB', 'fs copy ceiling MB/s'], files.transfers.map((t) => [t.case, Math.round(t.mbps), t.rssGrowthMB.toFixed(1), Math.round(t.ceilingMbps)])));
+    }
+    const chat = (results.agent as { chat?: { skipped?: string; streaming?: Array<Record<string, number | string>>; replay?: Array<Record<string, number | string>> } }).chat;
+    if (chat?.skipped) console.log(`Agent chat: skipped (${chat.skipped})`);
+    else if (chat?.streaming) {
+      console.log('\nAgent chat streaming (bench/chat.ts; chunk → client data: line):');
+      console.log(table(['server', 'chats', 'events/s', 'median ms', 'p99 ms', 'peak RSS MB'], chat.streaming.map((r) => [r.server!, r.chats!, r.eventsPerSecond!, r.medianMs!, r.p99Ms!, r.peakRssMb!])));
+      if (chat.replay) console.log(table(['reconnect replay', 'events', 'ms'], chat.replay.map((r) => [r.server!, r.events!, r.ms!])));
+    }
+    console.log(`\ntotal ${Math.round((Date.now() - started) / 1000)} s`);
+    await mkdir(path.join(root, 'bench/results'), { recursive: true });
+    await writeFile(path.join(root, 'bench/results/run.json'), `${JSON.stringify(results, null, 2)}\n`);
+    console.log('written: bench/results/run.json');
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  }
+}
+
+await main();
