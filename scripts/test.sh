@@ -9,16 +9,16 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci
 fi
 bash scripts/ensure-chromium.sh
-mkdir -p test-results
+mkdir -p test-reports
 
 echo "== typecheck"
 npx tsc -p tsconfig.json
 echo "== unit and integration (vitest)"
-npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json
+npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest.json
 echo "== security suite (fuzz, JWT attacks, timing, headers)"
-VITEST_SUITE=security npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/security.json
+VITEST_SUITE=security npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/security.json
 echo "== reliability suite (concurrency, faults, slow clients)"
-VITEST_SUITE=reliability npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/reliability.json
+VITEST_SUITE=reliability npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/reliability.json
 echo "== browser end-to-end (playwright + chromium)"
-PLAYWRIGHT_JSON_OUTPUT_NAME=test-results/playwright.json npx playwright test --reporter=list,json
-node scripts/test-summary.mjs test-results/vitest.json test-results/security.json test-results/reliability.json test-results/playwright.json
+PLAYWRIGHT_JSON_OUTPUT_NAME=test-reports/playwright.json npx playwright test --reporter=list,json
+node scripts/test-summary.mjs test-reports/vitest.json test-reports/security.json test-reports/reliability.json test-reports/playwright.json
