@@ -2,11 +2,9 @@
  * The account service's HTTP server: tRPC at /trpc, the documented REST paths under /api/v1
  * (rest-bridge/), JWKS at /.well-known/jwks.json, and the shared express shell.
  */
-import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
 import { mountAccountBridge } from '../../rest-bridge/account.js';
-import { AppError } from '../common/errors.js';
-import { corsFor, createHttpApp, finishHttpApp, listen } from '../common/http.js';
+import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
@@ -38,21 +36,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
       if (req.res && !req.res.headersSent) req.res.setHeader(name, value);
     },
   });
-  app.use(
-    '/trpc',
-    createExpressMiddleware({
-      router: accountRouter,
-      createContext: ({ req }) => contextFor(req as express.Request),
-      // An error's own headers (Retry-After on 429) reach tRPC clients too, as they reach REST ones.
-      responseMeta: ({ errors }) => {
-        const withHeaders = errors.find((error): error is AppError => error instanceof AppError && Object.keys(error.headers).length > 0);
-        return withHeaders ? { headers: withHeaders.headers } : {};
-      },
-      onError: ({ error, req }) => {
-        if (error.code === 'INTERNAL_SERVER_ERROR') (req as express.Request).log.error({ err: error.cause ?? error }, 'trpc error');
-      },
-    }),
-  );
+  app.use('/trpc', trpcEndpoint(accountRouter, contextFor));
   app.get('/.well-known/jwks.json', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(services.tokens.issuer.keys.jwks);

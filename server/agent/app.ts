@@ -2,9 +2,8 @@
  * The agent's HTTP server: tRPC at /trpc, the documented REST paths at the root (rest-bridge/),
  * and the shared express shell. `startAgent` is what main.ts and the tests run.
  */
-import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import { mountAgentBridge } from '../../rest-bridge/agent.js';
-import { createHttpApp, finishHttpApp, jsonBody, listen } from '../common/http.js';
+import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';
 import { createLogger, type Logger } from '../common/log.js';
 import type { AgentConfig } from './config.js';
 import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
@@ -22,16 +21,7 @@ export interface RunningAgent {
 export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel)): Promise<RunningAgent> {
   const services = await createAgentServices(config, log);
   const app = createHttpApp(log);
-  app.use(
-    '/trpc',
-    createExpressMiddleware({
-      router: agentRouter,
-      createContext: ({ req }) => createAgentContext(services, req.log, req.headers.authorization, req.headers),
-      onError: ({ error, req }) => {
-        if (error.code === 'INTERNAL_SERVER_ERROR') (req as unknown as { log: Logger }).log.error({ err: error.cause ?? error }, 'trpc error');
-      },
-    }),
-  );
+  app.use('/trpc', trpcEndpoint(agentRouter, (req) => createAgentContext(services, req.log, req.headers.authorization, req.headers)));
   // Telegram's webhook calls (webhook mode only): authenticated by their own secret header.
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
   mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));

@@ -5,8 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
+import type { AnyRouter, inferRouterContext } from '@trpc/server';
+import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
-import { mapError, notFound, type MappedError } from './errors.js';
+import { AppError, mapError, notFound, type MappedError } from './errors.js';
 import type { Logger } from './log.js';
 
 export const JSON_BODY_LIMIT = '1mb';
@@ -101,6 +103,24 @@ export function createHttpApp(log: Logger, opts: { trustProxy?: string[] } = {})
   app.use(requestContext(log));
   app.use(securityHeaders);
   return app;
+}
+
+/**
+ * A service's tRPC endpoint (mounted at /trpc). An error's own headers (Retry-After on 429) reach
+ * tRPC clients as they reach REST ones; unexpected failures are logged with the request id.
+ */
+export function trpcEndpoint<R extends AnyRouter>(router: R, createContext: (req: Request) => inferRouterContext<R>): RequestHandler {
+  return createExpressMiddleware({
+    router,
+    createContext: ({ req }) => createContext(req as Request),
+    responseMeta: ({ errors }) => {
+      const withHeaders = errors.find((error): error is AppError => error instanceof AppError && Object.keys(error.headers).length > 0);
+      return withHeaders ? { headers: withHeaders.headers } : {};
+    },
+    onError: ({ error, req }) => {
+      if (error.code === 'INTERNAL_SERVER_ERROR') (req as Request).log.error({ err: error.cause ?? error }, 'trpc error');
+    },
+  });
 }
 
 /** JSON bodies only when the client says so; anything else is left for the route to refuse. */
