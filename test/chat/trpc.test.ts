@@ -1,35 +1,19 @@
 /** The same chat API over tRPC (what the web client uses): subscriptions over SSE, queries, mutation. */
-import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink, TRPCClientError } from '@trpc/client';
-import { EventSource } from 'eventsource';
-import superjson from 'superjson';
+import { TRPCClientError, type TRPCClient } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearerTrpcClient } from '../../server/account/agents/client.js';
 import type { AgentRouter } from '../../server/agent/router.js';
 import type { ChatEvent } from '../../server/agent/chat/schemas.js';
 import { startChatRig, type ChatRig } from './helpers.js';
 
 let rig: ChatRig;
-let client: ReturnType<typeof createTRPCClient<AgentRouter>>;
+let client: TRPCClient<AgentRouter>;
 
 beforeAll(async () => {
   rig = await startChatRig();
   const url = `${rig.agent.url}/trpc`;
   const authorization = rig.agent.auth.authorization;
-  client = createTRPCClient<AgentRouter>({
-    links: [
-      splitLink({
-        condition: (op) => op.type === 'subscription',
-        true: httpSubscriptionLink({
-          url,
-          transformer: superjson,
-          EventSource,
-          eventSourceOptions: {
-            fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization } }),
-          },
-        }),
-        false: httpLink({ url, transformer: superjson, headers: { authorization } }),
-      }),
-    ],
-  });
+  client = bearerTrpcClient<AgentRouter>(url, () => authorization);
 });
 afterAll(() => rig.stop());
 

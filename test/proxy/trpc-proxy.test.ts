@@ -3,12 +3,11 @@
  * user reaches only their own agent, chat streams event by event with tracked ids that resume
  * through the proxy, and expired or revoked tokens are refused before any agent is touched.
  */
-import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink, TRPCClientError } from '@trpc/client';
-import { EventSource } from 'eventsource';
+import { TRPCClientError } from '@trpc/client';
 import { decodeJwt, SignJWT } from 'jose';
-import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccountClient, memoryTokenStorage } from '../../client/sdk/account.js';
+import { bearerTrpcClient } from '../../server/account/agents/client.js';
 import { admitAgentAction, restAgentAction } from '../../server/account/agents/guest-policy.js';
 import type { AccountRouter } from '../../server/account/router.js';
 import { AppError } from '../../server/common/errors.js';
@@ -51,24 +50,7 @@ const guest = async (deviceId: string): Promise<Pair> => {
 
 /** A tRPC client of the account service that sends `token` on every call (subscriptions too). */
 function clientFor(token: () => string) {
-  const url = `${account.url}/trpc`;
-  return createTRPCClient<AccountRouter>({
-    links: [
-      splitLink({
-        condition: (op) => op.type === 'subscription',
-        true: httpSubscriptionLink({
-          url,
-          transformer: superjson,
-          EventSource,
-          eventSourceOptions: {
-            fetch: (input: string | URL | Request, init?: RequestInit) =>
-              fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: `Bearer ${token()}` } }),
-          },
-        }),
-        false: httpLink({ url, transformer: superjson, headers: () => ({ authorization: `Bearer ${token()}` }) }),
-      }),
-    ],
-  });
+  return bearerTrpcClient<AccountRouter>(`${account.url}/trpc`, () => `Bearer ${token()}`);
 }
 type Client = ReturnType<typeof clientFor>;
 type Item = { id?: string; data?: { type: string; content?: string }; type?: string; content?: string };

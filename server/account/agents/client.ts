@@ -5,6 +5,7 @@
  * event without buffering.
  */
 import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink, type TRPCClient } from '@trpc/client';
+import type { AnyRouter } from '@trpc/server';
 import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import type { AgentRouter } from '../../agent/router.js';
@@ -14,29 +15,40 @@ export type AgentClient = TRPCClient<AgentRouter>;
 
 const clients = new Map<string, AgentClient>();
 
+/**
+ * A typed tRPC client for `url` (a service's /trpc) that sends `Authorization` on every call —
+ * queries and mutations over HTTP, subscriptions over SSE (Node has no EventSource that can send
+ * headers, so the `eventsource` package's fetch hook adds it). `authorization` is read per call.
+ */
+export function bearerTrpcClient<R extends AnyRouter>(url: string, authorization: () => string): TRPCClient<R> {
+  // With R generic, tRPC cannot see that both our routers use superjson (server/common/trpc.ts):
+  // the options are typed for the concrete router by the caller's R.
+  const options = {
+    links: [
+      splitLink({
+        condition: (op) => op.type === 'subscription',
+        true: httpSubscriptionLink({
+          url,
+          transformer: superjson,
+          EventSource,
+          eventSourceOptions: {
+            fetch: (input: string | URL | Request, init?: RequestInit) =>
+              fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: authorization() } }),
+          },
+        }),
+        false: httpLink({ url, transformer: superjson, headers: () => ({ authorization: authorization() }) }),
+      }),
+    ],
+  };
+  return createTRPCClient<R>(options as never);
+}
+
 export function agentClient(agent: Pick<AgentEndpoint, 'url' | 'secret'>): AgentClient {
   const key = `${agent.url} ${agent.secret}`;
   let client = clients.get(key);
   if (!client) {
-    const url = `${agent.url}/trpc`;
     const authorization = `Bearer ${agent.secret}`;
-    client = createTRPCClient<AgentRouter>({
-      links: [
-        splitLink({
-          condition: (op) => op.type === 'subscription',
-          true: httpSubscriptionLink({
-            url,
-            transformer: superjson,
-            EventSource,
-            eventSourceOptions: {
-              fetch: (input: string | URL | Request, init?: RequestInit) =>
-                fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization } }),
-            },
-          }),
-          false: httpLink({ url, transformer: superjson, headers: { authorization } }),
-        }),
-      ],
-    });
+    client = bearerTrpcClient<AgentRouter>(`${agent.url}/trpc`, () => authorization);
     // Agents move (restarts on new ports): keep the cache from growing without bound.
     if (clients.size > 1_000) clients.clear();
     clients.set(key, client);
