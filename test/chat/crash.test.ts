@@ -3,14 +3,13 @@
  * history is readable and consistent (user message and completed entries kept; at most the
  * in-flight fragment lost), and no run is left "active".
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
-import { freePort, tempDir } from '../support/servers.js';
+import { tempDir } from '../support/servers.js';
 import { openSse, takeEvents } from '../support/sse.js';
-import { sleep } from './helpers.js';
+import { startAgentProcess } from '../support/agent-process.js';
 
 let model: ScriptedModel;
 let workspace: string;
@@ -26,28 +25,12 @@ afterAll(async () => {
   await rm(workspace, { recursive: true, force: true });
 });
 
-async function startAgentProcess(): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/agent/main.ts'], {
-    env: { PATH: process.env.PATH ?? '', AGENT_PORT: String(port), AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', AGENT_MODEL_RETRIES: '0' },
-    stdio: 'ignore',
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const started = Date.now();
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`agent exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/health`)).ok) return { child, url };
-    } catch {
-      // not up yet
-    }
-    if (Date.now() - started > 20_000) throw new Error('agent did not start');
-    await sleep(100);
-  }
-}
+/** This suite's agent: the shared workspace and secret, the scripted model. */
+const startAgent = () =>
+  startAgentProcess({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0' });
 
 it('keeps a readable, consistent history after a kill -9 mid-run', async () => {
-  const first = await startAgentProcess();
+  const first = await startAgent();
   model.queue(
     { text: 'I will write it down.', toolCalls: [{ name: 'write_file', args: { path: 'memo.txt', content: 'remember' } }] },
     { text: Array.from({ length: 200 }, (_, i) => `w${i} `), delayMs: 20 },
@@ -63,7 +46,7 @@ it('keeps a readable, consistent history after a kill -9 mid-run', async () => {
   await new Promise((resolve) => first.child.once('exit', resolve));
   stream.close();
 
-  const second = await startAgentProcess();
+  const second = await startAgent();
   try {
     const history = await fetch(`${second.url}/chat/crash/history`, { headers: auth }).then((r) => r.json());
     expect(history).toEqual({

@@ -3,15 +3,15 @@
  * to its chat. Both ways: a kill -9 of the agent process (the next start marks the run), and a
  * graceful stop (the run is interrupted on the way down).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
-import { freePort, startTestAgent, tempDir } from '../support/servers.js';
+import { startTestAgent, tempDir } from '../support/servers.js';
 import { openSse, readFrames } from '../support/sse.js';
-import { sleep, until } from '../chat/helpers.js';
+import { until } from '../chat/helpers.js';
 import { spawnResponder } from './helpers.js';
+import { startAgentProcess } from '../support/agent-process.js';
 
 let model: ScriptedModel;
 let workspace: string;
@@ -28,25 +28,9 @@ afterAll(async () => {
   await rm(workspace, { recursive: true, force: true });
 });
 
-async function startAgentProcess(): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/agent/main.ts'], {
-    env: { PATH: process.env.PATH ?? '', AGENT_PORT: String(port), AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', AGENT_MODEL_RETRIES: '0' },
-    stdio: 'ignore',
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const started = Date.now();
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`agent exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/health`)).ok) return { child, url };
-    } catch {
-      // not up yet
-    }
-    if (Date.now() - started > 20_000) throw new Error('agent did not start');
-    await sleep(100);
-  }
-}
+/** This suite's agent: the shared workspace and secret, the scripted model. */
+const startAgent = () =>
+  startAgentProcess({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0' });
 
 async function delegate(url: string, chatId: string): Promise<string> {
   const stream = await openSse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'delegate', chat_id: chatId }) });
@@ -61,12 +45,12 @@ async function delegate(url: string, chatId: string): Promise<string> {
 }
 
 it('a kill -9 during a run: after the restart the run is failed / interrupted and announced', async () => {
-  const first = await startAgentProcess();
+  const first = await startAgent();
   const id = await delegate(first.url, 'killed');
   first.child.kill('SIGKILL');
   await new Promise((resolve) => first.child.once('exit', resolve));
 
-  const second = await startAgentProcess();
+  const second = await startAgent();
   try {
     const detail = await fetch(`${second.url}/subagents/${id}`, { headers: auth }).then((r) => r.json());
     expect(detail).toMatchObject({ id, status: 'failed', error: 'interrupted', completed_at: expect.any(Number) });

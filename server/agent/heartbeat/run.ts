@@ -19,6 +19,7 @@ import { resolveWorkspacePath } from '../files/guard.js';
 import type { PendingStore } from '../pending/store.js';
 import type { AgentDb } from '../store.js';
 import type { AgentToolSet } from '../tools/types.js';
+import { sleep } from '../../common/timers.js';
 
 export const HEARTBEAT_FILE = 'HEARTBEAT.md';
 export const HEARTBEAT_OK = 'HEARTBEAT_OK';
@@ -78,17 +79,6 @@ export async function mostRecentChat(db: AgentDb): Promise<string | undefined> {
   return row?.chatId;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 export function heartbeatPrompt(file: string, now: Date): string {
   return [

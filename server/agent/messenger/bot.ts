@@ -13,6 +13,7 @@
 import { Api, Bot, GrammyError, HttpError, type Context, type Transformer } from 'grammy';
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Logger } from '../../common/log.js';
+import { sleep } from '../../common/timers.js';
 
 export interface TelegramBotOptions {
   token: string;
@@ -45,18 +46,6 @@ const RETRY_AFTER_MAX_MS = 10 * 60_000;
 /** Methods the polling loop retries itself (forever, until stopped). */
 const LOOP_METHODS = new Set(['getMe', 'getUpdates']);
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /** A token Telegram refuses: 401 Unauthorized, or 404 for a malformed one. Final. */
 function isTokenRefused(error: unknown): boolean {
