@@ -1,71 +1,9 @@
 /**
- * Agent wire shapes (spec "Resources") for the areas the web client reads over the REST proxy.
- * Chat and file-tree types come from the server's schemas through tRPC inference.
+ * Agent wire shapes (spec "Resources") for the areas the web client reads over the REST proxy:
+ * the server's own zod-inferred types, imported as types only (nothing of the server is bundled).
  */
-export interface PendingMessage {
-  chat_id: string;
-  content: string;
-  source: string;
-  created_at: string;
-}
-
-export type SubagentStatus = 'running' | 'completed' | 'failed' | 'timeout';
-
-export interface SubagentSummary {
-  id: string;
-  label: string;
-  task: string;
-  status: SubagentStatus;
-  chat_id: string;
-  started_at: number;
-  completed_at: number | null;
-  result_preview: string | null;
-  error: string | null;
-  duration: number;
-}
-
-export interface SubagentDetail {
-  id: string;
-  label: string;
-  task: string;
-  persona: string;
-  status: SubagentStatus;
-  chat_id: string;
-  started_at: number;
-  completed_at: number | null;
-  result: string;
-  error: string | null;
-  duration: number;
-}
-
-export interface MessengerStatus {
-  connected: boolean;
-  bot_username: string;
-  bot_name: string;
-}
-
-export type ContactStatus = 'allowed' | 'pending' | 'blocked';
-
-export interface MessengerContact {
-  telegram_id: string;
-  username: string;
-  display_name: string;
-  status: ContactStatus;
-}
-
-export interface TreeNode {
-  name: string;
-  path: string;
-  type: 'dir' | 'file';
-  children?: TreeNode[];
-  size?: number;
-}
-
-export type ChatEvent =
-  | { type: 'text'; content: string; name?: string; cut?: true }
-  | { type: 'tool_use'; name: string; input: string }
-  | { type: 'file'; path: string; caption?: string }
-  | { type: 'error'; content: string }
-  | { type: 'keepalive' }
-  | { type: 'stream_meta'; user_message: string }
-  | { type: 'done' };
+export type { ChatEvent } from '../../../../server/agent/chat/schemas.js';
+export type { TreeNode } from '../../../../server/agent/files/schemas.js';
+export type { Contact as MessengerContact, ContactStatus, MessengerStatus } from '../../../../server/agent/messenger/schemas.js';
+export type { PendingMessage } from '../../../../server/agent/pending/schemas.js';
+export type { SubagentDetail, SubagentStatus, SubagentSummary } from '../../../../server/agent/subagents/schemas.js';
