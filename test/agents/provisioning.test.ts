@@ -38,6 +38,17 @@ describe('agent secrets at rest', () => {
   });
 });
 
+/** An account service (for its store and registry) and a local provisioner with the given idle timeout. */
+async function provisionerRig(idleTimeoutSeconds: number): Promise<{ account: TestAccount; provisioner: LocalProvisioner }> {
+  const account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'static' });
+  const provisioner = new LocalProvisioner(account.services.agents.registry, silentLog, {
+    dataDir: account.dataDir,
+    idleTimeoutSeconds,
+    agentEnv: { PATH: process.env.PATH, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0' },
+  });
+  return { account, provisioner };
+}
+
 describe('what a local agent inherits', () => {
   it('passes model and agent settings, never the account service secrets', () => {
     const env = agentEnvironment({
@@ -64,12 +75,7 @@ describe('local provisioner', () => {
   let account: TestAccount;
   let provisioner: LocalProvisioner;
   beforeAll(async () => {
-    account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'static' });
-    provisioner = new LocalProvisioner(account.services.agents.registry, silentLog, {
-      dataDir: account.dataDir,
-      idleTimeoutSeconds: 0,
-      agentEnv: { PATH: process.env.PATH, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0' },
-    });
+    ({ account, provisioner } = await provisionerRig(0));
   });
   afterAll(async () => {
     await provisioner.close();
@@ -115,12 +121,7 @@ describe('idle agents', () => {
   let account: TestAccount;
   let provisioner: LocalProvisioner;
   beforeAll(async () => {
-    account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'static' });
-    provisioner = new LocalProvisioner(account.services.agents.registry, silentLog, {
-      dataDir: account.dataDir,
-      idleTimeoutSeconds: 1,
-      agentEnv: { PATH: process.env.PATH, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0' },
-    });
+    ({ account, provisioner } = await provisionerRig(1));
   });
   afterAll(async () => {
     await provisioner.close();
