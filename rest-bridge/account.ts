@@ -3,16 +3,14 @@
  * Routes only: every handler calls an account procedure.
  */
 import type { IRouter, Request } from 'express';
-import { accountRouter, type AccountRouter } from '../server/account/router.js';
-import { createCallerFactory, type AccountContext } from '../server/account/trpc.js';
+import { accountRouter } from '../server/account/router.js';
+import type { AccountContext } from '../server/account/trpc.js';
 import { forwardToAgent } from '../server/account/agents/http-proxy.js';
 import { admitAgentRequest } from '../server/account/agents/guest-policy.js';
 import { badRequest } from '../server/common/errors.js';
 import { mountJsonProcedures } from './json.js';
 import { openApiDocument } from './openapi.js';
-import { RouteTable, type CallerFor } from './routes.js';
-
-const createCaller = createCallerFactory(accountRouter);
+import { RouteTable } from './routes.js';
 
 /** `/x//y?q` as asked, with its leading slashes collapsed; and its path, decoded, for the guest policy. */
 function agentTarget(rest: string): { path: string; pathname: string } {
@@ -27,9 +25,7 @@ function agentTarget(rest: string): { path: string; pathname: string } {
 
 export function mountAccountBridge(api: IRouter, contextFor: (req: Request) => AccountContext, baseUrl: string): void {
   const table = new RouteTable(api);
-  const callerFor: CallerFor<AccountRouter> = (req, signal) => createCaller(contextFor(req), { signal });
-
-  mountJsonProcedures(table, accountRouter, callerFor);
+  mountJsonProcedures(table, accountRouter, contextFor);
 
   // The signed-in user's own agent, at its documented REST paths under /api/v1/agent/.
   api.all('/agent/*path', async (req, res) => {

@@ -63,7 +63,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       jsonBody,
       requireJsonObject,
       async (req, res) => {
-        const signal = requestSignal(req, res);
+        const signal = requestSignal(res);
         const events = await callerFor(req, signal).chat.send(req.body);
         await writeEventStream(req, res, events, signal);
       },
@@ -77,7 +77,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     '/files/upload',
     [
       async (req, res) => {
-        const signal = requestSignal(req, res);
+        const signal = requestSignal(res);
         stopStalledUpload(req, res);
         // Room for the multipart envelope around a file of the maximum size; the procedure counts the file itself.
         const form = readMultipart(req, res, { maxBodyBytes: MAX_UPLOAD_BYTES + 1024 * 1024, files: 1 });
@@ -100,7 +100,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     '/files/{path}',
     [
       async (req, res) => {
-        const caller = callerFor(req, requestSignal(req, res));
+        const caller = callerFor(req, requestSignal(res));
         const path = ([] as string[]).concat(req.params.path ?? []).join('/');
         const info = await caller.files.get({ path });
         await sendFileBody(req, res, {
@@ -123,7 +123,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     '/chat/{chat_id}/stream',
     [
       async (req, res) => {
-        const signal = requestSignal(req, res);
+        const signal = requestSignal(res);
         // `Last-Event-ID` (an extension): resume after that event instead of replaying from the start.
         const lastEventId = req.get('last-event-id');
         const events = await callerFor(req, signal).chat.stream({ chat_id: String(req.params.chat_id), ...(lastEventId ? { lastEventId } : {}) });
@@ -136,7 +136,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     },
   );
 
-  mountJsonProcedures(table, agentRouter, callerFor);
+  mountJsonProcedures(table, agentRouter, contextFor);
 
   let document: unknown;
   table.add('get', '/openapi.json', [

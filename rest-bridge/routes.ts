@@ -60,18 +60,11 @@ function catchAsync(handler: RequestHandler): RequestHandler {
 }
 
 /** An AbortSignal that fires when the client goes away before the answer is complete. */
-export function requestSignal(req: Request, res: Response): AbortSignal {
+export function requestSignal(res: Response): AbortSignal {
   const controller = new AbortController();
-  res.on('close', () => {
+  // 'close' before the answer is finished covers every way the client can go away.
+  res.once('close', () => {
     if (!res.writableFinished) controller.abort();
   });
-  req.on('aborted', () => controller.abort());
   return controller.signal;
-}
-
-/** Walks `a.b.c` on a tRPC caller. */
-export function procedureOf(caller: unknown, dottedPath: string): (input?: unknown) => Promise<unknown> {
-  const fn = dottedPath.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], caller);
-  if (typeof fn !== 'function') throw new Error(`no procedure ${dottedPath}`);
-  return fn as (input?: unknown) => Promise<unknown>;
 }

@@ -28,7 +28,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   if (frontendOrigin !== new URL(config.baseUrl).origin) app.use(corsFor(frontendOrigin));
   const contextFor = (req: express.Request): AccountContext => ({
     services,
-    log: req.log,
+    requestId: req.id,
     ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
     authorization: req.headers.authorization,
     cookies: parseCookies(req.headers.cookie),

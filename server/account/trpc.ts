@@ -1,6 +1,6 @@
 /**
  * How every account procedure is wired.
- * 1. CONTEXT: the account services, the request's logger, client IP, the raw
+ * 1. CONTEXT: the account services, the request id (`requestLog(ctx)` logs with it), client IP, the raw
  *    Authorization header (procedures that accept a guest upgrade read it), and the request's
  *    cookies by name (the OAuth callback reads its browser-binding cookie; set cookies with
  *    `setHeader('Set-Cookie', …)`).
@@ -15,7 +15,8 @@ import type { AccountServices } from './services.js';
 
 export interface AccountContext {
   services: AccountServices;
-  log: Logger;
+  /** Plain data, not a logger: a per-request child logger is made only when something logs. */
+  requestId: string;
   ip: string;
   authorization: string | undefined;
   /** The request's cookies by name (the OAuth callback reads its browser-binding cookie). */
@@ -25,6 +26,9 @@ export interface AccountContext {
 }
 
 const t = initServiceTrpc<AccountContext>();
+
+/** A logger bound to the request id, for the rare procedure that logs. */
+export const requestLog = (ctx: AccountContext): Logger => ctx.services.log.child({ reqId: ctx.requestId });
 
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
@@ -38,5 +42,5 @@ export const rateLimited = (name: RateLimitName) =>
 
 export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
   const user = await ctx.services.tokens.authenticate(ctx.authorization);
-  return next({ ctx: { ...ctx, user } });
+  return next({ ctx: { user } }); // tRPC merges it into the context
 });

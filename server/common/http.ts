@@ -40,6 +40,7 @@ Object.defineProperty(express.request, 'log', {
   },
 });
 
+/** Request id, lazy request logger, access log and the security headers every answer carries. */
 function requestContext(log: Logger): RequestHandler {
   // The access log line only when it would be written (LOG_LEVEL info or lower): no per-request
   // timer and listener otherwise.
@@ -49,6 +50,9 @@ function requestContext(log: Logger): RequestHandler {
     req.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     (req as WithBaseLog)[BASE_LOG] = log;
     res.setHeader('X-Request-Id', req.id);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('X-Frame-Options', 'DENY');
     if (accessLog) {
       const started = process.hrtime.bigint();
       res.on('finish', () => {
@@ -59,13 +63,6 @@ function requestContext(log: Logger): RequestHandler {
     next();
   };
 }
-
-const securityHeaders: RequestHandler = (_req, res, next) => {
-  res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Referrer-Policy', 'no-referrer');
-  res.setHeader('X-Frame-Options', 'DENY');
-  next();
-};
 
 /**
  * CORS for exactly one origin (the web client's, when it is served from another origin than the
@@ -101,7 +98,6 @@ export function createHttpApp(log: Logger, opts: { trustProxy?: string[] } = {})
   app.disable('etag');
   app.set('trust proxy', opts.trustProxy?.length ? opts.trustProxy : false);
   app.use(requestContext(log));
-  app.use(securityHeaders);
   return app;
 }
 

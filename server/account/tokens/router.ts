@@ -27,7 +27,6 @@ export const tokensRouter = router({
   /** Who the access token belongs to (not in the spec; the web client and the benches use it). */
   me: userProcedure
     .meta({ openapi: { method: 'GET', path: '/auth/me', summary: 'The signed-in user of this access token' } })
-    .input(z.void())
     .output(Me)
     .query(({ ctx }) => ({ user_id: ctx.user.userId, session_id: ctx.user.sessionId, guest: ctx.user.guest })),
 });

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { AppError } from '../../../common/errors.js';
 import { TokenPair } from '../../tokens/schemas.js';
-import { publicProcedure, rateLimited, router, type AccountContext } from '../../trpc.js';
+import { publicProcedure, rateLimited, requestLog, router, type AccountContext } from '../../trpc.js';
 import { exchangeAuthCode } from './codes.js';
 import { bindingCookie, bindingCookieName, clearedBindingCookie } from './cookies.js';
 import { finishAuthorization, startAuthorization, type FlowDeps } from './flow.js';
@@ -18,7 +18,7 @@ const deps = (ctx: AccountContext): FlowDeps => ({
   db: ctx.services.store.db,
   providers: ctx.services.oauth,
   frontendUrl: ctx.services.config.frontendUrl,
-  log: ctx.log,
+  log: requestLog(ctx),
 });
 
 async function start(ctx: AccountContext, provider: OAuthProvider) {
@@ -59,7 +59,7 @@ function providerRoutes(provider: OAuthProvider) {
           await ctx.services.rateLimits.consume('auth.oauth', ctx.ip, ctx.setHeader);
         } catch (error) {
           const code = error instanceof AppError && error.status === 429 ? 'rate_limited' : 'server_error';
-          if (code === 'server_error') ctx.log.error({ err: error }, 'rate limiter failed');
+          if (code === 'server_error') requestLog(ctx).error({ err: error }, 'rate limiter failed');
           return { location: `${ctx.services.config.frontendUrl}/auth/callback?error=${code}` };
         }
         const location = await finishAuthorization(deps(ctx), {
