@@ -36,7 +36,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const store = await openAccountStore(config);
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
   const keys = await loadSigningKeys(config.signingKeysFile);
-  const tokens = new TokenService(store.db, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
+  const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
   const rateLimits = new RateLimits(config.redisUrl, config.rateLimitMultiplier);
   const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
   const provisioner =

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { applyMigrations, type MigrationSource } from '../common/migrations.js';
 import { PrismaClient } from '../generated/account/client.js';
+import { hotSql, type HotSql, type SqlDriver } from './hot-sql.js';
 
 export type AccountDb = PrismaClient;
 
@@ -24,6 +25,8 @@ export const accountMigrations: MigrationSource = {
 
 export interface AccountStore {
   db: AccountDb;
+  /** The same database without Prisma's client layer, for the hot-path statements (hot-sql.ts). */
+  sql: HotSql;
   /** `postgres` or `pglite`, for logs and for tests that must know. */
   kind: 'postgres' | 'pglite';
   appliedMigrations: string[];
@@ -32,6 +35,7 @@ export interface AccountStore {
 
 interface Opened {
   adapter: SqlMigrationAwareDriverAdapterFactory;
+  driver: SqlDriver;
   kind: AccountStore['kind'];
   closeDriver(): Promise<void>;
 }
@@ -41,21 +45,22 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
     const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
     // An idle client that loses its server (restart, failover) must not crash the process.
     pool.on('error', () => undefined);
-    return { adapter: new PrismaPg(pool), kind: 'postgres', closeDriver: () => pool.end() };
+    return { adapter: new PrismaPg(pool), driver: pool, kind: 'postgres', closeDriver: () => pool.end() };
   }
   const dir = path.join(dataDir, 'account-db');
   await mkdir(dir, { recursive: true });
   const client = await PGlite.create(dir);
-  return { adapter: new PrismaPGlite(client), kind: 'pglite', closeDriver: () => client.close() };
+  return { adapter: new PrismaPGlite(client), driver: client, kind: 'pglite', closeDriver: () => client.close() };
 }
 
 export async function openAccountStore(opts: { databaseUrl?: string; dataDir: string }): Promise<AccountStore> {
-  const { adapter, kind, closeDriver } = await openDriver(opts.databaseUrl, opts.dataDir);
+  const { adapter, driver, kind, closeDriver } = await openDriver(opts.databaseUrl, opts.dataDir);
   try {
     const appliedMigrations = await applyMigrations(accountMigrations, adapter);
     const db = new PrismaClient({ adapter });
     return {
       db,
+      sql: hotSql(driver),
       kind,
       appliedMigrations,
       async close() {

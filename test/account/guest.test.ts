@@ -29,8 +29,8 @@ describe.each(kinds)('guest sign-in fast path on %s', (kind) => {
 
   it('the domain function: same device → same guest, new session each time', async () => {
     const db = account.services.store.db;
-    const a = await signInGuest(db, 'domain-device');
-    const b = await signInGuest(db, 'domain-device');
+    const a = await signInGuest(account.services.store.sql, 'domain-device');
+    const b = await signInGuest(account.services.store.sql, 'domain-device');
     expect(a).toMatchObject({ userId: b.userId, guest: true, generation: 0 });
     expect(a.sessionId).not.toBe(b.sessionId);
     const session = await db.session.findUniqueOrThrow({ where: { id: a.sessionId } });

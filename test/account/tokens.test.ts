@@ -87,7 +87,7 @@ describe.each(kinds)('tokens on %s', (kind) => {
     const rotated = (await (await post('/auth/refresh', { refresh_token: pair.refresh_token })).json()) as Pair;
     const claims = decodeJwt(pair.refresh_token);
     const later = new Date(Date.now() + 11_000);
-    const outcome = await rotateSession(account.services.store.db, claims.sid as string, claims.sub as string, claims.gen as number, later);
+    const outcome = await rotateSession(account.services.store, claims.sid as string, claims.sub as string, claims.gen as number, later);
     expect(outcome).toEqual({ ok: false, theft: true });
     const stolenFamily = await post('/auth/refresh', { refresh_token: rotated.refresh_token });
     expect(stolenFamily.status).toBe(401);

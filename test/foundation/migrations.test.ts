@@ -23,7 +23,8 @@ async function copyOf(source: MigrationSource): Promise<MigrationSource> {
 
 const extraModel = '\nmodel Probe {\n  id   Int    @id @default(autoincrement())\n  note String\n\n  @@map("probes")\n}\n';
 
-describe('migrations over the Wasm schema engine', () => {
+// The Wasm schema engine diffs a whole schema on one core: tens of seconds on a busy 2-core machine.
+describe('migrations over the Wasm schema engine', { timeout: 120_000 }, () => {
   it('committed account migrations match the account schema (nothing left to generate)', async () => {
     const client = await PGlite.create();
     expect(await createMigration(await copyOf(accountMigrations), new PrismaPGlite(client), 'noop')).toBeUndefined();

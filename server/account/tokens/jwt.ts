@@ -4,8 +4,8 @@
  * refresh token also carries `gen`, the session generation it may rotate.
  * `typ` keeps the two apart: a refresh token never passes as an access token, nor the reverse.
  */
-import { randomUUID } from 'node:crypto';
-import { errors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import { randomUUID, sign as signBytes } from 'node:crypto';
+import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { unauthorized } from '../../common/errors.js';
 import { TOKEN_ALG, type SigningKeys } from './keys.js';
 
@@ -40,24 +40,38 @@ export interface RefreshClaims extends TokenSubject {
   generation: number;
 }
 
-async function sign(issuer: TokenIssuer, subject: TokenSubject, typ: 'access' | 'refresh', ttl: number, now: number, extra: JWTPayload = {}) {
-  return new SignJWT({ sid: subject.sessionId, typ, ...(subject.guest ? { guest: true } : {}), ...extra })
-    .setProtectedHeader({ alg: TOKEN_ALG, kid: issuer.keys.kid, typ: 'JWT' })
-    .setIssuer(issuer.issuer)
-    .setAudience(issuer.audience)
-    .setSubject(subject.userId)
-    .setJti(randomUUID())
-    .setIssuedAt(now)
-    .setExpirationTime(now + ttl)
-    .sign(issuer.keys.privateKey);
+const base64url = (json: object) => Buffer.from(JSON.stringify(json)).toString('base64url');
+
+/**
+ * A compact JWS signed with node:crypto, synchronously: the same bytes jose's SignJWT makes,
+ * at a fraction of the cost (WebCrypto's async round trip made signing the pair the biggest
+ * share of a refresh). Verification stays with jose.
+ */
+function sign(issuer: TokenIssuer, subject: TokenSubject, typ: 'access' | 'refresh', ttl: number, now: number, extra: JWTPayload = {}): string {
+  const header = base64url({ alg: TOKEN_ALG, kid: issuer.keys.kid, typ: 'JWT' });
+  const payload = base64url({
+    sid: subject.sessionId,
+    typ,
+    ...(subject.guest ? { guest: true } : {}),
+    ...extra,
+    iss: issuer.issuer,
+    aud: issuer.audience,
+    sub: subject.userId,
+    jti: randomUUID(),
+    iat: now,
+    exp: now + ttl,
+  });
+  const signingInput = `${header}.${payload}`;
+  return `${signingInput}.${signBytes(null, Buffer.from(signingInput), issuer.keys.privateKey).toString('base64url')}`;
 }
 
-export async function signTokenPair(issuer: TokenIssuer, subject: TokenSubject, generation: number, now = Math.floor(Date.now() / 1000)): Promise<TokenPair> {
-  const [access, refresh] = await Promise.all([
-    sign(issuer, subject, 'access', ACCESS_TTL_SECONDS, now),
-    sign(issuer, subject, 'refresh', REFRESH_TTL_SECONDS, now, { gen: generation }),
-  ]);
-  return { access_token: access, refresh_token: refresh, token_type: 'bearer', expires_in: ACCESS_TTL_SECONDS };
+export function signTokenPair(issuer: TokenIssuer, subject: TokenSubject, generation: number, now = Math.floor(Date.now() / 1000)): TokenPair {
+  return {
+    access_token: sign(issuer, subject, 'access', ACCESS_TTL_SECONDS, now),
+    refresh_token: sign(issuer, subject, 'refresh', REFRESH_TTL_SECONDS, now, { gen: generation }),
+    token_type: 'bearer',
+    expires_in: ACCESS_TTL_SECONDS,
+  };
 }
 
 async function verify(issuer: TokenIssuer, token: string, typ: 'access' | 'refresh', now?: number): Promise<JWTPayload> {

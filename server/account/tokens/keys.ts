@@ -6,7 +6,7 @@
  * new key (`npm run keys -- rotate`): the newest signs, the older ones keep verifying until the
  * tokens they signed have expired, after which they can be dropped.
  */
-import { randomUUID } from 'node:crypto';
+import { createPrivateKey, randomUUID, type JsonWebKey as NodeJsonWebKey, type KeyObject } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
@@ -15,7 +15,8 @@ export const TOKEN_ALG = 'EdDSA';
 
 export interface SigningKeys {
   kid: string;
-  privateKey: CryptoKey;
+  /** Node's key object: tokens are signed synchronously with node:crypto (jwt.ts says why). */
+  privateKey: KeyObject;
   publicKeys: Map<string, CryptoKey>;
   /** The public half of every key, as served at /.well-known/jwks.json. */
   jwks: { keys: JWK[] };
@@ -65,7 +66,7 @@ export async function loadSigningKeys(file: string): Promise<SigningKeys> {
   const newest = keys[0] as JWK;
   return {
     kid: newest.kid as string,
-    privateKey: (await importJWK({ ...newest, alg: TOKEN_ALG }, TOKEN_ALG)) as CryptoKey,
+    privateKey: createPrivateKey({ key: newest as NodeJsonWebKey, format: 'jwk' }),
     publicKeys,
     jwks: { keys: jwks },
   };

@@ -4,7 +4,7 @@
  */
 import { unauthorized } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import type { AccountDb } from '../store.js';
+import type { SessionStore } from './sessions.js';
 import type { SignedInUser } from '../users/identities.js';
 import { signTokenPair, verifyAccessToken, verifyRefreshToken, type AccessClaims, type TokenIssuer, type TokenPair } from './jwt.js';
 import { createSession, refreshRejected, revokeAllSessions, revokeSession, rotateSession, SessionStatusCache } from './sessions.js';
@@ -51,21 +51,21 @@ export class TokenService {
   private readonly verified = new VerifiedAccessTokens();
 
   constructor(
-    private readonly db: AccountDb,
+    private readonly store: SessionStore,
     readonly issuer: TokenIssuer,
     private readonly log: Logger,
   ) {
-    this.sessions = new SessionStatusCache(db);
+    this.sessions = new SessionStatusCache(store);
   }
 
   async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>): Promise<TokenPair> {
-    const { sessionId, generation } = await createSession(this.db, user.userId);
+    const { sessionId, generation } = await createSession(this.store, user.userId);
     return signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest }, generation);
   }
 
   async refresh(refreshToken: string): Promise<TokenPair> {
     const claims = await verifyRefreshToken(this.issuer, refreshToken);
-    const outcome = await rotateSession(this.db, claims.sessionId, claims.userId, claims.generation);
+    const outcome = await rotateSession(this.store, claims.sessionId, claims.userId, claims.generation);
     if (!outcome.ok) {
       if (outcome.theft) {
         this.sessions.markRevoked([claims.sessionId]);
@@ -80,12 +80,12 @@ export class TokenService {
   async logout(refreshToken: string): Promise<void> {
     const claims = await verifyRefreshToken(this.issuer, refreshToken).catch(() => undefined);
     if (!claims) return;
-    await revokeSession(this.db, claims.sessionId);
+    await revokeSession(this.store.db, claims.sessionId);
     this.sessions.markRevoked([claims.sessionId]);
   }
 
   async logoutAll(userId: string): Promise<void> {
-    this.sessions.markRevoked(await revokeAllSessions(this.db, userId));
+    this.sessions.markRevoked(await revokeAllSessions(this.store.db, userId));
   }
 
   /** `Authorization: Bearer <access token>` of a live session, or 401. */

@@ -7,8 +7,9 @@
  * race (answer 401, keep the session); later — or more than one generation back — it means the
  * token was copied, so the whole family is revoked.
  */
+import { randomUUID } from 'node:crypto';
 import { unauthorized } from '../../common/errors.js';
-import type { AccountDb } from '../store.js';
+import type { AccountDb, AccountStore } from '../store.js';
 import { REFRESH_TTL_SECONDS } from './jwt.js';
 
 const REUSE_GRACE_MS = 10_000;
@@ -16,17 +17,23 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const refreshExpiry = (now: Date) => new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
 
-export async function createSession(db: AccountDb, userId: string, now = new Date()): Promise<{ sessionId: string; generation: number }> {
-  const session = await db.session.create({ data: { userId, generation: 0, rotatedAt: now, expiresAt: refreshExpiry(now) }, select: { id: true } });
-  return { sessionId: session.id, generation: 0 };
+/** Sessions are on the hot paths: single statements go straight to the driver (hot-sql.ts). */
+export type SessionStore = Pick<AccountStore, 'db' | 'sql'>;
+
+export async function createSession({ sql }: SessionStore, userId: string, now = new Date()): Promise<{ sessionId: string; generation: number }> {
+  const sessionId = randomUUID();
+  await sql`
+    INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
+    VALUES (${sessionId}::uuid, ${userId}::uuid, 0, ${now}, ${refreshExpiry(now)}, ${now})`;
+  return { sessionId, generation: 0 };
 }
 
 export type RotationOutcome = { ok: true; generation: number; guest: boolean } | { ok: false; theft: boolean };
 
 /** One statement: bump the generation if (and only if) the presented one is current. */
-export async function rotateSession(db: AccountDb, sessionId: string, userId: string, generation: number, now = new Date()): Promise<RotationOutcome> {
+export async function rotateSession({ db, sql }: SessionStore, sessionId: string, userId: string, generation: number, now = new Date()): Promise<RotationOutcome> {
   if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false, theft: false };
-  const rows = await db.$queryRaw<Array<{ is_guest: boolean }>>`
+  const rows = await sql<{ is_guest: boolean }>`
     UPDATE sessions AS s
        SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}
       FROM users AS u
@@ -66,7 +73,7 @@ export class SessionStatusCache {
   private readonly entries = new Map<string, { active: boolean; until: number }>();
 
   constructor(
-    private readonly db: AccountDb,
+    private readonly store: SessionStore,
     private readonly ttlMs = 5_000,
     private readonly maxEntries = 100_000,
   ) {}
@@ -75,8 +82,9 @@ export class SessionStatusCache {
     const cached = this.entries.get(sessionId);
     if (cached && cached.until > now) return cached.active;
     if (!UUID.test(sessionId)) return false;
-    const session = await this.db.session.findUnique({ where: { id: sessionId }, select: { revokedAt: true, expiresAt: true } });
-    const active = session !== null && session.revokedAt === null && session.expiresAt.getTime() > now;
+    const rows = await this.store.sql<{ active: boolean }>`
+      SELECT (revoked_at IS NULL AND expires_at > ${new Date(now)}) AS active FROM sessions WHERE id = ${sessionId}::uuid`;
+    const active = rows[0]?.active === true;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     this.entries.set(sessionId, { active, until: now + this.ttlMs });
     return active;

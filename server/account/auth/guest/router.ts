@@ -21,7 +21,7 @@ export const guestRouter = router({
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
       // One statement: find or create the guest and open its session (sign-in.ts).
-      const session = await signInGuest(ctx.services.store.db, input.device_id);
+      const session = await signInGuest(ctx.services.store.sql, input.device_id);
       return signTokenPair(ctx.services.tokens.issuer, session, session.generation);
     }),
 });

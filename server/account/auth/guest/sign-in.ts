@@ -9,8 +9,7 @@
  * statement rolls back (no orphan user) and its retry finds the winner's account.
  */
 import { randomUUID } from 'node:crypto';
-import { Prisma } from '../../../generated/account/client.js';
-import type { AccountDb } from '../../store.js';
+import { isUniqueViolation, type HotSql } from '../../hot-sql.js';
 import { REFRESH_TTL_SECONDS } from '../../tokens/jwt.js';
 
 export interface GuestSession {
@@ -21,14 +20,10 @@ export interface GuestSession {
   generation: number;
 }
 
-const isUniqueViolation = (error: unknown) =>
-  error instanceof Prisma.PrismaClientKnownRequestError &&
-  (error.code === 'P2002' || (error.code === 'P2010' && /23505|unique/i.test(`${JSON.stringify(error.meta)} ${error.message}`)));
-
-async function attempt(db: AccountDb, deviceId: string, now: Date): Promise<GuestSession> {
+async function attempt(sql: HotSql, deviceId: string, now: Date): Promise<GuestSession> {
   const sessionId = randomUUID();
   const expiresAt = new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
-  const rows = await db.$queryRaw<Array<{ user_id: string; is_guest: boolean }>>`
+  const rows = await sql<{ user_id: string; is_guest: boolean }>`
     WITH existing AS (
       SELECT u.id, u.is_guest FROM identities AS i JOIN users AS u ON u.id = i.user_id
        WHERE i.provider = 'guest' AND i.subject = ${deviceId}
@@ -55,11 +50,11 @@ async function attempt(db: AccountDb, deviceId: string, now: Date): Promise<Gues
   return { userId: row.user_id, sessionId, guest: row.is_guest, generation: 0 };
 }
 
-export async function signInGuest(db: AccountDb, deviceId: string, now = new Date()): Promise<GuestSession> {
+export async function signInGuest(sql: HotSql, deviceId: string, now = new Date()): Promise<GuestSession> {
   try {
-    return await attempt(db, deviceId, now);
+    return await attempt(sql, deviceId, now);
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
-    return attempt(db, deviceId, now);
+    return attempt(sql, deviceId, now);
   }
 }
