@@ -215,7 +215,9 @@ describe('SSE clients that stop reading', () => {
     // None of them got the reply, so what was not written stayed unwritten (not buffered).
     for (const bytes of received) expect(bytes).toBeLessThan(REPLY_BYTES / 2);
     expect(stuckCost).toBeLessThan(readingCost + STUCK * MB);
-    expect(stuckRss).toBeLessThan(readingRss + 48);
+    // Peak RSS moves with GC timing (±25 MB between runs here); this only catches a gross leak,
+    // like the ~90 MB sixteen unbounded writers add. The retained-memory bound above is the tight one.
+    expect(stuckRss).toBeLessThan(readingRss + 64);
     // History is whole for both runs.
     expect((await assistantText('reading')).length).toBe(REPLY_BYTES);
     expect((await assistantText('stuck')).length).toBe(REPLY_BYTES);
