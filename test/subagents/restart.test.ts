@@ -1,16 +1,20 @@
 /**
  * A restart during a subagent run: the run ends as `failed` with error `interrupted`, announced
  * to its chat. Both ways: a kill -9 of the agent process (the next start marks the run), and a
- * graceful stop (the run is interrupted on the way down).
+ * graceful stop (the run is interrupted on the way down). And the end of a run and its
+ * announcement are one transaction: when the announcement cannot be stored, the run is not
+ * recorded as ended either, so the next start still interrupts and announces it.
  */
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAgent, tempDir } from '../support/servers.js';
 import { openSse, readFrames } from '../support/sse.js';
 import { until } from '../chat/helpers.js';
-import { spawnResponder } from './helpers.js';
+import { isSubagent, spawnResponder } from './helpers.js';
 import { startAgentProcess } from '../support/agent-process.js';
 
 let model: ScriptedModel;
@@ -74,6 +78,39 @@ it('a graceful stop during a run interrupts it the same way', async () => {
     expect(detail).toMatchObject({ id, status: 'failed', error: 'interrupted' });
     const pending = (await fetch(`${again.url}/pending`, { headers: again.auth }).then((r) => r.json())) as { messages: Array<{ chat_id: string; content: string }> };
     expect(pending.messages).toEqual([expect.objectContaining({ chat_id: 'graceful', content: expect.stringContaining('interrupted') })]);
+  } finally {
+    await again.stop({ keepWorkspace: true });
+  }
+}, 30_000);
+
+it('a run whose announcement cannot be stored is not recorded as ended: the next start announces it', async () => {
+  const agent = await startTestAgent({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0' });
+  // The store refuses announcements, as a crash right after the run's end was written would lose one.
+  const db = new Database(path.join(workspace, 'agent.db'));
+  db.exec("CREATE TRIGGER refuse_pending BEFORE INSERT ON pending_messages BEGIN SELECT RAISE(ABORT, 'refused'); END");
+  let id = '';
+  try {
+    model.respond(spawnResponder([{ label: 'quick job', task: 'Be quick.' }], () => ({ text: 'quick result' })));
+    await readFrames(await openSse(`${agent.url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'delegate', chat_id: 'refused' }) }));
+    await until(async () => {
+      const list = (await fetch(`${agent.url}/subagents`, { headers: auth }).then((r) => r.json())) as { subagents: Array<{ id: string; chat_id: string }> };
+      id = list.subagents.find((s) => s.chat_id === 'refused')?.id ?? '';
+      return id !== '' && model.requests.some(isSubagent) && model.openStreams() === 0;
+    });
+    // The subagent's model call is over; its end could not be announced, so it was not recorded.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const detail = await fetch(`${agent.url}/subagents/${id}`, { headers: auth }).then((r) => r.json());
+    expect(detail).toMatchObject({ id, status: 'running' });
+  } finally {
+    db.exec('DROP TRIGGER refuse_pending');
+    db.close();
+    await agent.stop({ keepWorkspace: true });
+  }
+  const again = await startTestAgent({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec });
+  try {
+    expect(await fetch(`${again.url}/subagents/${id}`, { headers: auth }).then((r) => r.json())).toMatchObject({ id, status: 'failed', error: 'interrupted' });
+    const pending = (await fetch(`${again.url}/pending`, { headers: auth }).then((r) => r.json())) as { messages: Array<{ chat_id: string; content: string }> };
+    expect(pending.messages).toEqual([expect.objectContaining({ chat_id: 'refused', content: expect.stringContaining('interrupted') })]);
   } finally {
     await again.stop({ keepWorkspace: true });
   }

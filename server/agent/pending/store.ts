@@ -48,6 +48,24 @@ const toMessage = (row: Row): StoredPending => ({
   created_at: utcTimestamp(asDate(row.created_at)),
 });
 
+export interface PendingInput {
+  chatId: string;
+  content: string;
+  source: string;
+  now?: Date;
+}
+
+/**
+ * Stores a message without telling anyone: for callers that store it in a transaction of their
+ * own (`db` may be a transaction client), then call `PendingStore.notify` once it committed.
+ */
+export async function insertPending(db: Pick<AgentDb, 'pendingMessage'>, input: PendingInput): Promise<StoredPending> {
+  const row = await db.pendingMessage.create({
+    data: { chatId: input.chatId, content: input.content, source: input.source, createdAt: input.now ?? new Date() },
+  });
+  return { id: row.id, chat_id: row.chatId, content: row.content, source: row.source, created_at: utcTimestamp(row.createdAt) };
+}
+
 export class PendingStore {
   private readonly events = new EventEmitter();
 
@@ -59,17 +77,14 @@ export class PendingStore {
   }
 
   /** Stores a message, then tells the `onPending` listeners. */
-  async add(input: { chatId: string; content: string; source: string; now?: Date }): Promise<StoredPending> {
-    const row = await this.db.pendingMessage.create({
-      data: { chatId: input.chatId, content: input.content, source: input.source, createdAt: input.now ?? new Date() },
-    });
-    const message: StoredPending = {
-      id: row.id,
-      chat_id: row.chatId,
-      content: row.content,
-      source: row.source,
-      created_at: utcTimestamp(row.createdAt),
-    };
+  async add(input: PendingInput): Promise<StoredPending> {
+    const message = await insertPending(this.db, input);
+    this.notify(message);
+    return message;
+  }
+
+  /** Tells the `onPending` listeners of a message `insertPending` stored (after its transaction committed). */
+  notify(message: StoredPending): void {
     for (const listener of this.events.listeners('pending') as PendingListener[]) {
       try {
         listener(message);
@@ -77,7 +92,6 @@ export class PendingStore {
         this.log?.error({ err: error }, 'pending listener failed');
       }
     }
-    return message;
   }
 
   /** Subscribes to new messages; returns the unsubscribe function. */

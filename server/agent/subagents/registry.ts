@@ -14,10 +14,10 @@ import { AppError, conflict, notFound } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { runModelLoop } from '../chat/loop.js';
 import type { AgentConfig } from '../config.js';
-import type { PendingStore } from '../pending/store.js';
+import { insertPending, type PendingStore } from '../pending/store.js';
 import type { AgentDb } from '../store.js';
 import type { AgentToolSet } from '../tools/types.js';
-import { finishRun, findRun, insertRun, interruptRunning, listRuns, purgeRuns, toDetail, toSummary, type FinalStatus, type RunRow } from './runs.js';
+import { finishRun, findRun, insertRun, listRuns, purgeRuns, runningRuns, toDetail, toSummary, type FinalStatus, type RunRow } from './runs.js';
 import type { SpawnInput, SubagentDetail, SubagentSummary } from './schemas.js';
 
 /** Subagents may not spawn subagents: the chat is depth 0, its subagents depth 1. */
@@ -111,8 +111,8 @@ export class SubagentRegistry {
 
   /** At start: runs left `running` by a previous process end as `failed`/`interrupted`; old runs are purged. */
   async start(): Promise<void> {
-    const interrupted = await interruptRunning(this.deps.db, this.now());
-    for (const row of interrupted) await this.announce(row, { status: 'failed', error: 'interrupted' });
+    const interrupted: RunRow[] = [];
+    for (const row of await runningRuns(this.deps.db)) if (await this.end(row, { status: 'failed', error: 'interrupted' })) interrupted.push(row);
     if (interrupted.length) this.deps.log.warn({ runs: interrupted.map((r) => r.id) }, 'subagent runs interrupted by a restart');
     await this.purge();
     const { purgeIntervalMs } = this.deps.config.subagents;
@@ -201,21 +201,26 @@ export class SubagentRegistry {
       clearTimeout(timer);
     }
     try {
-      if (await finishRun(this.deps.db, row.id, { ...end, now: this.now() })) {
-        log.info({ runId: row.id, status: end.status, error: end.error }, 'subagent ended');
-        await this.announce(row, end);
-      }
+      if (await this.end(row, end)) log.info({ runId: row.id, status: end.status, error: end.error }, 'subagent ended');
     } catch (error) {
       log.error({ err: error, runId: row.id }, 'could not record the end of a subagent run');
     }
   }
 
-  private async announce(row: Pick<RunRow, 'id' | 'label' | 'chatId'>, end: { status: FinalStatus; result?: string | null; error?: string | null }): Promise<void> {
-    try {
-      await this.deps.pending.add({ chatId: row.chatId, content: announcement(row, end), source: 'subagent', now: this.now() });
-    } catch (error) {
-      this.deps.log.error({ err: error, runId: row.id }, 'could not announce the end of a subagent run');
-    }
+  /**
+   * Ends a running run and stores its announcement in one transaction: with two separate writes,
+   * a crash between them would leave a run that has ended but whose end its chat is never told
+   * (the next start only interrupts runs still `running`). If the transaction fails, the run stays
+   * `running` in the store and the next start interrupts and announces it. False when the run had
+   * already ended (someone else won).
+   */
+  private async end(row: Pick<RunRow, 'id' | 'label' | 'chatId'>, end: { status: FinalStatus; result?: string | null; error?: string | null }): Promise<boolean> {
+    const now = this.now();
+    const message = await this.deps.db.$transaction(async (tx) =>
+      (await finishRun(tx, row.id, { ...end, now })) ? insertPending(tx, { chatId: row.chatId, content: announcement(row, end), source: 'subagent', now }) : undefined,
+    );
+    if (message) this.deps.pending.notify(message);
+    return message !== undefined;
   }
 
   /** `GET /subagents`: running first, then newest first. Expired runs are purged first. */
@@ -242,13 +247,12 @@ export class SubagentRegistry {
     const row = await findRun(this.deps.db, id);
     if (!row) throw notFound(`No subagent run ${id}`, 'SUBAGENT_NOT_FOUND');
     const end = { status: 'failed' as const, error: 'cancelled' };
-    if (row.status !== 'running' || !(await finishRun(this.deps.db, id, { ...end, now: this.now() }))) {
+    if (row.status !== 'running' || !(await this.end(row, end))) {
       const status = row.status !== 'running' ? row.status : ((await findRun(this.deps.db, id))?.status ?? 'gone');
       throw conflict(`Subagent "${row.label}" (${id}) is not running (status: ${status})`, 'SUBAGENT_NOT_RUNNING');
     }
     const live = this.live.get(id);
     live?.controller.abort(new Stopped());
-    await this.announce(row, end);
     if (live) await Promise.race([live.done, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
     this.deps.log.info({ runId: id }, 'subagent stopped');
     return { status: 'ok', run_id: id, message: `Subagent "${row.label}" (${id}) stopped` };

@@ -79,7 +79,7 @@ export async function insertRun(db: AgentDb, run: { id: string; label: string; t
 
 /** Ends a running run; false when it had already ended (someone else won). */
 export async function finishRun(
-  db: AgentDb,
+  db: Pick<AgentDb, 'subagentRun'>,
   id: string,
   end: { status: FinalStatus; result?: string | null; error?: string | null; now: Date },
 ): Promise<boolean> {
@@ -111,12 +111,7 @@ export async function purgeRuns(db: AgentDb, now: Date, retentionMs: number): Pr
   return count;
 }
 
-/** At start: runs still `running` belong to a process that is gone → `failed`, `interrupted`. */
-export async function interruptRunning(db: AgentDb, now: Date): Promise<RunRow[]> {
-  const running = await db.subagentRun.findMany({ where: { status: 'running' } });
-  const ended: RunRow[] = [];
-  for (const row of running) {
-    if (await finishRun(db, row.id, { status: 'failed', error: 'interrupted', now })) ended.push({ ...row, status: 'failed', error: 'interrupted', completedAt: now });
-  }
-  return ended;
+/** At start: runs still `running` belong to a process that is gone (the registry interrupts them). */
+export function runningRuns(db: AgentDb): Promise<RunRow[]> {
+  return db.subagentRun.findMany({ where: { status: 'running' } });
 }
