@@ -28,83 +28,30 @@ import pg from 'pg';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../test/support/postgres.js';
 import { redisReachable } from '../test/support/redis.js';
 import { freePort } from '../server/common/net.js';
+import { jsonHeaders, ourWorkload as ourAccountWorkload, startAccountService } from './lib/account.js';
 import { load, medianRow, root, spawnServer, stop, table, waitForHttp, type Row } from './lib/harness.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 32;
 const run = (name: string, opts: autocannon.Options) => load(name, { connections: CONNECTIONS, duration: SECONDS, ...opts });
-const json = { 'content-type': 'application/json' };
+const json = jsonHeaders;
 const runId = Date.now().toString(36);
 /** BENCH_ONLY=peer,scale,growth,agent runs a subset (all by default). */
 const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent').split(','));
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-}
 
 const children: ChildProcess[] = [];
 const cleanups: Array<() => Promise<unknown>> = [];
 
 async function startOurs(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'bench-run-'));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  const child = spawnServer('server/account/main.ts', [], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, RATE_LIMIT_MULTIPLIER: '100000', LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env });
-  children.push(child);
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/.well-known/jwks.json`);
-  return { url, child };
+  const started = await startAccountService(env);
+  children.push(started.child);
+  cleanups.push(() => rm(started.dataDir, { recursive: true, force: true }));
+  return started;
 }
 
 /** Our side of each comparison: request specs over a shared pool of pairs. */
-function ourWorkload(url: string) {
-  const pairs: Pair[] = [];
-  let device = 0;
-  const signIn: autocannon.Options = {
-    url,
-    requests: [
-      {
-        method: 'POST',
-        path: '/api/v1/auth/guest',
-        headers: json,
-        setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `bench-${runId}-${device++}` }) }),
-        onResponse: (status, body) => {
-          if (status === 200) pairs.push(JSON.parse(body) as Pair);
-        },
-      },
-    ],
-  };
-  const refreshPool: string[] = [];
-  let meTokens: string[] = [];
-  let meIndex = 0;
-  const meRequest = { method: 'GET', path: '/api/v1/auth/me', setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }) };
-  return {
-    pairs,
-    signIn,
-    prepare() {
-      if (!meTokens.length) meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);
-      refreshPool.push(...pairs.splice(0).map((p) => p.refresh_token));
-    },
-    refresh: {
-      url,
-      requests: [
-        {
-          method: 'POST',
-          path: '/api/v1/auth/refresh',
-          headers: json,
-          setupRequest: (req: autocannon.Request) => ({ ...req, body: JSON.stringify({ refresh_token: refreshPool.pop() ?? 'pool-empty' }) }),
-          onResponse: (status: number, body: string) => {
-            if (status === 200) refreshPool.unshift((JSON.parse(body) as Pair).refresh_token);
-          },
-        },
-      ],
-    } as autocannon.Options,
-    me: { url, requests: [meRequest] } as autocannon.Options,
-    meRequest,
-  };
-}
+const ourWorkload = (url: string) => ourAccountWorkload(url, runId);
 
 function peerWorkload(url: string) {
   const cookies: string[] = [];
