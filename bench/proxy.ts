@@ -40,7 +40,7 @@ import { freePort } from '../server/common/net.js';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../test/support/postgres.js';
 import { startScriptedModel } from '../test/support/scripted-model.js';
 import { signInByEmail, startAccountService, type RunningAccountService } from './lib/account.js';
-import { median, root, spawnServer, stop, table, waitForHttp } from './lib/harness.js';
+import { median, root, spawnServer, stop, table, waitForHttp, writeResults } from './lib/harness.js';
 import { latencyOfStamp, round, sse, stampedChunk, streamPhase, type PhaseResult } from './lib/stream.js';
 import { download, mb, mbps, timed, upload, withRss } from './lib/transfer.js';
 
@@ -301,7 +301,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const started = performance.now();
   const results = await proxyBench();
   printProxyTables(results);
-  await mkdir(path.join(root, 'bench/results'), { recursive: true });
-  await writeFile(path.join(root, 'bench/results/proxy.json'), `${JSON.stringify(results, null, 2)}\n`);
+  await writeResults('proxy.json', results);
   console.log(`\nwritten: bench/results/proxy.json (${Math.round((performance.now() - started) / 1000)} s)`);
 }

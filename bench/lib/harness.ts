@@ -4,7 +4,7 @@
  * medians.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -82,4 +82,10 @@ export function medianRow(name: string, rows: Row[]): Row & { runs: number[] } {
 export function table(headers: string[], rows: Array<Array<string | number>>): string {
   const align = headers.map((_, i) => (i === 0 ? '---' : '---:'));
   return [`| ${headers.join(' | ')} |`, `|${align.join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+/** Writes `data` as bench/results/<file> (pretty JSON). */
+export async function writeResults(file: string, data: unknown): Promise<void> {
+  await mkdir(path.join(root, 'bench/results'), { recursive: true });
+  await writeFile(path.join(root, 'bench/results', file), `${JSON.stringify(data, null, 2)}\n`);
 }
