@@ -128,7 +128,7 @@ function seedHistory(file: string, firstChat: number, chats: number, hot: number
     db.pragma('journal_mode = WAL');
     const insert = db.prepare(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < @n)
       INSERT INTO chat_messages (chat_id, type, name, content, run_id)
-      SELECT CASE WHEN @hot THEN 'hot' ELSE 'seed-' || (@first + i % @chats) END, 'text',
+      SELECT CASE WHEN @hot THEN 'hot' ELSE 'seed-' || CAST(@first + i % @chats AS INTEGER) END, 'text',
              CASE WHEN i % 2 = 0 THEN 'user' END,
              'seeded entry ' || i || ': the quick brown fox jumps over the lazy dog, again and again',
              'seed-run-' || (i / 2)
