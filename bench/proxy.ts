@@ -2,14 +2,17 @@
  * The account → agent proxy, side by side with the agent itself (issue 11, "Agent … through the
  * agent directly and through the account proxy"):
  *
- * - Chat fan-out: CHATS concurrent chats, each a scripted model reply of EVENTS chunks INTERVAL ms
+ * - Chat fan-out at two loads, LIGHT_CHATS (the per-event cost with CPU to spare) and CHATS
+ *   concurrent chats (fan-out: throughput and RSS), each a scripted model reply of EVENTS chunks INTERVAL ms
  *   apart, stamped with the time the model wrote them (bench/lib/stream.ts); the client measures
  *   chunk → client per event. Four paths, each face directly and through the proxy:
  *     REST  `POST /chat` on the agent          vs  `POST /api/v1/agent/chat` (REST proxy, http-proxy.ts)
  *     tRPC  `chat.send` on the agent's /trpc    vs  `agent.chat.send` on the account's /trpc (router.ts)
  *   (tRPC subscriptions over SSE with the bearer client of server/account/agents/client.ts).
  *   Figures: events/s, median and p99 per event, peak RSS of the agent and of the account service.
- *   The proxy's added latency per event is proxy − direct, per face.
+ *   The proxy's added latency per event is proxy − direct, per face and load: the median over the
+ *   rounds of the difference within a round (direct and proxy run back to back, alternating
+ *   which goes first), which cancels much of a shared machine's drift.
  * - Transfers: 50 MiB upload and download, agent directly vs the REST proxy (the tRPC routers
  *   have no file transfer procedures): MB/s and the proxy/direct ratio, RSS growth of both.
  *
@@ -20,7 +23,7 @@
  * when reachable, PGlite otherwise.
  *
  *   npm run bench:proxy     (BENCH_QUICK=1: fewer chats, rounds and runs)
- *   BENCH_PROXY_CHATS, BENCH_PROXY_EVENTS, BENCH_PROXY_INTERVAL, BENCH_PROXY_ROUNDS, BENCH_PROXY_RUNS
+ *   BENCH_PROXY_LIGHT_CHATS, BENCH_PROXY_CHATS, BENCH_PROXY_EVENTS, BENCH_PROXY_INTERVAL, BENCH_PROXY_ROUNDS, BENCH_PROXY_RUNS
  *
  * Prints tables and writes bench/results/proxy.json. Every phase is bounded: a fixed number of
  * chats and events, and a deadline per phase (PHASE_TIMEOUT_MS) after which open streams are cut.
@@ -46,6 +49,7 @@ import { download, mb, mbps, timed, upload, withRss } from './lib/transfer.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const num = (name: string, full: number, quick: number) => Number(process.env[name] ?? (QUICK ? quick : full));
+const LIGHT_CHATS = num('BENCH_PROXY_LIGHT_CHATS', 20, 10);
 const CHATS = num('BENCH_PROXY_CHATS', 100, 50);
 const EVENTS = num('BENCH_PROXY_EVENTS', 50, 30);
 const INTERVAL = num('BENCH_PROXY_INTERVAL', 100, 100);
@@ -66,11 +70,11 @@ const PATHS: Array<{ face: Face; via: Via; label: string }> = [
 export interface ProxyResults {
   date: string;
   store: 'postgres' | 'pglite';
-  params: { chats: number; events: number; intervalMs: number; rounds: number; fileBytes: number; runs: number };
+  params: { lightChats: number; chats: number; events: number; intervalMs: number; rounds: number; fileBytes: number; runs: number };
   /** Per path: medians over the rounds (each round's figures in `rounds`). */
-  streaming: Array<{ face: Face; via: Via; label: string; eventsPerSecond: number; medianMs: number; p99Ms: number; agentPeakRssMb: number; accountPeakRssMb: number; errors: number; rounds: PhaseResult[] }>;
+  streaming: Array<{ chats: number; face: Face; via: Via; label: string; eventsPerSecond: number; medianMs: number; p99Ms: number; agentPeakRssMb: number; accountPeakRssMb: number; errors: number; rounds: PhaseResult[] }>;
   /** proxy − direct, per event. */
-  added: Record<Face, { medianMs: number; p99Ms: number }>;
+  added: Array<{ chats: number; face: Face; medianMs: number; p99Ms: number; perRound: Array<{ medianMs: number; p99Ms: number }> }>;
   transfers: Array<{ case: string; directMbps: number; proxyMbps: number; ratio: number; agentRssGrowthMb: number; accountRssGrowthMb: number; raw: { direct: number[]; proxy: number[] } }>;
 }
 
@@ -180,7 +184,7 @@ export async function proxyBench(): Promise<ProxyResults> {
     // --- chat fan-out
     const agentTrpc = bearerTrpcClient<AgentRouter>(`${agentUrl}/trpc`, () => `Bearer ${secret}`);
     const accountTrpc = bearerTrpcClient<AccountRouter>(`${account.url}/trpc`, () => `Bearer ${access}`);
-    const latencies = new Float64Array(CHATS * EVENTS + 16);
+    const latencies = new Float64Array(Math.max(CHATS, LIGHT_CHATS) * EVENTS + 16);
     const counter = { n: 0 };
     const record = (event: { type: string; content?: string }) => {
       if (event.type !== 'text') return;
@@ -199,39 +203,45 @@ export async function proxyBench(): Promise<ProxyResults> {
         : subscribeUntilDone((cb) => accountTrpc.agent.chat.send.subscribe(input, cb), onData);
     };
 
-    console.log(`proxy bench: ${usePostgres ? 'PostgreSQL' : 'PGlite'}; ${CHATS} concurrent chats × ${EVENTS} chunks every ${INTERVAL} ms, ${ROUNDS} round(s) alternating; transfers of ${mb(MAX_UPLOAD_BYTES).toFixed(1)} MB × ${RUNS}`);
+    console.log(`proxy bench: ${usePostgres ? 'PostgreSQL' : 'PGlite'}; ${LIGHT_CHATS} and ${CHATS} concurrent chats × ${EVENTS} chunks every ${INTERVAL} ms, ${ROUNDS} round(s) alternating; transfers of ${mb(MAX_UPLOAD_BYTES).toFixed(1)} MB × ${RUNS}`);
     for (const p of PATHS) {
       await bounded(Promise.all(Array.from({ length: 10 }, (_, i) => send(p.face, p.via, `warm-${p.face}-${p.via}-${i}`, 'warm-up', () => undefined))), 60_000, `warm-up ${p.label}`);
     }
-    const perPath = new Map<string, PhaseResult[]>();
-    for (let r = 0; r < ROUNDS; r++) {
-      // Direct and proxy alternate which goes first, round by round.
-      const order = r % 2 === 0 ? PATHS : [PATHS[1]!, PATHS[0]!, PATHS[3]!, PATHS[2]!];
-      for (const p of order) {
-        const post = (chat: number) => bounded(send(p.face, p.via, `b-${p.face}-${p.via}-${r}-${chat}`, `bench ${chat}`, record), PHASE_TIMEOUT_MS, p.label);
-        const result = await streamPhase(p.label, pids.agent, post, latencies, counter, CHATS, { account: pids.account });
-        console.log(`  ${p.label}: ${result.eventsPerSecond} events/s, median ${result.medianMs} ms, p99 ${result.p99Ms} ms, RSS agent ${result.peakRssMb} MB, account ${result.otherPeakRssMb?.account} MB${result.errors ? `, errors ${result.errors}` : ''}`);
-        perPath.set(p.label, [...(perPath.get(p.label) ?? []), result]);
-        await new Promise((res) => setTimeout(res, 300));
+    const streaming: ProxyResults['streaming'] = [];
+    const added: ProxyResults['added'] = [];
+    for (const chats of [LIGHT_CHATS, CHATS]) {
+      const perPath = new Map<string, PhaseResult[]>();
+      for (let r = 0; r < ROUNDS; r++) {
+        // Direct and proxy of one face back to back; which goes first alternates round by round.
+        const order = r % 2 === 0 ? PATHS : [PATHS[1]!, PATHS[0]!, PATHS[3]!, PATHS[2]!];
+        for (const p of order) {
+          const post = (chat: number) => bounded(send(p.face, p.via, `b-${chats}-${p.face}-${p.via}-${r}-${chat}`, `bench ${chat}`, record), PHASE_TIMEOUT_MS, p.label);
+          const result = await streamPhase(p.label, pids.agent, post, latencies, counter, chats, { account: pids.account });
+          console.log(`  ${chats} chats, ${p.label}: ${result.eventsPerSecond} events/s, median ${result.medianMs} ms, p99 ${result.p99Ms} ms, RSS agent ${result.peakRssMb} MB, account ${result.otherPeakRssMb?.account} MB${result.errors ? `, errors ${result.errors}` : ''}`);
+          perPath.set(p.label, [...(perPath.get(p.label) ?? []), result]);
+          await new Promise((res) => setTimeout(res, 300));
+        }
+      }
+      for (const p of PATHS) {
+        const rounds = perPath.get(p.label)!;
+        streaming.push({
+          chats,
+          ...p,
+          eventsPerSecond: median(rounds.map((x) => x.eventsPerSecond)),
+          medianMs: median(rounds.map((x) => x.medianMs)),
+          p99Ms: median(rounds.map((x) => x.p99Ms)),
+          agentPeakRssMb: Math.max(...rounds.map((x) => x.peakRssMb)),
+          accountPeakRssMb: Math.max(...rounds.map((x) => x.otherPeakRssMb?.account ?? 0)),
+          errors: rounds.reduce((n, x) => n + x.errors, 0),
+          rounds,
+        });
+      }
+      for (const face of ['REST', 'tRPC'] as const) {
+        const of = (via: Via) => perPath.get(PATHS.find((p) => p.face === face && p.via === via)!.label)!;
+        const perRound = of('proxy').map((proxy, i) => ({ medianMs: round(proxy.medianMs - of('direct')[i]!.medianMs), p99Ms: round(proxy.p99Ms - of('direct')[i]!.p99Ms) }));
+        added.push({ chats, face, medianMs: median(perRound.map((d) => d.medianMs)), p99Ms: median(perRound.map((d) => d.p99Ms)), perRound });
       }
     }
-    const streaming = PATHS.map((p) => {
-      const rounds = perPath.get(p.label)!;
-      return {
-        ...p,
-        eventsPerSecond: median(rounds.map((x) => x.eventsPerSecond)),
-        medianMs: median(rounds.map((x) => x.medianMs)),
-        p99Ms: median(rounds.map((x) => x.p99Ms)),
-        agentPeakRssMb: Math.max(...rounds.map((x) => x.peakRssMb)),
-        accountPeakRssMb: Math.max(...rounds.map((x) => x.otherPeakRssMb?.account ?? 0)),
-        errors: rounds.reduce((n, x) => n + x.errors, 0),
-        rounds,
-      };
-    });
-    const row = (face: Face, via: Via) => streaming.find((s) => s.face === face && s.via === via)!;
-    const added = Object.fromEntries(
-      (['REST', 'tRPC'] as const).map((face) => [face, { medianMs: round(row(face, 'proxy').medianMs - row(face, 'direct').medianMs), p99Ms: round(row(face, 'proxy').p99Ms - row(face, 'direct').p99Ms) }]),
-    ) as Record<Face, { medianMs: number; p99Ms: number }>;
 
     // --- transfers: the agent directly vs the REST proxy, alternating run by run.
     const size = MAX_UPLOAD_BYTES;
@@ -268,7 +278,7 @@ export async function proxyBench(): Promise<ProxyResults> {
     return {
       date: new Date().toISOString(),
       store: usePostgres ? 'postgres' : 'pglite',
-      params: { chats: CHATS, events: EVENTS, intervalMs: INTERVAL, rounds: ROUNDS, fileBytes: size, runs: RUNS },
+      params: { lightChats: LIGHT_CHATS, chats: CHATS, events: EVENTS, intervalMs: INTERVAL, rounds: ROUNDS, fileBytes: size, runs: RUNS },
       streaming,
       added,
       transfers: [transfer('upload 50 MiB', 'up'), transfer('download 50 MiB', 'down')],
@@ -280,14 +290,15 @@ export async function proxyBench(): Promise<ProxyResults> {
 }
 
 export function printProxyTables(r: ProxyResults): void {
-  console.log(`\nChat through the account proxy (${r.params.chats} concurrent chats × ${r.params.events} chunks, ${r.params.intervalMs} ms apart; medians of ${r.params.rounds} round(s); chunk → client per event):`);
+  console.log(`\nChat, agent directly vs through the account proxy (${r.params.events} chunks per chat, ${r.params.intervalMs} ms apart; medians of ${r.params.rounds} round(s); chunk → client per event):`);
   console.log(
     table(
-      ['path', 'events/s', 'median ms', 'p99 ms', 'agent peak RSS MB', 'account peak RSS MB', 'errors'],
-      r.streaming.map((s) => [s.label, s.eventsPerSecond, s.medianMs, s.p99Ms, s.agentPeakRssMb, s.accountPeakRssMb, s.errors]),
+      ['chats', 'path', 'events/s', 'median ms', 'p99 ms', 'agent peak RSS MB', 'account peak RSS MB', 'errors'],
+      r.streaming.map((s) => [s.chats, s.label, s.eventsPerSecond, s.medianMs, s.p99Ms, s.agentPeakRssMb, s.accountPeakRssMb, s.errors]),
     ),
   );
-  console.log(`proxy's added latency per event: REST median ${r.added.REST.medianMs} ms, p99 ${r.added.REST.p99Ms} ms; tRPC median ${r.added.tRPC.medianMs} ms, p99 ${r.added.tRPC.p99Ms} ms`);
+  console.log(`\nThe proxy's added latency per event (proxy − direct within a round, median over ${r.params.rounds} round(s)):`);
+  console.log(table(['chats', 'face', 'median ms', 'p99 ms', 'per round (median / p99)'], r.added.map((a) => [a.chats, a.face, a.medianMs, a.p99Ms, a.perRound.map((d) => `${d.medianMs} / ${d.p99Ms}`).join(', ')])));
   console.log(`\nTransfers, agent directly vs the REST proxy /api/v1/agent/files (medians of ${r.params.runs}, alternating; RSS growth during the proxy runs):`);
   console.log(
     table(
