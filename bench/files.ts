@@ -19,7 +19,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
 import { freePort } from '../server/common/net.js';
-import { median } from './lib/harness.js';
+import { cpuMsOf, median } from './lib/harness.js';
 import { download, mb, mbps, timed, upload, withRss as withRssOf } from './lib/transfer.js';
 
 /** The agent's peak RSS growth while `work` runs. */
@@ -38,12 +38,6 @@ async function getJson(url: URL, secret: string, target: string): Promise<unknow
   const res = await fetch(new URL(target, url), { headers: { authorization: `Bearer ${secret}` } });
   if (!res.ok) throw new Error(`${target} ${res.status}`);
   return res.json();
-}
-
-/** CPU time (user + system) the process has used, in ms (from /proc/<pid>/stat, 100 ticks/s). */
-async function cpuMsOf(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 async function startAgentProcess(workspace: string, secret: string): Promise<{ child: ChildProcess; url: URL }> {

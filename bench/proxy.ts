@@ -9,7 +9,9 @@
  *     REST  `POST /chat` on the agent          vs  `POST /api/v1/agent/chat` (REST proxy, http-proxy.ts)
  *     tRPC  `chat.send` on the agent's /trpc    vs  `agent.chat.send` on the account's /trpc (router.ts)
  *   (tRPC subscriptions over SSE with the bearer client of server/account/agents/client.ts).
- *   Figures: events/s, median and p99 per event, peak RSS of the agent and of the account service.
+ *   Figures: events/s, median and p99 per event, CPU time per event and peak RSS of the agent and
+ *   of the account service (CPU time is what the proxy costs even where a busy machine's
+ *   scheduling noise hides its latency).
  *   The proxy's added latency per event is proxy − direct, per face and load: the median over the
  *   rounds of the difference within a round (direct and proxy run back to back, alternating
  *   which goes first), which cancels much of a shared machine's drift.
@@ -43,7 +45,7 @@ import { freePort } from '../server/common/net.js';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../test/support/postgres.js';
 import { startScriptedModel } from '../test/support/scripted-model.js';
 import { signInByEmail, startAccountService, type RunningAccountService } from './lib/account.js';
-import { median, root, spawnServer, stop, table, waitForHttp, writeResults } from './lib/harness.js';
+import { cpuMsOf, median, root, spawnServer, stop, table, waitForHttp, writeResults } from './lib/harness.js';
 import { latencyOfStamp, round, sse, stampedChunk, streamPhase, type PhaseResult } from './lib/stream.js';
 import { download, mb, mbps, timed, upload, withRss } from './lib/transfer.js';
 
@@ -72,7 +74,7 @@ export interface ProxyResults {
   store: 'postgres' | 'pglite';
   params: { lightChats: number; chats: number; events: number; intervalMs: number; rounds: number; fileBytes: number; runs: number };
   /** Per path: medians over the rounds (each round's figures in `rounds`). */
-  streaming: Array<{ chats: number; face: Face; via: Via; label: string; eventsPerSecond: number; medianMs: number; p99Ms: number; agentPeakRssMb: number; accountPeakRssMb: number; errors: number; rounds: PhaseResult[] }>;
+  streaming: Array<{ chats: number; face: Face; via: Via; label: string; eventsPerSecond: number; agentCpuUsPerEvent: number; accountCpuUsPerEvent: number; medianMs: number; p99Ms: number; agentPeakRssMb: number; accountPeakRssMb: number; errors: number; rounds: PhaseResult[] }>;
   /** proxy − direct, per event. */
   added: Array<{ chats: number; face: Face; medianMs: number; p99Ms: number; perRound: Array<{ medianMs: number; p99Ms: number }> }>;
   transfers: Array<{ case: string; directMbps: number; proxyMbps: number; ratio: number; agentRssGrowthMb: number; accountRssGrowthMb: number; raw: { direct: number[]; proxy: number[] } }>;
@@ -211,12 +213,17 @@ export async function proxyBench(): Promise<ProxyResults> {
     const added: ProxyResults['added'] = [];
     for (const chats of [LIGHT_CHATS, CHATS]) {
       const perPath = new Map<string, PhaseResult[]>();
+      /** CPU µs per event of [agent, account] during a phase (from /proc/<pid>/stat, 10 ms ticks). */
+      const cpu = new Map<PhaseResult, number[]>();
       for (let r = 0; r < ROUNDS; r++) {
         // Direct and proxy of one face back to back; which goes first alternates round by round.
         const order = r % 2 === 0 ? PATHS : [PATHS[1]!, PATHS[0]!, PATHS[3]!, PATHS[2]!];
         for (const p of order) {
           const post = (chat: number) => bounded(send(p.face, p.via, `b-${chats}-${p.face}-${p.via}-${r}-${chat}`, `bench ${chat}`, record), PHASE_TIMEOUT_MS, p.label);
+          const cpuBefore = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
           const result = await streamPhase(p.label, pids.agent, post, latencies, counter, chats, { account: pids.account });
+          const cpuAfter = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
+          cpu.set(result, cpuAfter.map((v, k) => (v - cpuBefore[k]!) * (1000 / Math.max(1, result.events))));
           console.log(`  ${chats} chats, ${p.label}: ${result.eventsPerSecond} events/s, median ${result.medianMs} ms, p99 ${result.p99Ms} ms, RSS agent ${result.peakRssMb} MB, account ${result.otherPeakRssMb?.account} MB${result.errors ? `, errors ${result.errors}` : ''}`);
           perPath.set(p.label, [...(perPath.get(p.label) ?? []), result]);
           await new Promise((res) => setTimeout(res, 300));
@@ -228,6 +235,8 @@ export async function proxyBench(): Promise<ProxyResults> {
           chats,
           ...p,
           eventsPerSecond: median(rounds.map((x) => x.eventsPerSecond)),
+          agentCpuUsPerEvent: Math.round(median(rounds.map((x) => cpu.get(x)![0]!))),
+          accountCpuUsPerEvent: Math.round(median(rounds.map((x) => cpu.get(x)![1]!))),
           medianMs: median(rounds.map((x) => x.medianMs)),
           p99Ms: median(rounds.map((x) => x.p99Ms)),
           agentPeakRssMb: Math.max(...rounds.map((x) => x.peakRssMb)),
@@ -293,8 +302,8 @@ export function printProxyTables(r: ProxyResults): void {
   console.log(`\nChat, agent directly vs through the account proxy (${r.params.events} chunks per chat, ${r.params.intervalMs} ms apart; medians of ${r.params.rounds} round(s); chunk → client per event):`);
   console.log(
     table(
-      ['chats', 'path', 'events/s', 'median ms', 'p99 ms', 'agent peak RSS MB', 'account peak RSS MB', 'errors'],
-      r.streaming.map((s) => [s.chats, s.label, s.eventsPerSecond, s.medianMs, s.p99Ms, s.agentPeakRssMb, s.accountPeakRssMb, s.errors]),
+      ['chats', 'path', 'events/s', 'median ms', 'p99 ms', 'CPU µs/event agent', 'CPU µs/event account', 'agent peak RSS MB', 'account peak RSS MB', 'errors'],
+      r.streaming.map((s) => [s.chats, s.label, s.eventsPerSecond, s.medianMs, s.p99Ms, s.agentCpuUsPerEvent, s.accountCpuUsPerEvent, s.agentPeakRssMb, s.accountPeakRssMb, s.errors]),
     ),
   );
   console.log(`\nThe proxy's added latency per event (proxy − direct within a round, median over ${r.params.rounds} round(s)):`);
