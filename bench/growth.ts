@@ -104,7 +104,7 @@ async function accountGrowth(usePostgres: boolean, runId: string): Promise<Growt
       seeded = target;
       console.log(`account store at ${factor}×: ${counts.users} users, ${counts.sessions} sessions (seeded in ${seedMs} ms)`);
       const o = ourWorkload(service.url, `${runId}-${factor}`);
-      // Warm-up (JIT, pool connections, caches after a restart), not measured; its users count in the next size.
+      // Warm-up (JIT, pool connections, caches after a restart), not measured; its users are not in the count shown.
       await load('warm-up', { ...ourWorkload(service.url, `${runId}-warm-${factor}`).signIn, duration: 1, quiet: true });
       const signIn = await run(`  guest sign-in at ${factor}×`, o.signIn);
       o.prepare();
