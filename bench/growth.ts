@@ -87,7 +87,7 @@ async function accountGrowth(usePostgres: boolean, runId: string): Promise<Growt
         return await work(lite as unknown as Sql);
       } finally {
         await lite.close();
-        service = await startAccountService(env, service!.dataDir);
+        service = await startAccountService(env, service);
       }
     };
     const rows: GrowthResults['account']['rows'] = [];

@@ -174,7 +174,7 @@ export async function proxyBench(): Promise<ProxyResults> {
     });
     if (registered !== 0) throw new Error('npm run agents -- add failed');
     if (!usePostgres) {
-      account = await startAccountService(accountEnv, account.dataDir);
+      account = await startAccountService(accountEnv, account);
       children.push(account.child);
     }
     await waitForHttp(`${agentUrl}/health`);

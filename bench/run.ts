@@ -19,7 +19,7 @@
  * 5. Agent through the account proxy (bench/proxy.ts): chat fan-out and transfers directly vs
  *    through the REST and tRPC proxies; the proxy's added latency per event, MB/s ratio.
  * Without PostgreSQL everything runs on PGlite and says so; scale-out, which needs a shared
- * server, is skipped with a note. BENCH_QUICK=1 makes every part smaller (about 5 minutes).
+ * server, is skipped with a note. BENCH_QUICK=1 makes every part smaller (about 4 minutes).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -26,12 +26,13 @@ export interface RunningAccountService {
 }
 
 /**
- * `server/account/main.ts` on a free loopback port. `dataDir` defaults to a new temp folder (the
- * caller removes it); passing the same one again restarts the service on the same keys and, for
- * PGlite, the same database.
+ * `server/account/main.ts` on a free loopback port. `again` restarts a stopped service: same
+ * DATA_DIR (same keys and, for PGlite, the same database) and same port (the issuer is
+ * `http://HOST:PORT`, so its tokens stay valid); otherwise a new temp folder (the caller removes it).
  */
-export async function startAccountService(env: Record<string, string>, dataDir?: string): Promise<RunningAccountService> {
-  const port = await freePort();
+export async function startAccountService(env: Record<string, string>, again?: RunningAccountService): Promise<RunningAccountService> {
+  const port = again ? Number(new URL(again.url).port) : await freePort();
+  const dataDir = again?.dataDir;
   const dir = dataDir ?? (await mkdtemp(path.join(tmpdir(), 'bench-run-')));
   const child = spawnServer('server/account/main.ts', [], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dir, RATE_LIMIT_MULTIPLIER: '100000', LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env });
   const url = `http://127.0.0.1:${port}`;
