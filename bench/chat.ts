@@ -13,15 +13,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { request, Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../server/common/net.js';
 import { startScriptedModel, type ScriptedModel } from '../test/support/scripted-model.js';
+import { round, sleep, sse, streamPhase } from './lib/stream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -34,53 +33,6 @@ const EVENTS = arg('events', 200);
 const INTERVAL = arg('interval', 50);
 const REPLAY = arg('replay', 10_000);
 
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function rssMb(pid: number): number {
-  try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
-function percentile(sorted: Float64Array, p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-const httpAgent = new Agent({ keepAlive: false, maxSockets: Infinity });
-
-/** One SSE request; calls `onData` with each `data:` JSON; resolves at the end of the body. */
-function sse(url: string, opts: { method: string; headers?: Record<string, string>; body?: string }, onData: (data: { type: string; content?: string }) => void): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: opts.method, headers: opts.headers, agent: httpAgent }, (res) => {
-      if (res.statusCode !== 200) {
-        reject(new Error(`${url}: HTTP ${res.statusCode}`));
-        res.resume();
-        return;
-      }
-      res.setEncoding('utf8');
-      let buffer = '';
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const frame = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const at = frame.indexOf('data: ');
-          if (at >= 0) onData(JSON.parse(frame.slice(at + 6)) as { type: string; content?: string });
-        }
-      });
-      res.on('end', resolve);
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
-}
 
 async function startChild(script: string, env: Record<string, string>, ready: (child: ChildProcess) => Promise<string>): Promise<{ child: ChildProcess; url: string }> {
   const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
@@ -100,65 +52,6 @@ async function waitHealthy(url: string): Promise<void> {
   }
   throw new Error('agent did not start');
 }
-
-interface PhaseResult {
-  server: string;
-  chats: number;
-  events: number;
-  seconds: number;
-  eventsPerSecond: number;
-  medianMs: number;
-  p99Ms: number;
-  maxMs: number;
-  peakRssMb: number;
-  idleRssMb: number;
-  errors: number;
-  /** RSS once a second during the phase. */
-  rssTimelineMb: number[];
-}
-
-async function streamPhase(name: string, pid: number, post: (chat: number) => Promise<void>, latencies: Float64Array, counter: { n: number }): Promise<PhaseResult> {
-  const idleRssMb = rssMb(pid);
-  let peak = idleRssMb;
-  const timeline: number[] = [];
-  let ticks = 0;
-  const sampler = setInterval(() => {
-    const now = rssMb(pid);
-    peak = Math.max(peak, now);
-    if (++ticks % 10 === 0) timeline.push(Math.round(now));
-  }, 100);
-  counter.n = 0;
-  let errors = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: CHATS }, (_, chat) =>
-      post(chat).catch((error: unknown) => {
-        errors++;
-        if (errors < 3) console.error(`${name}: ${String(error)}`);
-      }),
-    ),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  clearInterval(sampler);
-  peak = Math.max(peak, rssMb(pid));
-  const sorted = latencies.slice(0, counter.n).sort();
-  return {
-    server: name,
-    chats: CHATS,
-    events: counter.n,
-    seconds: round(seconds),
-    eventsPerSecond: Math.round(counter.n / seconds),
-    medianMs: round(percentile(sorted, 50)),
-    p99Ms: round(percentile(sorted, 99)),
-    maxMs: round(sorted[sorted.length - 1] ?? NaN),
-    peakRssMb: Math.round(peak),
-    idleRssMb: Math.round(idleRssMb),
-    errors,
-    rssTimelineMb: timeline,
-  };
-}
-
-const round = (n: number) => Math.round(n * 100) / 100;
 
 async function main(): Promise<void> {
   const model: ScriptedModel = await startScriptedModel();
@@ -207,11 +100,11 @@ async function main(): Promise<void> {
   await warmUp(bare.url, {});
   await warmUp(sdk.url, {});
 
-  const bareResult = await streamPhase('bare node SSE writer', bare.child.pid!, postTo(bare.url, {}), latencies, counter);
+  const bareResult = await streamPhase('bare node SSE writer', bare.child.pid!, postTo(bare.url, {}), latencies, counter, CHATS);
   await sleep(500);
-  const sdkResult = await streamPhase('bare writer reading the model via the AI SDK', sdk.child.pid!, postTo(sdk.url, {}), latencies, counter);
+  const sdkResult = await streamPhase('bare writer reading the model via the AI SDK', sdk.child.pid!, postTo(sdk.url, {}), latencies, counter, CHATS);
   await sleep(500);
-  const agentResult = await streamPhase('agent (AI SDK → run buffer → tRPC → SSE)', agent.child.pid!, postTo(agent.url, auth), latencies, counter);
+  const agentResult = await streamPhase('agent (AI SDK → run buffer → tRPC → SSE)', agent.child.pid!, postTo(agent.url, auth), latencies, counter, CHATS);
 
   // Replay: a run that has buffered REPLAY events (and stays active), read back by GET /stream.
   const replayStream = sse(`${agent.url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'replay-run', chat_id: 'replay' }) }, () => undefined);

@@ -13,13 +13,20 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
 import { freePort } from '../server/common/net.js';
+import { cpuMsOf, median } from './lib/harness.js';
+import { download, mb, mbps, timed, upload, withRss as withRssOf } from './lib/transfer.js';
+
+/** The agent's peak RSS growth while `work` runs. */
+const withRss = async <T>(pid: number, work: () => Promise<T>) => {
+  const { result, growth } = await withRssOf([pid], work);
+  return { result, growth: growth[0]! };
+};
 
 const RUNS = 5;
 const TREE_DIRS = 100;
@@ -27,91 +34,10 @@ const TREE_FILES_PER_DIR = 99; // 100 dirs + 9,900 files = 10,000 entries
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 
-async function rssOf(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
-}
-
-/** Samples the process's RSS every 5 ms while `work` runs; returns the peak above the start. */
-async function withRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; growth: number }> {
-  const base = await rssOf(pid);
-  let peak = base;
-  let running = true;
-  const sampler = (async () => {
-    while (running) {
-      peak = Math.max(peak, await rssOf(pid));
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  })();
-  try {
-    const result = await work();
-    return { result, growth: Math.max(0, peak - base) };
-  } finally {
-    running = false;
-    await sampler;
-  }
-}
-
-function upload(url: URL, secret: string, file: string, size: number, name: string): Promise<number> {
-  const boundary = `----bench${randomBytes(8).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        method: 'POST',
-        path: '/files/upload',
-        headers: { authorization: `Bearer ${secret}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + size + tail.length },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => (res.statusCode === 200 ? resolve(size) : reject(new Error(`upload ${res.statusCode}: ${Buffer.concat(chunks).toString()}`))));
-      },
-    );
-    req.on('error', reject);
-    req.write(head);
-    const source = createReadStream(file, { highWaterMark: 256 * 1024 });
-    source.on('error', reject);
-    source.pipe(req, { end: false });
-    source.on('end', () => req.end(tail));
-  });
-}
-
-function download(url: URL, secret: string, rel: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path: `/files/${rel}`, headers: { authorization: `Bearer ${secret}` } }, (res) => {
-      let bytes = 0;
-      res.on('data', (c: Buffer) => (bytes += c.length));
-      res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`download ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 async function getJson(url: URL, secret: string, target: string): Promise<unknown> {
   const res = await fetch(new URL(target, url), { headers: { authorization: `Bearer ${secret}` } });
   if (!res.ok) throw new Error(`${target} ${res.status}`);
   return res.json();
-}
-
-/** CPU time (user + system) the process has used, in ms (from /proc/<pid>/stat, 100 ticks/s). */
-async function cpuMsOf(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-const mbps = (bytes: number, ms: number) => bytes / 1e6 / (ms / 1000);
-const mb = (bytes: number) => bytes / 1e6;
-
-async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; result: T }> {
-  const started = performance.now();
-  const result = await fn();
-  return { ms: performance.now() - started, result };
 }
 
 async function startAgentProcess(workspace: string, secret: string): Promise<{ child: ChildProcess; url: URL }> {

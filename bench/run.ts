@@ -12,11 +12,14 @@
  *    request stream.
  * 2. Scale-out: two instances sharing only PostgreSQL and Redis on loopback, load split over
  *    both vs all on one; then the rate limit checked exact across the two.
- * 3. Growth: the service's figures with 1×, 10×, 100× users and sessions seeded.
+ * 3. Growth (bench/growth.ts): guest sign-in, refresh and /auth/me with 1×, 10×, 100× users and
+ *    sessions seeded, and agent history reads with 1×, 10×, 100× chat entries seeded.
  * 4. Agent: workspace upload/download (bench/files.ts, run as is), and the chat figures
- *    (bench/agent.ts) when the chat runtime is present.
- * Without PostgreSQL everything runs on PGlite and says so; the parts that need a shared
- * server (scale-out, growth seeding) are skipped with a note.
+ *    (bench/chat.ts) when the chat runtime is present.
+ * 5. Agent through the account proxy (bench/proxy.ts): chat fan-out and transfers directly vs
+ *    through the REST and tRPC proxies; the proxy's added latency per event, MB/s ratio.
+ * Without PostgreSQL everything runs on PGlite and says so; scale-out, which needs a shared
+ * server, is skipped with a note. BENCH_QUICK=1 makes every part smaller (about 4 minutes).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -24,87 +27,37 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import type autocannon from 'autocannon';
-import pg from 'pg';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../test/support/postgres.js';
 import { redisReachable } from '../test/support/redis.js';
 import { freePort } from '../server/common/net.js';
-import { load, medianRow, root, spawnServer, stop, table, waitForHttp, type Row } from './lib/harness.js';
+import { growthBench, printGrowthTables } from './growth.js';
+import { printProxyTables, proxyBench } from './proxy.js';
+import { jsonHeaders, ourWorkload as ourAccountWorkload, startAccountService } from './lib/account.js';
+import { load, medianRow, root, spawnServer, stop, table, waitForHttp, writeResults, type Row } from './lib/harness.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** BENCH_QUICK=1: 3 s runs, one round, smaller agent and growth loads (each bench reads it too). */
+const QUICK = process.env.BENCH_QUICK === '1';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? (QUICK ? 3 : 5));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 1 : 3));
 const CONNECTIONS = 32;
 const run = (name: string, opts: autocannon.Options) => load(name, { connections: CONNECTIONS, duration: SECONDS, ...opts });
-const json = { 'content-type': 'application/json' };
+const json = jsonHeaders;
 const runId = Date.now().toString(36);
-/** BENCH_ONLY=peer,scale,growth,agent runs a subset (all by default). */
-const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent').split(','));
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-}
+/** BENCH_ONLY=peer,scale,growth,agent,proxy runs a subset (all by default). */
+const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent,proxy').split(','));
 
 const children: ChildProcess[] = [];
 const cleanups: Array<() => Promise<unknown>> = [];
 
 async function startOurs(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'bench-run-'));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  const child = spawnServer('server/account/main.ts', [], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, RATE_LIMIT_MULTIPLIER: '100000', LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env });
-  children.push(child);
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/.well-known/jwks.json`);
-  return { url, child };
+  const started = await startAccountService(env);
+  children.push(started.child);
+  cleanups.push(() => rm(started.dataDir, { recursive: true, force: true }));
+  return started;
 }
 
 /** Our side of each comparison: request specs over a shared pool of pairs. */
-function ourWorkload(url: string) {
-  const pairs: Pair[] = [];
-  let device = 0;
-  const signIn: autocannon.Options = {
-    url,
-    requests: [
-      {
-        method: 'POST',
-        path: '/api/v1/auth/guest',
-        headers: json,
-        setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `bench-${runId}-${device++}` }) }),
-        onResponse: (status, body) => {
-          if (status === 200) pairs.push(JSON.parse(body) as Pair);
-        },
-      },
-    ],
-  };
-  const refreshPool: string[] = [];
-  let meTokens: string[] = [];
-  let meIndex = 0;
-  const meRequest = { method: 'GET', path: '/api/v1/auth/me', setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }) };
-  return {
-    pairs,
-    signIn,
-    prepare() {
-      if (!meTokens.length) meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);
-      refreshPool.push(...pairs.splice(0).map((p) => p.refresh_token));
-    },
-    refresh: {
-      url,
-      requests: [
-        {
-          method: 'POST',
-          path: '/api/v1/auth/refresh',
-          headers: json,
-          setupRequest: (req: autocannon.Request) => ({ ...req, body: JSON.stringify({ refresh_token: refreshPool.pop() ?? 'pool-empty' }) }),
-          onResponse: (status: number, body: string) => {
-            if (status === 200) refreshPool.unshift((JSON.parse(body) as Pair).refresh_token);
-          },
-        },
-      ],
-    } as autocannon.Options,
-    me: { url, requests: [meRequest] } as autocannon.Options,
-    meRequest,
-  };
-}
+const ourWorkload = (url: string) => ourAccountWorkload(url, runId);
 
 function peerWorkload(url: string) {
   const cookies: string[] = [];
@@ -251,48 +204,6 @@ async function scaleOut(usePostgres: boolean) {
   return { one: oneRow, two: twoRow, ratio: Math.round((twoRow.requestsPerSecond / oneRow.requestsPerSecond) * 100) / 100, rateLimit: { limit: 10, attempts: 24, allowed, exact: allowed === 10 }, redis: redisUrl.replace(/\/\/.*@/, '//') };
 }
 
-const SEED_BASE = Number(process.env.BENCH_GROWTH_BASE ?? 2_000);
-
-async function growth(usePostgres: boolean) {
-  if (!usePostgres) return { skipped: 'no PostgreSQL reachable: seeding needs the database outside the service process (PGlite is in-process)' };
-  const database = await createTestDatabase();
-  cleanups.push(() => database.drop());
-  const ours = await startOurs({ DATABASE_URL: database.url });
-  const client = new pg.Client({ connectionString: database.url });
-  await client.connect();
-  const seed = async (n: number) => {
-    const started = Date.now();
-    for (let left = n; left > 0; left -= 50_000) {
-      await client.query(
-        `WITH u AS (INSERT INTO users (id, is_guest, updated_at) SELECT gen_random_uuid(), true, now() FROM generate_series(1, $1) RETURNING id),
-              i AS (INSERT INTO identities (id, user_id, provider, subject) SELECT gen_random_uuid(), id, 'guest', 'seed-' || id FROM u)
-         INSERT INTO sessions (id, user_id, expires_at) SELECT gen_random_uuid(), id, now() + interval '30 days' FROM u`,
-        [Math.min(left, 50_000)],
-      );
-    }
-    await client.query('ANALYZE');
-    return Date.now() - started;
-  };
-  const rows: Array<{ scale: string; users: number; signIn: Row; refresh: Row; me: Row; seedMs: number }> = [];
-  let seeded = 0;
-  for (const factor of [1, 10, 100]) {
-    const target = SEED_BASE * factor;
-    const seedMs = await seed(target - seeded);
-    seeded = target;
-    const n = ((await client.query('SELECT count(*)::int AS n FROM users')) as { rows: Array<{ n: number }> }).rows[0]!.n;
-    console.log(`growth ${factor}×: ${n} users (seeded in ${seedMs} ms)`);
-    const o = ourWorkload(ours.url);
-    const signIn = await run(`  guest sign-in at ${factor}×`, o.signIn);
-    o.prepare();
-    const refresh = await run(`  refresh at ${factor}×`, o.refresh);
-    const me = await run(`  /auth/me at ${factor}×`, o.me);
-    rows.push({ scale: `${factor}×`, users: n, signIn, refresh, me, seedMs });
-  }
-  await client.end();
-  await stop(ours.child);
-  return { base: SEED_BASE, rows };
-}
-
 async function agentFigures() {
   const out: Record<string, unknown> = {};
   const runScript = (script: string, args: string[] = []) =>
@@ -332,10 +243,15 @@ async function main() {
     const scale = only.has('scale') ? await scaleOut(usePostgres) : { skipped: 'not selected (BENCH_ONLY)' };
     results.scaleOut = scale;
     console.log('\n== growth');
-    const grow = only.has('growth') ? await growth(usePostgres) : { skipped: 'not selected (BENCH_ONLY)' };
-    results.growth = grow;
+    const grow = only.has('growth') ? await growthBench() : undefined;
+    results.growth = grow ?? { skipped: 'not selected (BENCH_ONLY)' };
+    if (grow) await writeResults('growth.json', grow);
     console.log('\n== agent');
     results.agent = only.has('agent') ? await agentFigures() : { skipped: 'not selected (BENCH_ONLY)' };
+    console.log('\n== agent through the account proxy (bench/proxy.ts)');
+    const proxy = only.has('proxy') ? await proxyBench() : undefined;
+    results.proxy = proxy ?? { skipped: 'not selected (BENCH_ONLY)' };
+    if (proxy) await writeResults('proxy.json', proxy);
 
     // The tables.
     console.log('\n');
@@ -364,11 +280,8 @@ async function main() {
       console.log(table(['setup', 'req/s', 'p99 ms'], [['one instance', scale.one.requestsPerSecond, scale.one.p99], ['two instances', scale.two.requestsPerSecond, scale.two.p99]]));
       console.log(`two/one = ${scale.ratio}×; rate limit across both: ${scale.rateLimit.allowed} of ${scale.rateLimit.attempts} allowed for a limit of 10 → ${scale.rateLimit.exact ? 'exact' : 'NOT EXACT'}`);
     }
-    if ('skipped' in grow) console.log(`\nGrowth: skipped (${grow.skipped})`);
-    else {
-      console.log(`\nGrowth (users and sessions seeded; one ${SECONDS} s run each):`);
-      console.log(table(['store holds', 'users', 'guest sign-in req/s', 'refresh req/s', '/auth/me req/s', '/auth/me p99 ms'], grow.rows.map((r) => [r.scale, r.users, r.signIn.requestsPerSecond, r.refresh.requestsPerSecond, r.me.requestsPerSecond, r.me.p99])));
-    }
+    if (grow) printGrowthTables(grow);
+    else console.log('\nGrowth: skipped (not selected)');
     const files = (results.agent as { files?: { transfers?: Array<{ case: string; mbps: number; rssGrowthMB: number; ceilingMbps: number }> } }).files;
     if (files?.transfers) {
       console.log('\nAgent workspace files (bench/files.ts, agent directly, medians of 5):');
@@ -381,6 +294,7 @@ async function main() {
       console.log(table(['server', 'chats', 'events/s', 'median ms', 'p99 ms', 'peak RSS MB'], chat.streaming.map((r) => [r.server!, r.chats!, r.eventsPerSecond!, r.medianMs!, r.p99Ms!, r.peakRssMb!])));
       if (chat.replay) console.log(table(['reconnect replay', 'events', 'ms'], chat.replay.map((r) => [r.server!, r.events!, r.ms!])));
     }
+    if (proxy) printProxyTables(proxy);
     console.log(`\ntotal ${Math.round((Date.now() - started) / 1000)} s`);
     await mkdir(path.join(root, 'bench/results'), { recursive: true });
     await writeFile(path.join(root, 'bench/results/run.json'), `${JSON.stringify(results, null, 2)}\n`);

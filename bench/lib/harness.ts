@@ -4,7 +4,7 @@
  * medians.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -55,6 +55,12 @@ export async function rssOf(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
 }
 
+/** CPU time (user + system) the process has used, in ms (from /proc/<pid>/stat, 100 ticks/s). */
+export async function cpuMsOf(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 export async function load(name: string, opts: autocannon.Options & { quiet?: boolean }): Promise<Row> {
@@ -82,4 +88,10 @@ export function medianRow(name: string, rows: Row[]): Row & { runs: number[] } {
 export function table(headers: string[], rows: Array<Array<string | number>>): string {
   const align = headers.map((_, i) => (i === 0 ? '---' : '---:'));
   return [`| ${headers.join(' | ')} |`, `|${align.join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+/** Writes `data` as bench/results/<file> (pretty JSON). */
+export async function writeResults(file: string, data: unknown): Promise<void> {
+  await mkdir(path.join(root, 'bench/results'), { recursive: true });
+  await writeFile(path.join(root, 'bench/results', file), `${JSON.stringify(data, null, 2)}\n`);
 }

@@ -1,0 +1,117 @@
+/**
+ * The account service as the benches drive it: started as its own process (rate limits scaled
+ * away, logs at warn), the request specs of its hot paths over a shared pool of token pairs, and a
+ * full (non-guest) user signed in through the real e-mail flow, reading the code from the local
+ * outbox.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type autocannon from 'autocannon';
+import { freePort } from '../../server/common/net.js';
+import { spawnServer, waitForHttp } from './harness.js';
+
+export interface Pair {
+  access_token: string;
+  refresh_token: string;
+}
+
+export const jsonHeaders = { 'content-type': 'application/json' };
+
+export interface RunningAccountService {
+  url: string;
+  child: ChildProcess;
+  dataDir: string;
+}
+
+/**
+ * `server/account/main.ts` on a free loopback port. `again` restarts a stopped service: same
+ * DATA_DIR (same keys and, for PGlite, the same database) and same port (the issuer is
+ * `http://HOST:PORT`, so its tokens stay valid); otherwise a new temp folder (the caller removes it).
+ */
+export async function startAccountService(env: Record<string, string>, again?: RunningAccountService): Promise<RunningAccountService> {
+  const port = again ? Number(new URL(again.url).port) : await freePort();
+  const dataDir = again?.dataDir;
+  const dir = dataDir ?? (await mkdtemp(path.join(tmpdir(), 'bench-run-')));
+  const child = spawnServer('server/account/main.ts', [], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dir, RATE_LIMIT_MULTIPLIER: '100000', LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/.well-known/jwks.json`);
+  return { url, child, dataDir: dir };
+}
+
+/** Our hot paths as autocannon request specs: guest sign-in feeds the pool refresh and /auth/me draw from. */
+export function ourWorkload(url: string, runId: string) {
+  const pairs: Pair[] = [];
+  let device = 0;
+  const signIn: autocannon.Options = {
+    url,
+    requests: [
+      {
+        method: 'POST',
+        path: '/api/v1/auth/guest',
+        headers: jsonHeaders,
+        setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `bench-${runId}-${device++}` }) }),
+        onResponse: (status, body) => {
+          if (status === 200) pairs.push(JSON.parse(body) as Pair);
+        },
+      },
+    ],
+  };
+  const refreshPool: string[] = [];
+  let meTokens: string[] = [];
+  let meIndex = 0;
+  const meRequest = { method: 'GET', path: '/api/v1/auth/me', setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }) };
+  return {
+    pairs,
+    signIn,
+    prepare() {
+      if (!meTokens.length) meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);
+      refreshPool.push(...pairs.splice(0).map((p) => p.refresh_token));
+    },
+    refresh: {
+      url,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/auth/refresh',
+          headers: jsonHeaders,
+          setupRequest: (req: autocannon.Request) => ({ ...req, body: JSON.stringify({ refresh_token: refreshPool.pop() ?? 'pool-empty' }) }),
+          onResponse: (status: number, body: string) => {
+            if (status === 200) refreshPool.unshift((JSON.parse(body) as Pair).refresh_token);
+          },
+        },
+      ],
+    } as autocannon.Options,
+    me: { url, requests: [meRequest] } as autocannon.Options,
+    meRequest,
+  };
+}
+
+/**
+ * A full account through the real e-mail flow (guests are capped at 5 MB uploads and 50
+ * messages a day): request a code, read it from the service's local outbox, verify it.
+ */
+export async function signInByEmail(service: RunningAccountService, email: string): Promise<Pair & { userId: string }> {
+  const api = `${service.url}/api/v1`;
+  const asked = await fetch(`${api}/auth/login/email`, { method: 'POST', headers: jsonHeaders, body: JSON.stringify({ email }) });
+  if (!asked.ok) throw new Error(`login/email: HTTP ${asked.status}`);
+  const outbox = path.join(service.dataDir, 'outbox');
+  let code: string | undefined;
+  for (let i = 0; i < 100 && !code; i++) {
+    const names = await readdir(outbox).catch(() => [] as string[]);
+    for (const name of names.filter((n) => n.endsWith('.json')).sort().reverse()) {
+      const mail = JSON.parse(await readFile(path.join(outbox, name), 'utf8')) as { to: string; text: string };
+      if (mail.to === email) code = /\b(\d{6})\b/.exec(mail.text)?.[1];
+      if (code) break;
+    }
+    if (!code) await new Promise((r) => setTimeout(r, 100));
+  }
+  if (!code) throw new Error(`no sign-in code for ${email} in ${outbox}`);
+  const verified = await fetch(`${api}/auth/verify-magic-link`, { method: 'POST', headers: jsonHeaders, body: JSON.stringify({ email, code }) });
+  if (!verified.ok) throw new Error(`verify-magic-link: HTTP ${verified.status} ${await verified.text()}`);
+  const pair = (await verified.json()) as Pair;
+  const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string; guest: boolean };
+  if (me.guest) throw new Error('e-mail sign-in gave a guest');
+  return { ...pair, userId: me.user_id };
+}

@@ -1,0 +1,147 @@
+/**
+ * Streaming measurements shared by bench/chat.ts and bench/proxy.ts: a raw SSE client (no
+ * EventSource, one connection per stream), a fan-out phase that runs N chats at once while it
+ * samples the servers' RSS, and the percentile and rounding they report with.
+ *
+ * Latency per event: the scripted model (in the bench process) stamps each chunk with
+ * `performance.now()` when it writes it (`stampedChunk`); the client (same process, same clock)
+ * subtracts it when the `data:` line arrives (`latencyOfStamp`).
+ */
+import { readFileSync } from 'node:fs';
+import { request, Agent } from 'node:http';
+import { performance } from 'node:perf_hooks';
+
+export const round = (n: number) => Math.round(n * 100) / 100;
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A chunk that carries the time it was written. */
+export const stampedChunk = () => `t=${performance.now().toFixed(3)};`;
+
+/** ms since the chunk was written, or undefined when `content` is not a stamped chunk. */
+export function latencyOfStamp(content: string | undefined): number | undefined {
+  return content?.startsWith('t=') ? performance.now() - Number(content.slice(2, -1)) : undefined;
+}
+
+export function rssMb(pid: number): number {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export function percentile(sorted: Float64Array, p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const httpAgent = new Agent({ keepAlive: false, maxSockets: Infinity });
+
+/** One SSE request; calls `onData` with each `data:` JSON; resolves at the end of the body. */
+export function sse(url: string, opts: { method: string; headers?: Record<string, string>; body?: string }, onData: (data: { type: string; content?: string }) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: opts.method, headers: opts.headers, agent: httpAgent }, (res) => {
+      if (res.statusCode !== 200) {
+        reject(new Error(`${url}: HTTP ${res.statusCode}`));
+        res.resume();
+        return;
+      }
+      res.setEncoding('utf8');
+      let buffer = '';
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const at = frame.indexOf('data: ');
+          if (at >= 0) onData(JSON.parse(frame.slice(at + 6)) as { type: string; content?: string });
+        }
+      });
+      res.on('end', resolve);
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
+export interface PhaseResult {
+  server: string;
+  chats: number;
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  medianMs: number;
+  p99Ms: number;
+  maxMs: number;
+  peakRssMb: number;
+  idleRssMb: number;
+  errors: number;
+  /** RSS once a second during the phase. */
+  rssTimelineMb: number[];
+  /** Peak RSS of the other processes sampled (e.g. the proxy in front of `pid`), by name. */
+  otherPeakRssMb?: Record<string, number>;
+}
+
+/**
+ * `chats` concurrent `post(chat)` calls; each records its events' latencies into `latencies`
+ * (advancing `counter.n`). Samples the RSS of `pid` (and of `others`) every 100 ms.
+ */
+export async function streamPhase(
+  name: string,
+  pid: number,
+  post: (chat: number) => Promise<void>,
+  latencies: Float64Array,
+  counter: { n: number },
+  chats: number,
+  others: Record<string, number> = {},
+): Promise<PhaseResult> {
+  const idleRssMb = rssMb(pid);
+  let peak = idleRssMb;
+  const otherPeaks = Object.fromEntries(Object.entries(others).map(([k, p]) => [k, rssMb(p)]));
+  const sampleOthers = () => {
+    for (const [k, p] of Object.entries(others)) otherPeaks[k] = Math.max(otherPeaks[k]!, rssMb(p));
+  };
+  const timeline: number[] = [];
+  let ticks = 0;
+  const sampler = setInterval(() => {
+    const now = rssMb(pid);
+    peak = Math.max(peak, now);
+    sampleOthers();
+    if (++ticks % 10 === 0) timeline.push(Math.round(now));
+  }, 100);
+  counter.n = 0;
+  let errors = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: chats }, (_, chat) =>
+      post(chat).catch((error: unknown) => {
+        errors++;
+        if (errors < 3) console.error(`${name}: ${String(error)}`);
+      }),
+    ),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  peak = Math.max(peak, rssMb(pid));
+  sampleOthers();
+  const sorted = latencies.slice(0, counter.n).sort();
+  return {
+    server: name,
+    chats,
+    events: counter.n,
+    seconds: round(seconds),
+    eventsPerSecond: Math.round(counter.n / seconds),
+    medianMs: round(percentile(sorted, 50)),
+    p99Ms: round(percentile(sorted, 99)),
+    maxMs: round(sorted[sorted.length - 1] ?? NaN),
+    peakRssMb: Math.round(peak),
+    idleRssMb: Math.round(idleRssMb),
+    errors,
+    rssTimelineMb: timeline,
+    ...(Object.keys(others).length ? { otherPeakRssMb: Object.fromEntries(Object.entries(otherPeaks).map(([k, v]) => [k, Math.round(v)])) } : {}),
+  };
+}
