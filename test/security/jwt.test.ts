@@ -1,10 +1,12 @@
 /**
  * JWT attacks against every place an account token is accepted (a protected call and refresh):
  * alg none, HS256 keyed with the public key, unknown or forged kid, expired, not yet valid,
- * wrong typ / aud / iss, and tokens of a revoked session. Each must be a 401 in the documented
- * error shape, never a 5xx.
+ * wrong typ / aud / iss, crit/b64 headers, claims of the wrong type, malformed compact forms, and
+ * tokens of a revoked session. Each must be a 401 in the documented error shape, never a 5xx. The
+ * verifier is our own (node:crypto, server/account/tokens/jwt.ts), so a token a standard library
+ * signs correctly must still pass (interop).
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, sign } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, SignJWT, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountStoreKinds } from '../support/postgres.js';
@@ -110,6 +112,35 @@ describe.each(await accountStoreKinds())('JWT attacks on %s', (kind) => {
     await refused(await signed({ ...claims, iss: 'https://evil.example' }));
     await refused(await signed({ ...claims, sid: undefined }));
     await refused(await signed({ ...claims, sub: undefined }));
+  });
+
+  it('headers that change how a token is read (crit, b64) and claims of the wrong type', async () => {
+    const claims = decodeJwt(pair.access_token);
+    // Validly signed with our key, by hand: jose itself refuses to make some of these.
+    const kid = decodeProtectedHeader(pair.access_token).kid;
+    for (const header of [{ alg: 'EdDSA', kid, crit: ['exp'], exp: 1 }, { alg: 'EdDSA', kid, b64: false, crit: ['b64'] }, { alg: 'EdDSA', kid, b64: true }]) {
+      const input = `${b64(header)}.${b64(claims)}`;
+      await refused(`${input}.${sign(null, Buffer.from(input), account.services.tokens.issuer.keys.privateKey).toString('base64url')}`);
+    }
+    await refused(await signed({ ...claims, jti: undefined }));
+    await refused(await signed({ ...claims, exp: String(now() + 3600) }));
+    await refused(await signed({ ...claims, iat: String(now()) }));
+    await refused(await signed({ ...claims, nbf: 'tomorrow' }));
+    await refused(await signed({ ...claims, sid: 42 }));
+  });
+
+  it('malformed compact forms: extra segments, padding, other alphabets, whitespace, an oversized signature', async () => {
+    const [h, p, s] = pair.access_token.split('.') as [string, string, string];
+    for (const token of [`${h}.${p}.${s}.${s}`, `${h}.${p}`, `${h}.${p}.${s}=`, `${h}.${p}.${s.replace(/-/g, '+').replace(/_/g, '/')}x`, `${h}.${p}. ${s}`, `${h}.${p}.${s}${s}`, `${h}..${s}`]) {
+      if (token === pair.access_token) continue;
+      const res = await me(token);
+      expect(res.status).toBe(401);
+    }
+  });
+
+  it('interop: a token a standard library (jose) signs with our key and our claims is accepted', async () => {
+    const claims = decodeJwt(pair.access_token);
+    expect((await me(await signed({ ...claims, jti: 'interop-check' }))).status).toBe(200);
   });
 
   it('a valid signature over a session that does not exist', async () => {

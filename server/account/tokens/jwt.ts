@@ -4,8 +4,7 @@
  * refresh token also carries `gen`, the session generation it may rotate.
  * `typ` keeps the two apart: a refresh token never passes as an access token, nor the reverse.
  */
-import { randomUUID, sign as signBytes } from 'node:crypto';
-import { errors, jwtVerify, type JWTPayload } from 'jose';
+import { randomUUID, sign as signBytes, verify as verifyBytes } from 'node:crypto';
 import { unauthorized } from '../../common/errors.js';
 import { TOKEN_ALG, type SigningKeys } from './keys.js';
 
@@ -45,9 +44,9 @@ const base64url = (json: object) => Buffer.from(JSON.stringify(json)).toString('
 /**
  * A compact JWS signed with node:crypto, synchronously: the same bytes jose's SignJWT makes,
  * at a fraction of the cost (WebCrypto's async round trip made signing the pair the biggest
- * share of a refresh). Verification stays with jose.
+ * share of a refresh).
  */
-function sign(issuer: TokenIssuer, subject: TokenSubject, typ: 'access' | 'refresh', ttl: number, now: number, extra: JWTPayload = {}): string {
+function sign(issuer: TokenIssuer, subject: TokenSubject, typ: 'access' | 'refresh', ttl: number, now: number, extra: Record<string, unknown> = {}): string {
   const header = base64url({ alg: TOKEN_ALG, kid: issuer.keys.kid, typ: 'JWT' });
   const payload = base64url({
     sid: subject.sessionId,
@@ -74,29 +73,58 @@ export function signTokenPair(issuer: TokenIssuer, subject: TokenSubject, genera
   };
 }
 
-async function verify(issuer: TokenIssuer, token: string, typ: 'access' | 'refresh', now?: number): Promise<JWTPayload> {
+type Claims = Record<string, unknown>;
+
+const BASE64URL = /^[\w-]+$/;
+
+/** A base64url JSON object, or undefined. */
+function jsonObject(part: string): Claims | undefined {
   try {
-    const { payload } = await jwtVerify(
-      token,
-      (header) => {
-        const key = header.kid ? issuer.keys.publicKeys.get(header.kid) : undefined;
-        if (!key) throw new errors.JWKSNoMatchingKey();
-        return key;
-      },
-      {
-        algorithms: [TOKEN_ALG],
-        issuer: issuer.issuer,
-        audience: issuer.audience,
-        clockTolerance: CLOCK_TOLERANCE_SECONDS,
-        requiredClaims: ['sub', 'sid', 'jti', 'iat', 'exp'],
-        ...(now === undefined ? {} : { currentDate: new Date(now * 1000) }),
-      },
-    );
-    if (payload.typ !== typ) throw new Error('wrong token type');
-    if (typeof payload.sid !== 'string' || typeof payload.sub !== 'string') throw new Error('malformed claims');
-    return payload;
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Claims) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+class TokenRejected extends Error {
+  constructor(readonly expired = false) {
+    super(expired ? 'expired' : 'invalid');
+  }
+}
+
+/**
+ * Checks a token as strictly as jose's jwtVerify with this service's options would, with
+ * node:crypto's synchronous Ed25519 verify (WebCrypto's async round trip was most of a refresh's
+ * cost). Only what we issue passes: header {alg: EdDSA, kid of one of our keys} and nothing that
+ * would change how it is read (crit, b64; jwk/jku/x5u are never looked at: keys come only from
+ * our key file); a 64-byte signature over the exact first two segments; payload claims iss, aud,
+ * sub, sid, jti, iat, exp of the right types and values, nbf/exp within the clock tolerance, and
+ * the expected `typ`. test/security/jwt.test.ts holds the attacks.
+ */
+function verify(issuer: TokenIssuer, token: string, typ: 'access' | 'refresh', now = Math.floor(Date.now() / 1000)): Claims {
+  try {
+    const parts = token.split('.');
+    if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part))) throw new TokenRejected();
+    const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
+    const header = jsonObject(encodedHeader);
+    if (!header || header.alg !== TOKEN_ALG || typeof header.kid !== 'string' || 'crit' in header || 'b64' in header) throw new TokenRejected();
+    const key = issuer.keys.publicKeys.get(header.kid);
+    const signature = Buffer.from(encodedSignature, 'base64url');
+    if (!key || signature.length !== 64 || !verifyBytes(null, Buffer.from(`${encodedHeader}.${encodedPayload}`), key, signature)) throw new TokenRejected();
+    const claims = jsonObject(encodedPayload);
+    if (!claims) throw new TokenRejected();
+    const { iss, aud, sub, sid, jti, iat, exp, nbf } = claims;
+    const audiences = Array.isArray(aud) ? aud : [aud];
+    if (iss !== issuer.issuer || !audiences.includes(issuer.audience)) throw new TokenRejected();
+    if (typeof sub !== 'string' || typeof sid !== 'string' || typeof jti !== 'string') throw new TokenRejected();
+    if (typeof iat !== 'number' || typeof exp !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new TokenRejected();
+    if (typeof nbf === 'number' && nbf > now + CLOCK_TOLERANCE_SECONDS) throw new TokenRejected();
+    if (exp <= now - CLOCK_TOLERANCE_SECONDS) throw new TokenRejected(true);
+    if (claims.typ !== typ) throw new TokenRejected();
+    return claims;
   } catch (error) {
-    const expired = error instanceof errors.JWTExpired;
+    const expired = error instanceof TokenRejected && error.expired;
     throw unauthorized(
       expired ? `The ${typ} token has expired` : `Invalid ${typ} token`,
       expired ? 'TOKEN_EXPIRED' : 'INVALID_TOKEN',
@@ -104,13 +132,13 @@ async function verify(issuer: TokenIssuer, token: string, typ: 'access' | 'refre
   }
 }
 
-export async function verifyAccessToken(issuer: TokenIssuer, token: string, now?: number): Promise<AccessClaims> {
-  const payload = await verify(issuer, token, 'access', now);
-  return { userId: payload.sub as string, sessionId: payload.sid as string, guest: payload.guest === true, issuedAt: payload.iat as number };
+export function verifyAccessToken(issuer: TokenIssuer, token: string, now?: number): AccessClaims {
+  const claims = verify(issuer, token, 'access', now);
+  return { userId: claims.sub as string, sessionId: claims.sid as string, guest: claims.guest === true, issuedAt: claims.iat as number };
 }
 
-export async function verifyRefreshToken(issuer: TokenIssuer, token: string, now?: number): Promise<RefreshClaims> {
-  const payload = await verify(issuer, token, 'refresh', now);
-  if (typeof payload.gen !== 'number' || !Number.isInteger(payload.gen) || payload.gen < 0) throw unauthorized('Invalid refresh token', 'INVALID_TOKEN');
-  return { userId: payload.sub as string, sessionId: payload.sid as string, guest: payload.guest === true, generation: payload.gen };
+export function verifyRefreshToken(issuer: TokenIssuer, token: string, now?: number): RefreshClaims {
+  const claims = verify(issuer, token, 'refresh', now);
+  if (typeof claims.gen !== 'number' || !Number.isInteger(claims.gen) || claims.gen < 0) throw unauthorized('Invalid refresh token', 'INVALID_TOKEN');
+  return { userId: claims.sub as string, sessionId: claims.sid as string, guest: claims.guest === true, generation: claims.gen };
 }

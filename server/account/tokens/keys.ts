@@ -6,18 +6,18 @@
  * new key (`npm run keys -- rotate`): the newest signs, the older ones keep verifying until the
  * tokens they signed have expired, after which they can be dropped.
  */
-import { createPrivateKey, randomUUID, type JsonWebKey as NodeJsonWebKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, randomUUID, type JsonWebKey as NodeJsonWebKey, type KeyObject } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 
 export const TOKEN_ALG = 'EdDSA';
 
 export interface SigningKeys {
   kid: string;
-  /** Node's key object: tokens are signed synchronously with node:crypto (jwt.ts says why). */
+  /** Node key objects: tokens are signed and verified synchronously with node:crypto (jwt.ts says why). */
   privateKey: KeyObject;
-  publicKeys: Map<string, CryptoKey>;
+  publicKeys: Map<string, KeyObject>;
   /** The public half of every key, as served at /.well-known/jwks.json. */
   jwks: { keys: JWK[] };
 }
@@ -55,12 +55,12 @@ export async function loadSigningKeys(file: string): Promise<SigningKeys> {
     // Two instances starting at once on one data directory: whoever renamed last wins; both re-read.
     keys = (await readKeyFile(file)) ?? keys;
   }
-  const publicKeys = new Map<string, CryptoKey>();
+  const publicKeys = new Map<string, KeyObject>();
   const jwks: JWK[] = [];
   for (const jwk of keys) {
     if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || !jwk.d || !jwk.kid) throw new Error(`${file}: every key must be a private Ed25519 JWK with a kid`);
     const { d: _private, ...publicJwk } = jwk;
-    publicKeys.set(jwk.kid, (await importJWK({ ...publicJwk, alg: TOKEN_ALG }, TOKEN_ALG)) as CryptoKey);
+    publicKeys.set(jwk.kid, createPublicKey({ key: publicJwk as NodeJsonWebKey, format: 'jwk' }));
     jwks.push({ kty: publicJwk.kty, crv: publicJwk.crv, x: publicJwk.x, kid: publicJwk.kid, alg: TOKEN_ALG, use: 'sig' });
   }
   const newest = keys[0] as JWK;

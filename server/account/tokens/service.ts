@@ -64,7 +64,7 @@ export class TokenService {
   }
 
   async refresh(refreshToken: string): Promise<TokenPair> {
-    const claims = await verifyRefreshToken(this.issuer, refreshToken);
+    const claims = verifyRefreshToken(this.issuer, refreshToken);
     const outcome = await rotateSession(this.store, claims.sessionId, claims.userId, claims.generation);
     if (!outcome.ok) {
       if (outcome.theft) {
@@ -78,8 +78,12 @@ export class TokenService {
 
   /** Unknown, expired or already revoked tokens are fine: logout is idempotent (204 either way). */
   async logout(refreshToken: string): Promise<void> {
-    const claims = await verifyRefreshToken(this.issuer, refreshToken).catch(() => undefined);
-    if (!claims) return;
+    let claims;
+    try {
+      claims = verifyRefreshToken(this.issuer, refreshToken);
+    } catch {
+      return;
+    }
     await revokeSession(this.store.db, claims.sessionId);
     this.sessions.markRevoked([claims.sessionId]);
   }
@@ -94,7 +98,7 @@ export class TokenService {
     if (!token) throw unauthorized('Missing or malformed Authorization header', 'MISSING_TOKEN');
     let claims = this.verified.get(token, Date.now() / 1000);
     if (!claims) {
-      claims = await verifyAccessToken(this.issuer, token);
+      claims = verifyAccessToken(this.issuer, token);
       this.verified.set(token, claims);
     }
     if (!(await this.sessions.isActive(claims.sessionId))) throw unauthorized('The session has ended', 'SESSION_REVOKED');
