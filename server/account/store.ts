@@ -45,12 +45,14 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
     const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
     // An idle client that loses its server (restart, failover) must not crash the process.
     pool.on('error', () => undefined);
-    return { adapter: new PrismaPg(pool), driver: pool, kind: 'postgres', closeDriver: () => pool.end() };
+    const driver: SqlDriver = async ({ name, text }, values) => (await pool.query({ name, text, values })).rows;
+    return { adapter: new PrismaPg(pool), driver, kind: 'postgres', closeDriver: () => pool.end() };
   }
   const dir = path.join(dataDir, 'account-db');
   await mkdir(dir, { recursive: true });
   const client = await PGlite.create(dir);
-  return { adapter: new PrismaPGlite(client), driver: client, kind: 'pglite', closeDriver: () => client.close() };
+  const driver: SqlDriver = async ({ text }, params) => (await client.query(text, params)).rows;
+  return { adapter: new PrismaPGlite(client), driver, kind: 'pglite', closeDriver: () => client.close() };
 }
 
 export async function openAccountStore(opts: { databaseUrl?: string; dataDir: string }): Promise<AccountStore> {

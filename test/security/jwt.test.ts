@@ -123,10 +123,9 @@ describe.each(await accountStoreKinds())('JWT attacks on %s', (kind) => {
       await refused(`${input}.${sign(null, Buffer.from(input), account.services.tokens.issuer.keys.privateKey).toString('base64url')}`);
     }
     await refused(await signed({ ...claims, jti: undefined }));
-    await refused(await signed({ ...claims, exp: String(now() + 3600) }));
-    await refused(await signed({ ...claims, iat: String(now()) }));
-    await refused(await signed({ ...claims, nbf: 'tomorrow' }));
-    await refused(await signed({ ...claims, sid: 42 }));
+    for (const wrong of [{ exp: String(now() + 3600) }, { iat: String(now()) }, { nbf: 'tomorrow' }, { sid: 42 }]) {
+      await refused(await signed({ ...claims, ...wrong } as JWTPayload));
+    }
   });
 
   it('malformed compact forms: extra segments, padding, other alphabets, whitespace, an oversized signature', async () => {
