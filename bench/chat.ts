@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../server/common/net.js';
 import { startScriptedModel, type ScriptedModel } from '../test/support/scripted-model.js';
-import { round, sleep, sse, streamPhase } from './lib/stream.js';
+import { round, sleep, sse, streamPhase, timedReplay } from './lib/stream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -118,13 +118,9 @@ async function main(): Promise<void> {
   }
   await sleep(1_000);
   let replayed = 0;
-  let finishedAt: number | undefined;
-  const replayStart = performance.now();
-  const reader = sse(`${agent.url}/chat/replay/stream`, { method: 'GET', headers: auth }, (data) => {
-    if (data.type === 'text' && ++replayed === REPLAY) finishedAt = performance.now();
-  });
-  while (finishedAt === undefined && performance.now() - replayStart < 60_000) await sleep(1);
-  const agentReplayMs = (finishedAt ?? NaN) - replayStart;
+  let reader: Promise<void> = Promise.resolve();
+  const agentReplay = await timedReplay((onData) => (reader = sse(`${agent.url}/chat/replay/stream`, { method: 'GET', headers: auth }, onData)), (data) => data.type === 'text' && ++replayed === REPLAY, 60_000);
+  const agentReplayMs = agentReplay.complete ? agentReplay.ms : NaN;
   await fetch(`${agent.url}/chat/replay`, { method: 'DELETE', headers: auth });
   await Promise.allSettled([reader, replayStream]);
 

@@ -15,6 +15,13 @@
  *   The proxy's added latency per event is proxy − direct, per face and load: the median over the
  *   rounds of the difference within a round (direct and proxy run back to back, alternating
  *   which goes first), which cancels much of a shared machine's drift.
+ * - Reconnect replay: a run of REPLAY events (the scripted model's chunks, no delay) finishes,
+ *   then its buffer is read back by a reconnect (`Last-Event-ID: <run>-0`, within the agent's
+ *   AGENT_STREAM_GRACE of 30 s), four paths, each timed from the request to `done`:
+ *     REST  `GET /chat/{id}/stream` on the agent  vs  `GET /api/v1/agent/chat/{id}/stream`
+ *     tRPC  `chat.stream` on the agent            vs  `agent.chat.stream` on the account
+ *   Figures: time to `done`, events/s, CPU per event of both; a fresh run per round, REPLAY_ROUNDS
+ *   rounds with the order alternating, medians; each replay must deliver the whole buffer.
  * - Transfers: 50 MiB upload and download, agent directly vs the REST proxy (the tRPC routers
  *   have no file transfer procedures): MB/s and the proxy/direct ratio, RSS growth of both.
  *
@@ -25,10 +32,12 @@
  * when reachable, PGlite otherwise.
  *
  *   npm run bench:proxy     (BENCH_QUICK=1: fewer chats, rounds and runs)
- *   BENCH_PROXY_LIGHT_CHATS, BENCH_PROXY_CHATS, BENCH_PROXY_EVENTS, BENCH_PROXY_INTERVAL, BENCH_PROXY_ROUNDS, BENCH_PROXY_RUNS
+ *   BENCH_PROXY_LIGHT_CHATS, BENCH_PROXY_CHATS, BENCH_PROXY_EVENTS, BENCH_PROXY_INTERVAL, BENCH_PROXY_ROUNDS, BENCH_PROXY_RUNS,
+ *   BENCH_PROXY_REPLAY, BENCH_PROXY_REPLAY_ROUNDS
  *
  * Prints tables and writes bench/results/proxy.json. Every phase is bounded: a fixed number of
- * chats and events, and a deadline per phase (PHASE_TIMEOUT_MS) after which open streams are cut.
+ * chats and events, and a deadline per phase (PHASE_TIMEOUT_MS) after which open streams are cut;
+ * a replay that has not reached `done` after REPLAY_TIMEOUT_MS counts as an error.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -38,6 +47,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
+import { parseEventId } from '../server/agent/chat/runs.js';
 import type { AgentRouter } from '../server/agent/router.js';
 import { bearerTrpcClient } from '../server/account/agents/client.js';
 import type { AccountRouter } from '../server/account/router.js';
@@ -46,7 +56,7 @@ import { createTestDatabase, postgresReachable, type TestDatabase } from '../tes
 import { startScriptedModel } from '../test/support/scripted-model.js';
 import { signInByEmail, startAccountService, type RunningAccountService } from './lib/account.js';
 import { cpuMsOf, median, root, spawnServer, stop, table, waitForHttp, writeResults } from './lib/harness.js';
-import { latencyOfStamp, round, sse, stampedChunk, streamPhase, type PhaseResult } from './lib/stream.js';
+import { latencyOfStamp, round, sleep, sse, stampedChunk, streamPhase, timedReplay, type PhaseResult, type ReplayResult } from './lib/stream.js';
 import { download, mb, mbps, timed, upload, withRss } from './lib/transfer.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -57,6 +67,10 @@ const EVENTS = num('BENCH_PROXY_EVENTS', 50, 30);
 const INTERVAL = num('BENCH_PROXY_INTERVAL', 100, 100);
 const ROUNDS = num('BENCH_PROXY_ROUNDS', 3, 1);
 const RUNS = num('BENCH_PROXY_RUNS', 5, 3);
+const REPLAY = num('BENCH_PROXY_REPLAY', 10_000, 10_000);
+const REPLAY_ROUNDS = num('BENCH_PROXY_REPLAY_ROUNDS', 3, 3);
+/** Well inside the agent's 30 s grace for a finished run, for all four replays of a round. */
+const REPLAY_TIMEOUT_MS = 6_000;
 /** A phase that is not over by then is cut (its open streams are counted as errors). */
 const PHASE_TIMEOUT_MS = 60_000 + EVENTS * INTERVAL * 2;
 
@@ -68,15 +82,25 @@ const PATHS: Array<{ face: Face; via: Via; label: string }> = [
   { face: 'tRPC', via: 'direct', label: 'tRPC chat.send (SSE), agent directly' },
   { face: 'tRPC', via: 'proxy', label: 'tRPC agent.chat.send (SSE), through the account proxy' },
 ];
+const REPLAY_PATHS: typeof PATHS = [
+  { face: 'REST', via: 'direct', label: 'REST GET /chat/{id}/stream, agent directly' },
+  { face: 'REST', via: 'proxy', label: 'REST GET /api/v1/agent/chat/{id}/stream, through the account proxy' },
+  { face: 'tRPC', via: 'direct', label: 'tRPC chat.stream (SSE), agent directly' },
+  { face: 'tRPC', via: 'proxy', label: 'tRPC agent.chat.stream (SSE), through the account proxy' },
+];
+/** Direct and proxy of one face back to back; which goes first alternates round by round. */
+const inOrder = <T>(paths: T[], r: number): T[] => (r % 2 === 0 ? paths : [paths[1]!, paths[0]!, paths[3]!, paths[2]!]);
 
 export interface ProxyResults {
   date: string;
   store: 'postgres' | 'pglite';
-  params: { lightChats: number; chats: number; events: number; intervalMs: number; rounds: number; fileBytes: number; runs: number };
+  params: { lightChats: number; chats: number; events: number; intervalMs: number; rounds: number; fileBytes: number; runs: number; replayEvents: number; replayRounds: number };
   /** Per path: medians over the rounds (each round's figures in `rounds`). */
   streaming: Array<{ chats: number; face: Face; via: Via; label: string; eventsPerSecond: number; agentCpuUsPerEvent: number; accountCpuUsPerEvent: number; medianMs: number; p99Ms: number; agentPeakRssMb: number; accountPeakRssMb: number; errors: number; rounds: PhaseResult[] }>;
   /** proxy − direct, per event. */
   added: Array<{ chats: number; face: Face; medianMs: number; p99Ms: number; perRound: Array<{ medianMs: number; p99Ms: number }> }>;
+  /** Reconnect replay of a finished run's buffer, per path: medians over the rounds; `vsDirect`: proxy ÷ direct time within a round, median. */
+  replay: Array<{ face: Face; via: Via; label: string; events: number; msToDone: number; eventsPerSecond: number; vsDirect: number; agentCpuUsPerEvent: number; accountCpuUsPerEvent: number; errors: number; rounds: ReplayResult[] }>;
   transfers: Array<{ case: string; directMbps: number; proxyMbps: number; ratio: number; agentRssGrowthMb: number; accountRssGrowthMb: number; raw: { direct: number[]; proxy: number[] } }>;
 }
 
@@ -124,6 +148,7 @@ export async function proxyBench(): Promise<ProxyResults> {
     const model = await startScriptedModel();
     cleanups.push(() => model.close());
     model.respond((request) => {
+      if (JSON.stringify(request.messages).includes('replay-run')) return { text: { count: REPLAY, chunk: (i) => `token ${i} ` } };
       if (JSON.stringify(request.messages).includes('warm-up')) return { text: { count: 20, chunk: (i) => `w${i}` }, delayMs: 5 };
       return { text: { count: EVENTS, chunk: () => stampedChunk() }, delayMs: INTERVAL };
     });
@@ -205,7 +230,7 @@ export async function proxyBench(): Promise<ProxyResults> {
         : subscribeUntilDone((cb) => accountTrpc.agent.chat.send.subscribe(input, cb), onData);
     };
 
-    console.log(`proxy bench: ${usePostgres ? 'PostgreSQL' : 'PGlite'}; ${LIGHT_CHATS} and ${CHATS} concurrent chats × ${EVENTS} chunks every ${INTERVAL} ms, ${ROUNDS} round(s) alternating; transfers of ${mb(MAX_UPLOAD_BYTES).toFixed(1)} MB × ${RUNS}`);
+    console.log(`proxy bench: ${usePostgres ? 'PostgreSQL' : 'PGlite'}; ${LIGHT_CHATS} and ${CHATS} concurrent chats × ${EVENTS} chunks every ${INTERVAL} ms, ${ROUNDS} round(s) alternating; replay of ${REPLAY} events × ${REPLAY_ROUNDS}; transfers of ${mb(MAX_UPLOAD_BYTES).toFixed(1)} MB × ${RUNS}`);
     for (const p of PATHS) {
       await bounded(Promise.all(Array.from({ length: 10 }, (_, i) => send(p.face, p.via, `warm-${p.face}-${p.via}-${i}`, 'warm-up', () => undefined))), 60_000, `warm-up ${p.label}`);
     }
@@ -216,9 +241,7 @@ export async function proxyBench(): Promise<ProxyResults> {
       /** CPU µs per event of [agent, account] during a phase (from /proc/<pid>/stat, 10 ms ticks). */
       const cpu = new Map<PhaseResult, number[]>();
       for (let r = 0; r < ROUNDS; r++) {
-        // Direct and proxy of one face back to back; which goes first alternates round by round.
-        const order = r % 2 === 0 ? PATHS : [PATHS[1]!, PATHS[0]!, PATHS[3]!, PATHS[2]!];
-        for (const p of order) {
+        for (const p of inOrder(PATHS, r)) {
           const post = (chat: number) => bounded(send(p.face, p.via, `b-${chats}-${p.face}-${p.via}-${r}-${chat}`, `bench ${chat}`, record), PHASE_TIMEOUT_MS, p.label);
           const cpuBefore = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
           const result = await streamPhase(p.label, pids.agent, post, latencies, counter, chats, { account: pids.account });
@@ -251,6 +274,63 @@ export async function proxyBench(): Promise<ProxyResults> {
         added.push({ chats, face, medianMs: median(perRound.map((d) => d.medianMs)), p99Ms: median(perRound.map((d) => d.p99Ms)), perRound });
       }
     }
+
+    // --- reconnect replay: a finished run's whole buffer, read back with `Last-Event-ID: <run>-0`.
+    const replayOf = (face: Face, via: Via, chatId: string, lastEventId: string, onData: (e: { type: string; content?: string }) => void): Promise<void> => {
+      if (face === 'REST') {
+        const url = via === 'direct' ? `${agentUrl}/chat/${chatId}/stream` : `${account.url}/api/v1/agent/chat/${chatId}/stream`;
+        return sse(url, { method: 'GET', headers: { authorization: via === 'direct' ? `Bearer ${secret}` : `Bearer ${access}`, 'last-event-id': lastEventId } }, onData);
+      }
+      const input = { chat_id: chatId, lastEventId };
+      return via === 'direct'
+        ? subscribeUntilDone((cb) => agentTrpc.chat.stream.subscribe(input, cb), onData)
+        : subscribeUntilDone((cb) => accountTrpc.agent.chat.stream.subscribe(input, cb), onData);
+    };
+    const replays = new Map<string, Array<{ result: ReplayResult; cpu: number[]; ok: boolean }>>();
+    for (let r = 0; r < REPLAY_ROUNDS; r++) {
+      const chatId = `replay-${r}`;
+      let runId: string | undefined;
+      let buffered = 0;
+      await bounded(
+        sse(`${agentUrl}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: JSON.stringify({ message: 'replay-run', chat_id: chatId }) }, (_event, id) => {
+          if (id === undefined) return;
+          buffered++;
+          runId ??= parseEventId(id)?.runId;
+        }),
+        120_000,
+        'replay run',
+      );
+      if (!runId) throw new Error('replay run: no event id');
+      await sleep(300);
+      for (const p of inOrder(REPLAY_PATHS, r)) {
+        const cpuBefore = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
+        const result = await timedReplay((onData) => replayOf(p.face, p.via, chatId, `${runId}-0`, onData), (event) => event.type === 'done', REPLAY_TIMEOUT_MS);
+        const cpuAfter = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
+        const ok = result.complete && result.events === buffered;
+        if (!ok) console.error(`  replay, ${p.label}: ${result.events} of ${buffered} events${result.error ? ` (${result.error})` : ''}`);
+        replays.set(p.label, [...(replays.get(p.label) ?? []), { result, ok, cpu: cpuAfter.map((v, k) => (v - cpuBefore[k]!) * (1000 / Math.max(1, result.events))) }]);
+        console.log(`  replay of ${buffered} events, ${p.label}: ${result.ms} ms to done, ${Math.round(result.events / (result.ms / 1000))} events/s`);
+        await sleep(200);
+      }
+    }
+    const replay: ProxyResults['replay'] = REPLAY_PATHS.map((p) => {
+      const rounds = replays.get(p.label)!;
+      const good = rounds.filter((x) => x.ok);
+      const direct = replays.get(REPLAY_PATHS.find((d) => d.face === p.face && d.via === 'direct')!.label)!;
+      const ratios = rounds.flatMap((x, i) => (x.ok && direct[i]!.ok ? [x.result.ms / direct[i]!.result.ms] : []));
+      const of = (f: (x: (typeof rounds)[number]) => number) => (good.length ? median(good.map(f)) : NaN);
+      return {
+        ...p,
+        events: of((x) => x.result.events),
+        msToDone: round(of((x) => x.result.ms)),
+        eventsPerSecond: Math.round(of((x) => x.result.events / (x.result.ms / 1000))),
+        vsDirect: ratios.length ? round(median(ratios)) : NaN,
+        agentCpuUsPerEvent: Math.round(of((x) => x.cpu[0]!)),
+        accountCpuUsPerEvent: Math.round(of((x) => x.cpu[1]!)),
+        errors: rounds.length - good.length,
+        rounds: rounds.map((x) => x.result),
+      };
+    });
 
     // --- transfers: the agent directly vs the REST proxy, alternating run by run.
     const size = MAX_UPLOAD_BYTES;
@@ -287,9 +367,10 @@ export async function proxyBench(): Promise<ProxyResults> {
     return {
       date: new Date().toISOString(),
       store: usePostgres ? 'postgres' : 'pglite',
-      params: { lightChats: LIGHT_CHATS, chats: CHATS, events: EVENTS, intervalMs: INTERVAL, rounds: ROUNDS, fileBytes: size, runs: RUNS },
+      params: { lightChats: LIGHT_CHATS, chats: CHATS, events: EVENTS, intervalMs: INTERVAL, rounds: ROUNDS, fileBytes: size, runs: RUNS, replayEvents: REPLAY, replayRounds: REPLAY_ROUNDS },
       streaming,
       added,
+      replay,
       transfers: [transfer('upload 50 MiB', 'up'), transfer('download 50 MiB', 'down')],
     };
   } finally {
@@ -308,6 +389,13 @@ export function printProxyTables(r: ProxyResults): void {
   );
   console.log(`\nThe proxy's added latency per event (proxy − direct within a round, median over ${r.params.rounds} round(s)):`);
   console.log(table(['chats', 'face', 'median ms', 'p99 ms', 'per round (median / p99)'], r.added.map((a) => [a.chats, a.face, a.medianMs, a.p99Ms, a.perRound.map((d) => `${d.medianMs} / ${d.p99Ms}`).join(', ')])));
+  console.log(`\nReconnect replay of a finished run (${r.params.replayEvents} model chunks, then done) with Last-Event-ID <run>-0, timed to done (medians of ${r.params.replayRounds} round(s), a fresh run per round, alternating):`);
+  console.log(
+    table(
+      ['path', 'events', 'ms to done', 'events/s', 'time × direct', 'CPU µs/event agent', 'CPU µs/event account', 'errors'],
+      r.replay.map((x) => [x.label, x.events, x.msToDone, x.eventsPerSecond, `${x.vsDirect}×`, x.agentCpuUsPerEvent, x.accountCpuUsPerEvent, x.errors]),
+    ),
+  );
   console.log(`\nTransfers, agent directly vs the REST proxy /api/v1/agent/files (medians of ${r.params.runs}, alternating; RSS growth during the proxy runs):`);
   console.log(
     table(

@@ -16,8 +16,9 @@
  *    sessions seeded, and agent history reads with 1×, 10×, 100× chat entries seeded.
  * 4. Agent: workspace upload/download (bench/files.ts, run as is), and the chat figures
  *    (bench/chat.ts) when the chat runtime is present.
- * 5. Agent through the account proxy (bench/proxy.ts): chat fan-out and transfers directly vs
- *    through the REST and tRPC proxies; the proxy's added latency per event, MB/s ratio.
+ * 5. Agent through the account proxy (bench/proxy.ts): chat fan-out, reconnect replay and
+ *    transfers directly vs through the REST and tRPC proxies; the proxy's added latency per
+ *    event, replay time to `done`, MB/s ratio.
  * Without PostgreSQL everything runs on PGlite and says so; scale-out, which needs a shared
  * server, is skipped with a note. BENCH_QUICK=1 makes every part smaller (about 4 minutes).
  */

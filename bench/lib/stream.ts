@@ -6,6 +6,9 @@
  * Latency per event: the scripted model (in the bench process) stamps each chunk with
  * `performance.now()` when it writes it (`stampedChunk`); the client (same process, same clock)
  * subtracts it when the `data:` line arrives (`latencyOfStamp`).
+ *
+ * Reconnect replay: `timedReplay` times one read of a run's buffer, from the request to the last
+ * event (a run's `done`, or the last buffered event of a run that is still active).
  */
 import { readFileSync } from 'node:fs';
 import { request, Agent } from 'node:http';
@@ -39,8 +42,10 @@ export function percentile(sorted: Float64Array, p: number): number {
 
 const httpAgent = new Agent({ keepAlive: false, maxSockets: Infinity });
 
-/** One SSE request; calls `onData` with each `data:` JSON; resolves at the end of the body. */
-export function sse(url: string, opts: { method: string; headers?: Record<string, string>; body?: string }, onData: (data: { type: string; content?: string }) => void): Promise<void> {
+export type StreamEvent = { type: string; content?: string };
+
+/** One SSE request; calls `onData` with each `data:` JSON (and the frame's `id:`, if any); resolves at the end of the body. */
+export function sse(url: string, opts: { method: string; headers?: Record<string, string>; body?: string }, onData: (data: StreamEvent, id: string | undefined) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: opts.method, headers: opts.headers, agent: httpAgent }, (res) => {
       if (res.statusCode !== 200) {
@@ -57,7 +62,8 @@ export function sse(url: string, opts: { method: string; headers?: Record<string
           const frame = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           const at = frame.indexOf('data: ');
-          if (at >= 0) onData(JSON.parse(frame.slice(at + 6)) as { type: string; content?: string });
+          const id = frame.startsWith('id: ') ? frame.slice(4, frame.indexOf('\n')) : undefined;
+          if (at >= 0) onData(JSON.parse(frame.slice(at + 6)) as StreamEvent, id);
         }
       });
       res.on('end', resolve);
@@ -144,4 +150,42 @@ export async function streamPhase(
     rssTimelineMb: timeline,
     ...(Object.keys(others).length ? { otherPeakRssMb: Object.fromEntries(Object.entries(otherPeaks).map(([k, v]) => [k, Math.round(v)])) } : {}),
   };
+}
+
+export interface ReplayResult {
+  /** Events received up to and including the last one (keepalives not counted). */
+  events: number;
+  /** From the request to the last event (or to the end, failure or timeout when incomplete). */
+  ms: number;
+  /** The last event arrived within the time limit. */
+  complete: boolean;
+  error?: string;
+}
+
+/**
+ * One replay, timed: `read(onData)` opens the stream; the clock stops at the event for which
+ * `isLast(event, n)` holds (n: events so far, this one included), or when the stream ends,
+ * fails or `timeoutMs` passes first (then `complete` is false). The stream is the caller's: a
+ * replay of an active run stays open after its last buffered event.
+ */
+export function timedReplay(read: (onData: (event: StreamEvent) => void) => Promise<void>, isLast: (event: StreamEvent, n: number) => boolean, timeoutMs: number): Promise<ReplayResult> {
+  return new Promise((resolve) => {
+    let events = 0;
+    let settled = false;
+    const started = performance.now();
+    const settle = (complete: boolean, error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ events, ms: round(performance.now() - started), complete, ...(error === undefined ? {} : { error: String(error) }) });
+    };
+    const timer = setTimeout(() => settle(false, `over ${timeoutMs} ms`), timeoutMs);
+    read((event) => {
+      if (settled || event.type === 'keepalive') return;
+      if (isLast(event, ++events)) settle(true);
+    }).then(
+      () => settle(false, 'the stream ended before its last event'),
+      (error: unknown) => settle(false, error),
+    );
+  });
 }
