@@ -16,10 +16,28 @@ export type CallerFor<R extends AnyRouter> = (req: Request, signal: AbortSignal)
 
 export class RouteTable {
   private readonly methodsByPath = new Map<string, Set<string>>();
+  /** Routes without parameters by `METHOD /path`: found with one lookup (see constructor). */
+  private readonly exactRoutes = new Map<string, RequestHandler[]>();
   /** OpenAPI entries for routes trpc-to-openapi cannot describe (streams, files, uploads). */
   readonly extraPaths: ZodOpenApiPathsObject = {};
 
-  constructor(readonly app: IRouter) {}
+  constructor(readonly app: IRouter) {
+    // Express tries every route's pattern in turn; the hottest calls (`GET /auth/me`, refresh)
+    // are static paths, so an exact `METHOD /path` match is served first, with one Map lookup.
+    // Everything else (parameters, HEAD, a trailing slash or other case that express also
+    // accepts) falls through to the same handlers registered on the router below.
+    app.use((req, res, next) => {
+      const handlers = this.exactRoutes.get(`${req.method} ${req.path}`);
+      if (!handlers) return next();
+      // A route's handlers answer or fail (every chain ends in a handler that responds).
+      let index = 0;
+      const step = (error?: unknown): void => {
+        if (error !== undefined) return next(error);
+        handlers[index++]?.(req, res, step);
+      };
+      step();
+    });
+  }
 
   /**
    * `expressPath` overrides the path derived from `openapiPath` (`{id}` → `:id`), e.g. for a
@@ -31,7 +49,9 @@ export class RouteTable {
     methods.add(method.toUpperCase());
     if (method === 'get') methods.add('HEAD');
     this.methodsByPath.set(expressPath, methods);
-    this.app[method](expressPath, ...handlers.map(catchAsync));
+    const wrapped = handlers.map(catchAsync);
+    if (!/[:*]/.test(expressPath)) this.exactRoutes.set(`${method.toUpperCase()} ${expressPath}`, wrapped);
+    this.app[method](expressPath, ...wrapped);
     if (doc) this.extraPaths[openapiPath] = { ...this.extraPaths[openapiPath], [method]: doc };
   }
 
