@@ -9,7 +9,7 @@ import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
 import { accountRouter } from './router.js';
-import { parseCookies } from './auth/oauth/cookies.js';
+import { AccountRequest } from './request.js';
 import { createAccountServices, type AccountServices } from './services.js';
 import type { AccountContext } from './trpc.js';
 import { serveWebClient } from './web.js';
@@ -26,16 +26,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
   const frontendOrigin = new URL(config.frontendUrl).origin;
   if (frontendOrigin !== new URL(config.baseUrl).origin) app.use(corsFor(frontendOrigin));
-  const contextFor = (req: express.Request): AccountContext => ({
-    services,
-    requestId: req.id,
-    ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
-    authorization: req.headers.authorization,
-    cookies: parseCookies(req.headers.cookie),
-    setHeader: (name, value) => {
-      if (req.res && !req.res.headersSent) req.res.setHeader(name, value);
-    },
-  });
+  const contextFor = (req: express.Request): AccountContext => ({ services, request: new AccountRequest(req) });
   app.use('/trpc', trpcEndpoint(accountRouter, contextFor));
   app.get('/.well-known/jwks.json', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=300');

@@ -18,7 +18,7 @@ export const mobileRouter = router({
     .input(MobileIdpaInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
-      const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.authorization);
+      const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.request.authorization);
       const claim = await verifyNativeIdToken(ctx.services.oauth, { idToken: input.id_token, nonce: input.nonce, now: new Date() });
       const user = await signInWithIdentity(ctx.services.store.db, claim, guestUserId);
       return ctx.services.tokens.startSession(user);

@@ -22,10 +22,10 @@ const deps = (ctx: AccountContext): FlowDeps => ({
 });
 
 async function start(ctx: AccountContext, provider: OAuthProvider) {
-  const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.authorization);
+  const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.request.authorization);
   const { location, browserSecret } = await startAuthorization(deps(ctx), { provider, guestUserId, now: new Date() });
-  ctx.setHeader('Cache-Control', 'no-store');
-  ctx.setHeader('Set-Cookie', bindingCookie(provider, browserSecret, ctx.services.config.baseUrl));
+  ctx.request.setHeader('Cache-Control', 'no-store');
+  ctx.request.setHeader('Set-Cookie', bindingCookie(provider, browserSecret, ctx.services.config.baseUrl));
   return { location };
 }
 
@@ -52,11 +52,11 @@ function providerRoutes(provider: OAuthProvider) {
       .input(CallbackQuery)
       .output(Redirect)
       .query(async ({ ctx, input }) => {
-        ctx.setHeader('Cache-Control', 'no-store');
-        ctx.setHeader('Set-Cookie', clearedBindingCookie(provider, ctx.services.config.baseUrl));
+        ctx.request.setHeader('Cache-Control', 'no-store');
+        ctx.request.setHeader('Set-Cookie', clearedBindingCookie(provider, ctx.services.config.baseUrl));
         const params = Object.fromEntries(Object.entries(input).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
         try {
-          await ctx.services.rateLimits.consume('auth.oauth', ctx.ip, ctx.setHeader);
+          await ctx.services.rateLimits.consume('auth.oauth', ctx.request.ip, ctx.request.setHeader);
         } catch (error) {
           const code = error instanceof AppError && error.status === 429 ? 'rate_limited' : 'server_error';
           if (code === 'server_error') requestLog(ctx).error({ err: error }, 'rate limiter failed');
@@ -65,7 +65,7 @@ function providerRoutes(provider: OAuthProvider) {
         const location = await finishAuthorization(deps(ctx), {
           provider,
           params,
-          browserSecret: ctx.cookies[bindingCookieName(provider)],
+          browserSecret: ctx.request.cookie(bindingCookieName(provider)),
           now: new Date(),
           authCodeTtlSeconds: ctx.services.config.oauth.authCodeTtlSeconds,
         });
@@ -90,7 +90,7 @@ export const oauthRouter = router({
     .input(ExchangeInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
-      const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.authorization);
+      const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.request.authorization);
       const user = await exchangeAuthCode(ctx.services.store.db, { code: input.code, now: new Date(), guestUserId });
       return ctx.services.tokens.startSession(user);
     }),

@@ -21,7 +21,7 @@ export const walletRouter = router({
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
       const { services } = ctx;
-      const guestUserId = await services.tokens.guestToUpgrade(ctx.authorization);
+      const guestUserId = await services.tokens.guestToUpgrade(ctx.request.authorization);
       const rpc = services.config.rpcUrl ? new JsonRpcClient(services.config.rpcUrl) : undefined;
       const wallet = await verifySignIn({ db: services.store.db, config: services.config, input, now: new Date(), rpc });
       const user = await signInWithIdentity(services.store.db, { provider: 'wallet', subject: wallet.address }, guestUserId);

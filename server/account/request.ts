@@ -1,0 +1,43 @@
+/**
+ * What an account procedure may know about the HTTP request it serves, over REST and tRPC alike:
+ * the request id, the Authorization header, the client address, cookies, and a way to set
+ * response headers (RateLimit-*, Set-Cookie).
+ *
+ * It sits in the tRPC context as one object because tRPC copies the context at every middleware:
+ * one reference is cheap to copy, and the parts few procedures need (the client address behind
+ * `trust proxy`, the parsed cookies) are worked out only when asked.
+ */
+import type { Request } from 'express';
+import { parseCookies } from './auth/oauth/cookies.js';
+
+export class AccountRequest {
+  private parsedCookies: Record<string, string> | undefined;
+  private clientIp: string | undefined;
+
+  constructor(private readonly req: Request) {}
+
+  get id(): string {
+    return this.req.id;
+  }
+
+  get authorization(): string | undefined {
+    return this.req.headers.authorization;
+  }
+
+  /** The client's address (`X-Forwarded-For` only from proxies in TRUST_PROXY). */
+  get ip(): string {
+    this.clientIp ??= this.req.ip ?? this.req.socket.remoteAddress ?? 'unknown';
+    return this.clientIp;
+  }
+
+  cookie(name: string): string | undefined {
+    this.parsedCookies ??= parseCookies(this.req.headers.cookie);
+    return this.parsedCookies[name];
+  }
+
+  /** Bound, so it can be handed on (the rate limiter sets RateLimit-* with it). */
+  readonly setHeader = (name: string, value: string): void => {
+    const res = this.req.res;
+    if (res && !res.headersSent) res.setHeader(name, value);
+  };
+}
