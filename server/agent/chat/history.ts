@@ -3,9 +3,8 @@
  * History entries are user text (`name: 'user'`), assistant text (no name; `cut` when a run was
  * interrupted), `tool_use`, and `file` with only its path.
  */
-import type { ModelMessage } from 'ai';
 import type { AgentDb } from '../store.js';
-import type { HistoryEntry } from './loop.js';
+import type { ContextMessage, HistoryEntry } from './loop.js';
 import type { ChatEvent } from './schemas.js';
 
 type Row = { type: string; name: string | null; content: string | null; toolName: string | null; input: string | null; path: string | null; cut: boolean };
@@ -67,8 +66,8 @@ export async function deleteHistory(db: AgentDb, chatId: string): Promise<number
  * role merged, starting at a user message. Tool calls are not replayed (their results are not
  * kept); the assistant's text around them carries what matters.
  */
-export async function modelContext(db: AgentDb, chatId: string, entries: number): Promise<ModelMessage[]> {
-  const messages: Array<{ role: 'user' | 'assistant'; content: string }> = [];
+export async function modelContext(db: AgentDb, chatId: string, entries: number): Promise<ContextMessage[]> {
+  const messages: ContextMessage[] = [];
   for (const row of await lastRows(db, chatId, Math.max(1, entries))) {
     if (row.type !== 'text' || !row.content) continue;
     const role = row.name === 'user' ? 'user' : 'assistant';

@@ -8,7 +8,6 @@
  * a timeout, save each completed entry, and end with `done` once history is written.
  */
 import { tracked } from '@trpc/server';
-import type { LanguageModel } from 'ai';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentConfig } from '../config.js';
@@ -17,7 +16,7 @@ import { workspaceTools } from '../tools/index.js';
 import type { AgentToolSet } from '../tools/types.js';
 import { deleteHistory, modelContext, readHistory, saveEntry, saveUserMessage } from './history.js';
 import { runModelLoop, type HistoryEntry } from './loop.js';
-import { createLanguageModel, NO_MODEL_REPLY } from './model.js';
+import { createLanguageModel, NO_MODEL_REPLY, type ChatModel } from './model.js';
 import { buildSystemPrompt } from './prompt.js';
 import { parseEventId, Run, RunRegistry, type StreamItem } from './runs.js';
 import type { ChatEvent, ChatMessageInput, ChatStreamInput } from './schemas.js';
@@ -34,7 +33,7 @@ export interface ChatRuntimeDeps {
   log: Logger;
   db: AgentDb;
   /** Overrides the model `MODEL` selects (tests, embedding). */
-  model?: LanguageModel | null;
+  model?: ChatModel | null;
   /** Overrides the tool set (subagents compose their own). */
   tools?: AgentToolSet;
   /** Tools added per run that need the chat (e.g. `spawn_subagent`, depth 0 only). */
@@ -45,7 +44,7 @@ export interface ChatRuntimeDeps {
 
 export class ChatRuntime {
   private readonly registry: RunRegistry;
-  private readonly model: LanguageModel | null;
+  private readonly model: ChatModel | null;
   private readonly tools: AgentToolSet;
   /** Per-chat serialisation of run starts and deletes. */
   private readonly locks = new Map<string, Promise<unknown>>();
