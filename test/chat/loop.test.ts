@@ -131,6 +131,14 @@ describe('runModelLoop', () => {
     expect(model.requests.length - before).toBe(1);
   });
 
+  it('describes an error object found inside the stream by its message', async () => {
+    model.queue({ text: 'par', streamError: 'overloaded, try later' });
+    const { result, events, entries } = await run({});
+    expect(result).toEqual({ status: 'failed', text: 'par', error: 'Model error: overloaded, try later' });
+    expect(events).toEqual([{ type: 'text', content: 'par' }, { type: 'error', content: 'Model error: overloaded, try later' }]);
+    expect(entries).toEqual([{ type: 'text', content: 'par', cut: true }]);
+  });
+
   it('returns on abort even when a tool ignores the signal, and drops what that tool emits later', async () => {
     const controller = new AbortController();
     let emitLate: (() => void) | undefined;

@@ -57,14 +57,15 @@ export interface ModelLoopResult {
   error?: string;
 }
 
-/** A human-readable line for a model or transport error (never a stack). */
+/**
+ * A human-readable line for a model or transport error (never a stack): an `APICallError` (with
+ * its HTTP status), any other Error, or the error object a provider found inside its stream
+ * (OpenAI-style `{message, type, code}`).
+ */
 export function describeModelError(error: unknown): string {
-  if (error instanceof Error) {
-    const status = (error as { statusCode?: number }).statusCode;
-    const message = error.message.split('\n')[0]!.slice(0, 500);
-    return status ? `Model error (HTTP ${status}): ${message}` : `Model error: ${message}`;
-  }
-  return `Model error: ${String(error).slice(0, 500)}`;
+  const { statusCode, message } = (error ?? {}) as { statusCode?: number; message?: unknown };
+  const text = (typeof message === 'string' ? message : String(error)).split('\n')[0]!.slice(0, 500);
+  return statusCode ? `Model error (HTTP ${statusCode}): ${text}` : `Model error: ${text}`;
 }
 
 /** The message a tool failure shows the model (the tool result of that call). */
