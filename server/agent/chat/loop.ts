@@ -148,7 +148,7 @@ async function openStream(model: ChatModel, options: LanguageModelV3CallOptions,
     try {
       return (await model.doStream(options)).stream;
     } catch (error) {
-      if (attempt >= retries || signal.aborted || (error as { isRetryable?: boolean }).isRetryable !== true) throw error;
+      if (attempt >= retries || signal.aborted || (error as { isRetryable?: boolean } | undefined)?.isRetryable !== true) throw error;
       const backoff = RETRY_BASE_MS * 2 ** attempt;
       const headers = (error as { responseHeaders?: Record<string, string> }).responseHeaders ?? {};
       const asked = headers['retry-after-ms'] !== undefined ? Number(headers['retry-after-ms']) : Number(headers['retry-after']) * 1000;
@@ -160,7 +160,6 @@ async function openStream(model: ChatModel, options: LanguageModelV3CallOptions,
 
 /** A text or reasoning block as it streams; it goes back to the model in the next step. */
 interface Block {
-  kind: 'text' | 'reasoning';
   text: string;
   metadata: SharedV3ProviderMetadata | undefined;
 }
@@ -211,7 +210,7 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
           if (done) break;
           switch (part.type) {
             case 'text-start':
-              openText.set(part.id, { kind: 'text', text: '', metadata: part.providerMetadata });
+              openText.set(part.id, { text: '', metadata: part.providerMetadata });
               break;
             case 'text-delta': {
               const block = openText.get(part.id);
@@ -228,7 +227,7 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
               break;
             }
             case 'reasoning-start':
-              reasoning.set(part.id, { kind: 'reasoning', text: '', metadata: part.providerMetadata });
+              reasoning.set(part.id, { text: '', metadata: part.providerMetadata });
               break;
             case 'reasoning-delta': {
               const block = reasoning.get(part.id);
