@@ -2,24 +2,26 @@
  * The baselines for bench/chat.ts: a bare node SSE writer with no framework and no buffering.
  * `POST /chat` relays the same scripted model stream as `data: {"type":"text",...}` lines, then
  * `done`; `GET /replay?n=N` writes N prepared events at once. Run as a child process:
- * MODEL_BASE_URL and PORT from the environment. `RELAY=sdk` reads the model through the AI SDK
- * (`streamText` → `fullStream`, the agent's provider) instead of parsing `data:` lines by hand,
- * which isolates the SDK's share of the agent's cost.
+ * MODEL_BASE_URL and PORT from the environment. `RELAY=provider` reads the model through the
+ * agent's provider (`@ai-sdk/openai-compatible`'s `doStream()`, as server/agent/chat/loop.ts does)
+ * instead of parsing `data:` lines by hand, which isolates the provider's share of the agent's cost.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { streamText } from 'ai';
 
 const base = process.env.MODEL_BASE_URL!;
 const port = Number(process.env.PORT ?? 0);
-const viaSdk = process.env.RELAY === 'sdk';
-const sdkModel = createOpenAICompatible({ name: 'openai-compatible', baseURL: base, includeUsage: true }).chatModel('scripted');
+const viaProvider = process.env.RELAY === 'provider';
+const providerModel = createOpenAICompatible({ name: 'openai-compatible', baseURL: base, includeUsage: true }).chatModel('scripted');
 
-async function relayViaSdk(message: string, res: ServerResponse): Promise<void> {
+async function relayViaProvider(message: string, res: ServerResponse): Promise<void> {
   let seq = 0;
-  const result = streamText({ model: sdkModel, messages: [{ role: 'user', content: message }], maxRetries: 0, onError: () => undefined });
-  for await (const part of result.fullStream) {
-    if (part.type === 'text-delta' && part.text) res.write(`id: s-${++seq}\ndata: ${JSON.stringify({ type: 'text', content: part.text })}\n\n`);
+  const { stream } = await providerModel.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: message }] }] });
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value: part } = await reader.read();
+    if (done) break;
+    if (part.type === 'text-delta' && part.delta) res.write(`id: s-${++seq}\ndata: ${JSON.stringify({ type: 'text', content: part.delta })}\n\n`);
   }
   res.end(`id: s-${++seq}\ndata: {"type":"done"}\n\n`);
 }
@@ -41,7 +43,7 @@ const server = createServer((req, res) => {
     const { message } = JSON.parse(Buffer.concat(chunks).toString()) as { message: string };
     res.writeHead(200, headers);
     res.socket?.setNoDelay(true);
-    if (viaSdk) return relayViaSdk(message, res);
+    if (viaProvider) return relayViaProvider(message, res);
     const upstream = await fetch(`${base}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

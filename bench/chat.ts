@@ -78,7 +78,7 @@ async function main(): Promise<void> {
       new Promise((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${(JSON.parse(chunk.toString()) as { port: number }).port}`))),
     );
   const bare = await startBare('plain');
-  const sdk = await startBare('sdk');
+  const provider = await startBare('provider');
 
   const latencies = new Float64Array(CHATS * EVENTS + 16);
   const counter = { n: 0 };
@@ -98,13 +98,13 @@ async function main(): Promise<void> {
     );
   await warmUp(agent.url, auth);
   await warmUp(bare.url, {});
-  await warmUp(sdk.url, {});
+  await warmUp(provider.url, {});
 
   const bareResult = await streamPhase('bare node SSE writer', bare.child.pid!, postTo(bare.url, {}), latencies, counter, CHATS);
   await sleep(500);
-  const sdkResult = await streamPhase('bare writer reading the model via the AI SDK', sdk.child.pid!, postTo(sdk.url, {}), latencies, counter, CHATS);
+  const providerResult = await streamPhase('bare writer reading the model via the provider', provider.child.pid!, postTo(provider.url, {}), latencies, counter, CHATS);
   await sleep(500);
-  const agentResult = await streamPhase('agent (AI SDK → run buffer → tRPC → SSE)', agent.child.pid!, postTo(agent.url, auth), latencies, counter, CHATS);
+  const agentResult = await streamPhase('agent (provider → run buffer → tRPC → SSE)', agent.child.pid!, postTo(agent.url, auth), latencies, counter, CHATS);
 
   // Replay: a run that has buffered REPLAY events (and stays active), read back by GET /stream.
   const replayStream = sse(`${agent.url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'replay-run', chat_id: 'replay' }) }, () => undefined);
@@ -135,10 +135,10 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
     params: { chats: CHATS, events: EVENTS, intervalMs: INTERVAL, replay: REPLAY },
-    streaming: [bareResult, sdkResult, agentResult],
+    streaming: [bareResult, providerResult, agentResult],
     overhead: { medianMs: round(agentResult.medianMs - bareResult.medianMs), p99Ms: round(agentResult.p99Ms - bareResult.p99Ms) },
-    /** The agent's own stack (run buffer, tRPC, SSE bridge, history) beyond the AI SDK. */
-    overheadBeyondSdk: { medianMs: round(agentResult.medianMs - sdkResult.medianMs), p99Ms: round(agentResult.p99Ms - sdkResult.p99Ms) },
+    /** The agent's own stack (model loop, run buffer, tRPC, SSE bridge, history) beyond the provider. */
+    overheadBeyondProvider: { medianMs: round(agentResult.medianMs - providerResult.medianMs), p99Ms: round(agentResult.p99Ms - providerResult.p99Ms) },
     replay: [
       { server: 'bare node SSE writer', events: bareReplayed, ms: round(bareReplayMs) },
       { server: 'agent GET /chat/{id}/stream', events: replayed, ms: round(agentReplayMs) },
@@ -149,7 +149,7 @@ async function main(): Promise<void> {
   console.log('');
   console.table(results.streaming.map((r) => ({ server: r.server, chats: r.chats, events: r.events, 's': r.seconds, 'events/s': r.eventsPerSecond, 'median ms': r.medianMs, 'p99 ms': r.p99Ms, 'max ms': r.maxMs, 'peak RSS MB': r.peakRssMb, 'idle RSS MB': r.idleRssMb, errors: r.errors })));
   console.log(`overhead of the agent over the bare writer: median ${results.overhead.medianMs} ms, p99 ${results.overhead.p99Ms} ms per event (target ≤ 2 ms p99)`);
-  console.log(`of which beyond the AI SDK (agent vs bare writer via the SDK): median ${results.overheadBeyondSdk.medianMs} ms, p99 ${results.overheadBeyondSdk.p99Ms} ms`);
+  console.log(`of which beyond the provider (agent vs bare writer via the provider): median ${results.overheadBeyondProvider.medianMs} ms, p99 ${results.overheadBeyondProvider.p99Ms} ms`);
   console.log(`agent peak RSS with ${CHATS} streams: ${agentResult.peakRssMb} MB (target < 300 MB); RSS each second: ${agentResult.rssTimelineMb.join(' ')}`);
   console.table(results.replay.map((r) => ({ server: r.server, events: r.events, ms: r.ms, 'events/s': Math.round(r.events / (r.ms / 1000)) })));
 
@@ -157,8 +157,8 @@ async function main(): Promise<void> {
   await writeFile(path.join(root, 'bench/results/chat.json'), `${JSON.stringify(results, null, 2)}\n`);
   console.log('written to bench/results/chat.json');
 
-  for (const c of [agent.child, bare.child, sdk.child]) c.kill('SIGTERM');
-  await Promise.all([agent.child, bare.child, sdk.child].map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+  for (const c of [agent.child, bare.child, provider.child]) c.kill('SIGTERM');
+  await Promise.all([agent.child, bare.child, provider.child].map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
   await model.close();
   await rm(workspace, { recursive: true, force: true });
 }

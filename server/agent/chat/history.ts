@@ -3,28 +3,68 @@
  * History entries are user text (`name: 'user'`), assistant text (no name; `cut` when a run was
  * interrupted), `tool_use`, and `file` with only its path.
  */
-import type { ModelMessage } from 'ai';
+import type { Prisma } from '../../generated/agent/client.js';
 import type { AgentDb } from '../store.js';
-import type { HistoryEntry } from './loop.js';
+import type { ContextMessage, HistoryEntry } from './loop.js';
 import type { ChatEvent } from './schemas.js';
 
 type Row = { type: string; name: string | null; content: string | null; toolName: string | null; input: string | null; path: string | null; cut: boolean };
 
-export async function saveUserMessage(db: AgentDb, chatId: string, content: string, runId: string): Promise<void> {
-  await db.chatMessage.create({ data: { chatId, type: 'text', name: 'user', content, runId } });
-}
+type NewRow = Prisma.ChatMessageCreateManyInput;
 
-export async function saveEntry(db: AgentDb, chatId: string, runId: string, entry: HistoryEntry): Promise<void> {
-  switch (entry.type) {
-    case 'text':
-      await db.chatMessage.create({ data: { chatId, runId, type: 'text', content: entry.content, cut: entry.cut ?? false } });
-      return;
-    case 'tool_use':
-      await db.chatMessage.create({ data: { chatId, runId, type: 'tool_use', toolName: entry.name, input: entry.input } });
-      return;
-    case 'file':
-      await db.chatMessage.create({ data: { chatId, runId, type: 'file', path: entry.path, content: entry.caption } });
-      return;
+/** Rows written in one statement at most (SQLite bounds the parameters of a statement). */
+const MAX_BATCH_ROWS = 500;
+
+/**
+ * The history writes of every run, batched: rows queued while the previous batch is written (or
+ * within the same turn of the event loop) go to SQLite together in one `createMany`, in queue
+ * order. With hundreds of streaming chats, runs start and end together; one statement per row
+ * held the event loop long enough to delay every other chat's events.
+ *
+ * Each write resolves once its row is committed, so a caller that awaits it (the user message,
+ * a run's last entry before `done`) knows it survives a crash.
+ */
+export class HistoryWriter {
+  private batch: { rows: NewRow[]; written: Promise<void> } | undefined;
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly db: AgentDb) {}
+
+  saveUserMessage(chatId: string, content: string, runId: string): Promise<void> {
+    return this.write({ chatId, type: 'text', name: 'user', content, runId });
+  }
+
+  saveEntry(chatId: string, runId: string, entry: HistoryEntry): Promise<void> {
+    switch (entry.type) {
+      case 'text':
+        return this.write({ chatId, runId, type: 'text', content: entry.content, cut: entry.cut ?? false });
+      case 'tool_use':
+        return this.write({ chatId, runId, type: 'tool_use', toolName: entry.name, input: entry.input });
+      case 'file':
+        return this.write({ chatId, runId, type: 'file', path: entry.path, content: entry.caption });
+    }
+  }
+
+  private write(row: NewRow): Promise<void> {
+    if (!this.batch || this.batch.rows.length >= MAX_BATCH_ROWS) {
+      const rows: NewRow[] = [];
+      // Batches are written one after the other; a failed batch does not stop the next.
+      const written = this.tail.then(
+        () => this.flush(rows),
+        () => this.flush(rows),
+      );
+      this.batch = { rows, written };
+      this.tail = written;
+    }
+    this.batch.rows.push(row);
+    return this.batch.written;
+  }
+
+  private async flush(rows: NewRow[]): Promise<void> {
+    // Let the rest of this turn queue its rows too.
+    await new Promise(setImmediate);
+    if (this.batch?.rows === rows) this.batch = undefined;
+    await this.db.chatMessage.createMany({ data: rows });
   }
 }
 
@@ -67,8 +107,8 @@ export async function deleteHistory(db: AgentDb, chatId: string): Promise<number
  * role merged, starting at a user message. Tool calls are not replayed (their results are not
  * kept); the assistant's text around them carries what matters.
  */
-export async function modelContext(db: AgentDb, chatId: string, entries: number): Promise<ModelMessage[]> {
-  const messages: Array<{ role: 'user' | 'assistant'; content: string }> = [];
+export async function modelContext(db: AgentDb, chatId: string, entries: number): Promise<ContextMessage[]> {
+  const messages: ContextMessage[] = [];
   for (const row of await lastRows(db, chatId, Math.max(1, entries))) {
     if (row.type !== 'text' || !row.content) continue;
     const role = row.name === 'user' ? 'user' : 'assistant';

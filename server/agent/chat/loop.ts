@@ -1,14 +1,30 @@
 /**
- * The model and tool loop, on the AI SDK's `streamText`: bounded steps, the caller's abort
- * signal, and a mapping of the SDK's stream parts to chat events. It knows nothing of chats,
- * runs or HTTP, so a subagent or a heartbeat can run it with their own context and tools.
+ * The model and tool loop, straight on the provider's `LanguageModelV3.doStream()`: bounded
+ * steps, the caller's abort signal, retries of a failed model call, and a mapping of the
+ * provider's stream parts to chat events. It knows nothing of chats, runs or HTTP, so a subagent
+ * or a heartbeat can run it with their own context and tools.
+ *
+ * Why not the AI SDK's `streamText`: it relays every part through a chain of web streams (tee,
+ * stitchable streams, several transforms) that dominated latency and memory at 500 concurrent
+ * chats (bench/chat.ts). One step here is one provider stream, read part by part.
  *
  * Two callbacks: `onEvent` for every chat event as it streams (text deltas, tool_use, file,
  * error), `onEntry` for history entries as they complete (a whole text block, a tool_use, a
  * file); an interrupted text block is handed over with `cut: true`.
  */
-import { stepCountIs, streamText, type LanguageModel, type ModelMessage, type Tool, type ToolSet } from 'ai';
-import type { AgentToolSet } from '../tools/types.js';
+import type {
+  JSONValue,
+  LanguageModelV3CallOptions,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Message,
+  LanguageModelV3StreamPart,
+  LanguageModelV3ToolResultPart,
+  SharedV3ProviderMetadata,
+} from '@ai-sdk/provider';
+import { z } from 'zod';
+import { sleep } from '../../common/timers.js';
+import type { AgentTool, AgentToolSet } from '../tools/types.js';
+import type { ChatModel } from './model.js';
 import type { ChatEvent } from './schemas.js';
 
 export type HistoryEntry =
@@ -16,10 +32,16 @@ export type HistoryEntry =
   | { type: 'tool_use'; name: string; input: string }
   | { type: 'file'; path: string; caption: string };
 
+/** A message of the context the loop starts from (history, a task, a heartbeat prompt). */
+export interface ContextMessage {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
 export interface ModelLoopOptions {
-  model: LanguageModel;
+  model: ChatModel;
   system: string;
-  messages: ModelMessage[];
+  messages: ContextMessage[];
   tools: AgentToolSet;
   signal: AbortSignal;
   maxSteps: number;
@@ -35,124 +57,230 @@ export interface ModelLoopResult {
   error?: string;
 }
 
-/** A human-readable line for a model or transport error (never a stack). */
+/**
+ * A human-readable line for a model or transport error (never a stack): an `APICallError` (with
+ * its HTTP status), any other Error, or the error object a provider found inside its stream
+ * (OpenAI-style `{message, type, code}`).
+ */
 export function describeModelError(error: unknown): string {
-  if (error instanceof Error) {
-    const status = (error as { statusCode?: number }).statusCode;
-    const message = error.message.split('\n')[0]!.slice(0, 500);
-    return status ? `Model error (HTTP ${status}): ${message}` : `Model error: ${message}`;
-  }
-  return `Model error: ${String(error).slice(0, 500)}`;
+  const { statusCode, message } = (error ?? {}) as { statusCode?: number; message?: unknown };
+  const text = (typeof message === 'string' ? message : String(error)).split('\n')[0]!.slice(0, 500);
+  return statusCode ? `Model error (HTTP ${statusCode}): ${text}` : `Model error: ${text}`;
 }
 
-function toJsonString(input: unknown): string {
-  if (typeof input === 'string') {
+/** The message a tool failure shows the model (the tool result of that call). */
+function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return typeof error === 'string' ? error : JSON.stringify(error) ?? 'unknown error';
+}
+
+/**
+ * JSON schemas for the provider, once per zod schema. Objects get `additionalProperties: false`
+ * as the AI SDK gave them (OpenAI's strict mode needs it; zod leaves it open for input).
+ */
+const jsonSchemas = new WeakMap<z.ZodType, LanguageModelV3FunctionTool['inputSchema']>();
+
+function toolDefinitions(tools: AgentToolSet): LanguageModelV3FunctionTool[] {
+  return Object.entries(tools).map(([name, tool]) => {
+    let inputSchema = jsonSchemas.get(tool.inputSchema);
+    if (!inputSchema) {
+      inputSchema = z.toJSONSchema(tool.inputSchema, {
+        target: 'draft-7',
+        io: 'input',
+        override: ({ jsonSchema }) => {
+          if (jsonSchema.type === 'object' && jsonSchema.additionalProperties === undefined) jsonSchema.additionalProperties = false;
+        },
+      }) as LanguageModelV3FunctionTool['inputSchema'];
+      jsonSchemas.set(tool.inputSchema, inputSchema);
+    }
+    return { type: 'function', name, description: tool.description, inputSchema };
+  });
+}
+
+type ToolInput = { ok: true; value: unknown; json: string } | { ok: false; value: unknown; json: string; error: string };
+
+/**
+ * The model's tool input (a JSON string, empty meaning `{}`) checked against the tool's zod
+ * schema. A failure is not thrown: it becomes the call's tool error, so the model can correct it.
+ */
+function parseToolInput(name: string, tool: AgentTool | undefined, tools: AgentToolSet, raw: string): ToolInput {
+  let parsed: unknown;
+  try {
+    parsed = raw.trim() === '' ? {} : JSON.parse(raw);
+  } catch {
+    return { ok: false, value: raw, json: JSON.stringify(raw), error: `Invalid input for tool ${name}: not valid JSON` };
+  }
+  const json = JSON.stringify(parsed);
+  if (!tool) {
+    const available = Object.keys(tools);
+    const offer = available.length ? `Available tools: ${available.join(', ')}.` : 'No tools are available.';
+    return { ok: false, value: parsed, json, error: `Model tried to call unavailable tool '${name}'. ${offer}` };
+  }
+  const checked = tool.inputSchema.safeParse(parsed);
+  if (!checked.success) return { ok: false, value: parsed, json, error: `Invalid input for tool ${name}: ${z.prettifyError(checked.error)}` };
+  // The validated value (unknown keys stripped) is what the tool runs with and what the user sees.
+  return { ok: true, value: checked.data, json: JSON.stringify(checked.data) ?? '{}' };
+}
+
+function toolOutput(output: unknown): LanguageModelV3ToolResultPart['output'] {
+  return typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: (output ?? null) as JSONValue };
+}
+
+/** Resolves with `work`, or with nothing as soon as `signal` aborts (a tool may not heed it). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return resolve(undefined);
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+const RETRY_BASE_MS = 2_000;
+const RETRY_AFTER_MAX_MS = 60_000;
+
+/**
+ * Opens one model stream, retrying errors the provider marks retryable (429, 5xx, network) with
+ * exponential backoff from 2 s, or the server's `retry-after(-ms)` when it asks for under a minute.
+ */
+async function openStream(model: ChatModel, options: LanguageModelV3CallOptions, retries: number, signal: AbortSignal): Promise<ReadableStream<LanguageModelV3StreamPart>> {
+  for (let attempt = 0; ; attempt++) {
     try {
-      JSON.parse(input);
-      return input;
-    } catch {
-      return JSON.stringify(input);
+      return (await model.doStream(options)).stream;
+    } catch (error) {
+      if (attempt >= retries || signal.aborted || (error as { isRetryable?: boolean } | undefined)?.isRetryable !== true) throw error;
+      const backoff = RETRY_BASE_MS * 2 ** attempt;
+      const headers = (error as { responseHeaders?: Record<string, string> }).responseHeaders ?? {};
+      const asked = headers['retry-after-ms'] !== undefined ? Number(headers['retry-after-ms']) : Number(headers['retry-after']) * 1000;
+      await sleep(asked >= 0 && asked < RETRY_AFTER_MAX_MS ? asked : backoff, signal);
+      if (signal.aborted) throw error;
     }
   }
-  return JSON.stringify(input ?? {});
+}
+
+/** A text or reasoning block as it streams; it goes back to the model in the next step. */
+interface Block {
+  text: string;
+  metadata: SharedV3ProviderMetadata | undefined;
 }
 
 export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopResult> {
-  const { signal, onEvent } = opts;
+  const { signal, onEvent, tools } = opts;
   const onEntry = opts.onEntry ?? (() => undefined);
-  // Events a tool emits while it runs are held until the stream reaches that call's result, so
-  // they always follow the call's `tool_use` and any text before it.
-  const toolEvents = new Map<string, ChatEvent[]>();
   const blocks: string[] = [];
-  const openText = new Map<string, string>();
+  // Text blocks still streaming; left open when a step ends early, and then saved as cut.
+  const openText = new Map<string, Block>();
   let failure: string | undefined;
-
-  const tools: ToolSet = {};
-  for (const [name, agentTool] of Object.entries(opts.tools)) {
-    const sdkTool: Tool<unknown, unknown> = {
-      description: agentTool.description,
-      inputSchema: agentTool.inputSchema as never,
-      execute: (input, { toolCallId, abortSignal }) => {
-        const held: ChatEvent[] = [];
-        toolEvents.set(toolCallId, held);
-        return (agentTool.execute as (i: unknown, c: unknown) => Promise<unknown>)(input, {
-          signal: abortSignal ?? signal,
-          emit: (event: ChatEvent) => held.push(event),
-        });
-      },
-    };
-    tools[name] = sdkTool;
-  }
-
-  const flushToolEvents = (toolCallId: string) => {
-    const held = toolEvents.get(toolCallId);
-    toolEvents.delete(toolCallId);
-    for (const event of held ?? []) {
-      onEvent(event);
-      if (event.type === 'file') onEntry({ type: 'file', path: event.path, caption: event.caption ?? '' });
-    }
+  // Once the loop has returned, a tool that kept running (it ignored the abort) stays silent.
+  let live = true;
+  const emitFromTool = (event: ChatEvent) => {
+    if (!live) return;
+    onEvent(event);
+    if (event.type === 'file') onEntry({ type: 'file', path: event.path, caption: event.caption ?? '' });
   };
+
   const closeText = (id: string, cut: boolean) => {
-    const content = openText.get(id);
+    const block = openText.get(id);
     openText.delete(id);
-    if (content) {
-      blocks.push(content);
-      onEntry(cut ? { type: 'text', content, cut: true } : { type: 'text', content });
+    if (block?.text) {
+      blocks.push(block.text);
+      onEntry(cut ? { type: 'text', content: block.text, cut: true } : { type: 'text', content: block.text });
     }
   };
+
+  const prompt: LanguageModelV3Message[] = [{ role: 'system', content: opts.system }];
+  for (const message of opts.messages) prompt.push({ role: message.role, content: [{ type: 'text', text: message.content }] });
+  const definitions = toolDefinitions(tools);
 
   try {
-    const result = streamText({
-      model: opts.model,
-      system: opts.system,
-      messages: opts.messages,
-      tools,
-      stopWhen: stepCountIs(opts.maxSteps),
-      maxRetries: opts.maxRetries ?? 2,
-      abortSignal: signal,
-      // Errors arrive as `error` parts below; the default handler would print them.
-      onError: () => undefined,
-    });
-    const parts = result.fullStream;
-    // `fullStream` is one branch of a tee; the SDK keeps the other branch for later accessors
-    // (`textStream`, `consumeStream`…) that we never use, and an unread branch buffers every part
-    // of the run. Cancelling it releases them; the branch we read is unaffected.
-    void (result as unknown as { baseStream?: ReadableStream }).baseStream?.cancel().catch(() => undefined);
-    for await (const part of parts) {
-      switch (part.type) {
-        case 'text-start':
-          openText.set(part.id, '');
-          break;
-        case 'text-delta':
-          if (!part.text) break;
-          openText.set(part.id, (openText.get(part.id) ?? '') + part.text);
-          onEvent({ type: 'text', content: part.text });
-          break;
-        case 'text-end':
-          closeText(part.id, false);
-          break;
-        case 'tool-call': {
-          const event = { type: 'tool_use' as const, name: part.toolName, input: toJsonString(part.input) };
-          onEvent(event);
-          onEntry(event);
-          break;
+    for (let step = 0; step < opts.maxSteps && !failure && !signal.aborted; step++) {
+      const stream = await openStream(
+        opts.model,
+        { prompt, abortSignal: signal, ...(definitions.length ? { tools: definitions, toolChoice: { type: 'auto' } } : {}) },
+        opts.maxRetries ?? 2,
+        signal,
+      );
+      const assistant: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = [];
+      const reasoning = new Map<string, Block>();
+      const calls: Array<Promise<LanguageModelV3ToolResultPart>> = [];
+      const reader = stream.getReader();
+      try {
+        for (;;) {
+          const { done, value: part } = await reader.read();
+          if (done) break;
+          switch (part.type) {
+            case 'text-start':
+              openText.set(part.id, { text: '', metadata: part.providerMetadata });
+              break;
+            case 'text-delta': {
+              const block = openText.get(part.id);
+              if (!block || !part.delta) break;
+              block.text += part.delta;
+              if (part.providerMetadata) block.metadata = part.providerMetadata;
+              onEvent({ type: 'text', content: part.delta });
+              break;
+            }
+            case 'text-end': {
+              const block = openText.get(part.id);
+              if (block?.text) assistant.push({ type: 'text', text: block.text, providerOptions: part.providerMetadata ?? block.metadata });
+              closeText(part.id, false);
+              break;
+            }
+            case 'reasoning-start':
+              reasoning.set(part.id, { text: '', metadata: part.providerMetadata });
+              break;
+            case 'reasoning-delta': {
+              const block = reasoning.get(part.id);
+              if (!block) break;
+              block.text += part.delta;
+              if (part.providerMetadata) block.metadata = part.providerMetadata;
+              break;
+            }
+            case 'reasoning-end': {
+              const block = reasoning.get(part.id);
+              reasoning.delete(part.id);
+              if (block) assistant.push({ type: 'reasoning', text: block.text, providerOptions: part.providerMetadata ?? block.metadata });
+              break;
+            }
+            case 'tool-call': {
+              const { toolCallId, toolName } = part;
+              const tool = tools[toolName];
+              const input = parseToolInput(toolName, tool, tools, part.input);
+              const event = { type: 'tool_use' as const, name: toolName, input: input.json };
+              onEvent(event);
+              onEntry(event);
+              assistant.push({ type: 'tool-call', toolCallId, toolName, input: input.value, providerOptions: part.providerMetadata });
+              // Tools run while the model goes on streaming, as soon as their call is complete.
+              const run = input.ok ? Promise.resolve().then(() => tool!.execute(input.value, { signal, emit: emitFromTool })) : Promise.reject(new Error(input.error));
+              calls.push(
+                run.then(
+                  (output: unknown): LanguageModelV3ToolResultPart => ({ type: 'tool-result', toolCallId, toolName, output: toolOutput(output) }),
+                  (error: unknown): LanguageModelV3ToolResultPart => ({ type: 'tool-result', toolCallId, toolName, output: { type: 'error-text', value: errorText(error) } }),
+                ),
+              );
+              break;
+            }
+            case 'error':
+              failure ??= describeModelError(part.error);
+              break;
+            default:
+              break;
+          }
+          if (failure) break;
         }
-        case 'tool-result':
-          if (!part.preliminary) flushToolEvents(part.toolCallId);
-          break;
-        case 'tool-error':
-          flushToolEvents(part.toolCallId);
-          break;
-        case 'error':
-          failure ??= describeModelError(part.error);
-          break;
-        default:
-          break;
+      } finally {
+        // Ends the HTTP response of a step that stopped early (error, abort); a no-op otherwise.
+        void reader.cancel().catch(() => undefined);
       }
-      if (failure) break;
+      if (!calls.length) break;
+      const results = await untilAborted(Promise.all(calls), signal);
+      if (!results || failure) break;
+      prompt.push({ role: 'assistant', content: assistant }, { role: 'tool', content: results });
     }
   } catch (error) {
     if (!signal.aborted) failure ??= describeModelError(error);
+  } finally {
+    live = false;
   }
   const status = signal.aborted ? 'aborted' : failure ? 'failed' : 'completed';
   for (const id of [...openText.keys()]) closeText(id, status !== 'completed');

@@ -2,10 +2,13 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModel } from 'ai';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { ModelSpec } from './model-spec.js';
 
-export function createLanguageModel(spec: ModelSpec, opts: { apiKey?: string } = {}): LanguageModel {
+/** The provider interface the loop drives (`doStream`), whichever provider made it. */
+export type ChatModel = LanguageModelV3;
+
+export function createLanguageModel(spec: ModelSpec, opts: { apiKey?: string } = {}): ChatModel {
   switch (spec.provider) {
     case 'openai-compatible':
       return createOpenAICompatible({ name: 'openai-compatible', baseURL: spec.baseURL, apiKey: opts.apiKey, includeUsage: true }).chatModel(spec.modelId);

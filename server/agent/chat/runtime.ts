@@ -8,16 +8,15 @@
  * a timeout, save each completed entry, and end with `done` once history is written.
  */
 import { tracked } from '@trpc/server';
-import type { LanguageModel } from 'ai';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
 import { workspaceTools } from '../tools/index.js';
 import type { AgentToolSet } from '../tools/types.js';
-import { deleteHistory, modelContext, readHistory, saveEntry, saveUserMessage } from './history.js';
+import { deleteHistory, HistoryWriter, modelContext, readHistory } from './history.js';
 import { runModelLoop, type HistoryEntry } from './loop.js';
-import { createLanguageModel, NO_MODEL_REPLY } from './model.js';
+import { createLanguageModel, NO_MODEL_REPLY, type ChatModel } from './model.js';
 import { buildSystemPrompt } from './prompt.js';
 import { parseEventId, Run, RunRegistry, type StreamItem } from './runs.js';
 import type { ChatEvent, ChatMessageInput, ChatStreamInput } from './schemas.js';
@@ -34,7 +33,7 @@ export interface ChatRuntimeDeps {
   log: Logger;
   db: AgentDb;
   /** Overrides the model `MODEL` selects (tests, embedding). */
-  model?: LanguageModel | null;
+  model?: ChatModel | null;
   /** Overrides the tool set (subagents compose their own). */
   tools?: AgentToolSet;
   /** Tools added per run that need the chat (e.g. `spawn_subagent`, depth 0 only). */
@@ -45,8 +44,9 @@ export interface ChatRuntimeDeps {
 
 export class ChatRuntime {
   private readonly registry: RunRegistry;
-  private readonly model: LanguageModel | null;
+  private readonly model: ChatModel | null;
   private readonly tools: AgentToolSet;
+  private readonly writer: HistoryWriter;
   /** Per-chat serialisation of run starts and deletes. */
   private readonly locks = new Map<string, Promise<unknown>>();
   private closed = false;
@@ -54,6 +54,7 @@ export class ChatRuntime {
   constructor(private readonly deps: ChatRuntimeDeps) {
     const chat = deps.config.chat;
     this.registry = new RunRegistry(chat.streamGraceMs);
+    this.writer = new HistoryWriter(deps.db);
     this.model = deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey }) : null;
     this.tools = deps.tools ?? workspaceTools({ workspace: deps.config.workspace, exec: { enabled: chat.execEnabled, timeoutMs: chat.execTimeoutMs } });
   }
@@ -86,7 +87,7 @@ export class ChatRuntime {
         await previous.finished;
       }
       const run = new Run(chatId, message);
-      await saveUserMessage(this.deps.db, chatId, message, run.id);
+      await this.writer.saveUserMessage(chatId, message, run.id);
       this.registry.add(run);
       this.deps.onRunStart?.(chatId);
       void this.execute(run);
@@ -97,9 +98,10 @@ export class ChatRuntime {
   private async execute(run: Run): Promise<void> {
     const { config, db, log } = this.deps;
     const chat = config.chat;
+    // Writes land in queue order; `done` waits for the last one.
     let writes: Promise<void> = Promise.resolve();
     const persist = (entry: HistoryEntry) => {
-      writes = writes.then(() => saveEntry(db, run.chatId, run.id, entry)).catch((error: unknown) => log.error({ err: error, chatId: run.chatId }, 'history write failed'));
+      writes = this.writer.saveEntry(run.chatId, run.id, entry).catch((error: unknown) => log.error({ err: error, chatId: run.chatId }, 'history write failed'));
     };
     const emit = (event: ChatEvent) => run.push(event);
     const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);

@@ -10,7 +10,7 @@
  * abandoned (the user comes first; nothing is delivered).
  */
 import { readFile } from 'node:fs/promises';
-import type { LanguageModel } from 'ai';
+import type { ChatModel } from '../chat/model.js';
 import type { Logger } from '../../common/log.js';
 import { runModelLoop } from '../chat/loop.js';
 import { buildSystemPrompt } from '../chat/prompt.js';
@@ -44,7 +44,7 @@ export interface HeartbeatDeps {
   activeRun(chatId: string): boolean;
   /** Subscribes to user runs starting (chat id); returns the unsubscribe function. */
   onUserRun(listener: (chatId: string) => void): () => void;
-  model: LanguageModel | null;
+  model: ChatModel | null;
   tools: AgentToolSet;
   now?: () => Date;
 }

@@ -9,7 +9,7 @@
  * agent's step bound. Time comes from the injectable `now` so that retention can be tested.
  */
 import { randomBytes } from 'node:crypto';
-import type { LanguageModel } from 'ai';
+import type { ChatModel } from '../chat/model.js';
 import { AppError, conflict, notFound } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { runModelLoop } from '../chat/loop.js';
@@ -55,7 +55,7 @@ export interface SubagentDeps {
   db: AgentDb;
   pending: PendingStore;
   /** null: no model configured (a run then fails at once). */
-  model: LanguageModel | null;
+  model: ChatModel | null;
   /** The subagent's tools (workspace tools; never `spawn_subagent`). */
   tools: AgentToolSet;
   now?: () => Date;
