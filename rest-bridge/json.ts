@@ -40,8 +40,8 @@ export function mountJsonProcedures<R extends AnyRouter>(table: RouteTable, rout
     const method = meta.openapi.method.toLowerCase() as HttpMethod;
     const usesBody = method !== 'get' && method !== 'delete';
     const handler: RequestHandler = async (req, res) => {
-      const fields = usesBody ? (hasBody(req) ? (req.body as Record<string, unknown>) : {}) : { ...(req.query as Record<string, unknown>) };
-      const input = takesInput ? { ...fields, ...req.params } : undefined;
+      // Body or query string, read only by procedures that take input (`req.query` parses on access).
+      const input = takesInput ? { ...((usesBody ? (hasBody(req) ? req.body : undefined) : req.query) as Record<string, unknown> | undefined), ...req.params } : undefined;
       const result = await callTRPCProcedure({
         router,
         path: dottedPath,
