@@ -33,15 +33,11 @@ import { createLogger } from '../server/common/log.js';
 import { createTestDatabase, postgresReachable } from '../test/support/postgres.js';
 import { freePort } from '../test/support/servers.js';
 import { load as loadRow, root, spawnServer, stop, waitForHttp, type Row } from './lib/harness.js';
+import type { TokenPair as Pair } from '../server/account/tokens/jwt.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 32;
 const load = (name: string, opts: autocannon.Options) => loadRow(name, { connections: CONNECTIONS, duration: SECONDS, ...opts });
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-}
 
 /** Statements each hot path sends to PostgreSQL, counted on an in-process instance. */
 async function countQueries(databaseUrl: string): Promise<Record<string, number>> {

@@ -11,15 +11,9 @@ import { loadAccountConfig } from '../../server/account/config.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { freePort, startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
 import { signInSecrets, startSmtpSink, type SmtpSink } from '../support/smtp.js';
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 const kinds = await accountStoreKinds();
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-  token_type: string;
-  expires_in: number;
-}
 
 const unique = (tag: string) => `${tag}-${randomBytes(4).toString('hex')}@example.com`;
 

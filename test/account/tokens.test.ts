@@ -3,15 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rotateSession } from '../../server/account/tokens/sessions.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 const kinds = await accountStoreKinds();
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-  token_type: string;
-  expires_in: number;
-}
 
 describe.each(kinds)('tokens on %s', (kind) => {
   let account: TestAccount;

@@ -11,13 +11,7 @@ import { bindingCookie } from '../../server/account/auth/oauth/cookies.js';
 import { TestBrowser } from '../support/browser.js';
 import { signInThroughBrowser, startOAuthStack, type OAuthStack } from '../support/oauth-stack.js';
 import { accountStoreKinds } from '../support/postgres.js';
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-  token_type: string;
-  expires_in: number;
-}
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 const kinds = await accountStoreKinds();
 

@@ -1,9 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-
-interface Pair {
-  access_token: string;
-}
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 describe('REST proxy to the user own agent', () => {
   let account: TestAccount;

@@ -14,11 +14,7 @@ import { AppError } from '../../server/common/errors.js';
 import type { RateLimits } from '../../server/account/ratelimit/limits.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-}
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 let account: TestAccount;
 let model: ScriptedModel;

@@ -9,13 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 const reachable = await postgresReachable();
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-}
 
 describe.skipIf(!reachable)('PostgreSQL outage under load', () => {
   let database: TestDatabase;

@@ -9,14 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueAuthCode } from '../../server/account/auth/oauth/codes.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 const BURST = 50;
 const ROUNDS = 5;
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-}
 
 describe.each(await accountStoreKinds())('50 concurrent uses of one credential on %s', (kind) => {
   let account: TestAccount;

@@ -11,11 +11,7 @@ import { decodeJwt, decodeProtectedHeader, SignJWT, type JWTPayload } from 'jose
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-}
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
 const now = () => Math.floor(Date.now() / 1000);

@@ -13,15 +13,9 @@ import { CHALLENGE_TTL_MS, issueChallenge, SIWE_STATEMENT, verifySignIn } from '
 import type { AccountRouter } from '../../server/account/router.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
+import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 const kinds = await accountStoreKinds();
-
-interface Pair {
-  access_token: string;
-  refresh_token: string;
-  token_type: string;
-  expires_in: number;
-}
 
 const newWallet = () => privateKeyToAccount(generatePrivateKey());
 
