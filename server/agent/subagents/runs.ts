@@ -7,7 +7,7 @@
  * pending message, and a second stop finds the run no longer running (409).
  */
 import type { AgentDb } from '../store.js';
-import type { SubagentDetail, SubagentStatus, SubagentSummary } from './schemas.js';
+import type { SubagentDetail, SubagentRunFields, SubagentStatus, SubagentSummary } from './schemas.js';
 
 /** Characters of `result_preview` (spec: bounded); longer results end with `…`. */
 export const RESULT_PREVIEW_CHARS = 200;
@@ -40,7 +40,7 @@ export function resultPreview(result: string | null): string | null {
   return result.length > RESULT_PREVIEW_CHARS ? `${result.slice(0, RESULT_PREVIEW_CHARS - 1)}…` : result;
 }
 
-export function toSummary(row: RunRow, now: Date): SubagentSummary {
+function runFields(row: RunRow, now: Date): SubagentRunFields {
   return {
     id: row.id,
     label: row.label,
@@ -49,26 +49,17 @@ export function toSummary(row: RunRow, now: Date): SubagentSummary {
     chat_id: row.chatId,
     started_at: epochSeconds(row.startedAt),
     completed_at: row.completedAt ? epochSeconds(row.completedAt) : null,
-    result_preview: resultPreview(row.result),
     error: row.error,
     duration: durationSeconds(row, now),
   };
 }
 
+export function toSummary(row: RunRow, now: Date): SubagentSummary {
+  return { ...runFields(row, now), result_preview: resultPreview(row.result) };
+}
+
 export function toDetail(row: RunRow, now: Date): SubagentDetail {
-  return {
-    id: row.id,
-    label: row.label,
-    task: row.task,
-    persona: row.persona,
-    status: row.status as SubagentStatus,
-    chat_id: row.chatId,
-    started_at: epochSeconds(row.startedAt),
-    completed_at: row.completedAt ? epochSeconds(row.completedAt) : null,
-    result: row.result,
-    error: row.error,
-    duration: durationSeconds(row, now),
-  };
+  return { ...runFields(row, now), persona: row.persona, result: row.result };
 }
 
 export async function insertRun(db: AgentDb, run: { id: string; label: string; task: string; persona: string; chatId: string; now: Date }): Promise<RunRow> {

@@ -14,7 +14,8 @@ export const RunIdInput = z.object({
     .regex(/^[\w-]+$/, 'run_id may hold letters, digits, _ and -'),
 });
 
-export const SubagentSummary = z.object({
+/** What the list and the detail view both show of a run. */
+const SubagentRunFields = z.object({
   id: z.string(),
   label: z.string(),
   task: z.string(),
@@ -23,26 +24,21 @@ export const SubagentSummary = z.object({
   /** Epoch seconds. */
   started_at: z.number(),
   completed_at: z.number().nullable(),
-  /** The result's first characters (bounded), null until there is a result. */
-  result_preview: z.string().nullable(),
   error: z.string().nullable(),
   /** Seconds, from start to end (or to now while running). */
   duration: z.number(),
 });
+export type SubagentRunFields = z.infer<typeof SubagentRunFields>;
+
+export const SubagentSummary = SubagentRunFields.extend({
+  /** The result's first characters (bounded), null until there is a result. */
+  result_preview: z.string().nullable(),
+});
 export type SubagentSummary = z.infer<typeof SubagentSummary>;
 
-export const SubagentDetail = z.object({
-  id: z.string(),
-  label: z.string(),
-  task: z.string(),
+export const SubagentDetail = SubagentRunFields.extend({
   persona: z.string(),
-  status: SubagentStatus,
-  chat_id: z.string(),
-  started_at: z.number(),
-  completed_at: z.number().nullable(),
   result: z.string().nullable(),
-  error: z.string().nullable(),
-  duration: z.number(),
 });
 export type SubagentDetail = z.infer<typeof SubagentDetail>;
 
