@@ -1,12 +1,13 @@
 /**
  * The account API's documented REST paths (spec: "Account API"), mounted under /api/v1.
- * Routes only: every handler calls an account procedure.
+ * Routes only: every handler calls an account procedure, except `/agent/*`, which hands the
+ * request to the agent proxy (server/account/agents/http-proxy.ts).
  */
 import type { IRouter, Request } from 'express';
 import { accountRouter } from '../server/account/router.js';
 import type { AccountContext } from '../server/account/trpc.js';
-import { forwardToAgent } from '../server/account/agents/http-proxy.js';
-import { admitAgentRequest } from '../server/account/agents/guest-policy.js';
+import { proxyToOwnAgent } from '../server/account/agents/http-proxy.js';
+import type { AccountServices } from '../server/account/services.js';
 import { badRequest } from '../server/common/errors.js';
 import { mountJsonProcedures } from './json.js';
 import { openApiDocument } from './openapi.js';
@@ -23,19 +24,12 @@ function agentTarget(rest: string): { path: string; pathname: string } {
   }
 }
 
-export function mountAccountBridge(api: IRouter, contextFor: (req: Request) => AccountContext, baseUrl: string): void {
+export function mountAccountBridge(api: IRouter, services: AccountServices, contextFor: (req: Request) => AccountContext, baseUrl: string): void {
   const table = new RouteTable(api);
   mountJsonProcedures(table, accountRouter, contextFor);
 
   // The signed-in user's own agent, at its documented REST paths under /api/v1/agent/.
-  api.all('/agent/*path', async (req, res) => {
-    const { services } = contextFor(req);
-    const user = await services.tokens.authenticate(req.headers.authorization);
-    const { path, pathname } = agentTarget(req.originalUrl.slice(`${req.baseUrl}/agent`.length));
-    const { maxBodyBytes } = await admitAgentRequest({ method: req.method, path: pathname, guest: user.guest, userId: user.userId }, services.rateLimits);
-    const agent = await services.agents.provisioner.agentFor(user.userId);
-    await forwardToAgent(req, res, agent, { path, maxBodyBytes });
-  });
+  api.all('/agent/*path', (req, res) => proxyToOwnAgent(services, req, res, agentTarget(req.originalUrl.slice(`${req.baseUrl}/agent`.length))));
 
   let document: unknown;
   table.add('get', '/openapi.json', [

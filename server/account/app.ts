@@ -34,7 +34,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   });
   if (config.devOutbox) mountDevOutbox(app, config.outboxDir);
   const api = express.Router();
-  mountAccountBridge(api, contextFor, config.baseUrl);
+  mountAccountBridge(api, services, contextFor, config.baseUrl);
   app.use('/api/v1', api);
   if (!serveWebClient(app)) log.warn('web client not built (npm run build:web): only the APIs are served');
   finishHttpApp(app);

@@ -7,6 +7,8 @@
 import http from 'node:http';
 import type { Request, Response } from 'express';
 import { AppError } from '../../common/errors.js';
+import type { AccountServices } from '../services.js';
+import { admitAgentRequest } from './guest-policy.js';
 import type { AgentEndpoint } from './registry.js';
 
 /** Headers that describe one hop, or carry the caller's credentials: never forwarded. */
@@ -93,4 +95,15 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
     });
     req.pipe(upstream);
   });
+}
+
+/**
+ * `/api/v1/agent/*` for one request: the caller (access token of a live session), the guest
+ * policy for what they ask (`pathname`, decoded), their own agent, then the bytes both ways.
+ */
+export async function proxyToOwnAgent(services: AccountServices, req: Request, res: Response, target: { path: string; pathname: string }): Promise<void> {
+  const user = await services.tokens.authenticate(req.headers.authorization);
+  const { maxBodyBytes } = await admitAgentRequest({ method: req.method, path: target.pathname, guest: user.guest, userId: user.userId }, services.rateLimits);
+  const agent = await services.agents.provisioner.agentFor(user.userId);
+  await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes });
 }
