@@ -3,35 +3,17 @@
  * history is readable and consistent (user message and completed entries kept; at most the
  * in-flight fragment lost), and no run is left "active".
  */
-import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { expect, it } from 'vitest';
 import { tempDir } from '../support/servers.js';
 import { openSse, takeEvents } from '../support/sse.js';
-import { startAgentProcess } from '../support/agent-process.js';
+import { restartableAgentSuite } from '../support/agent-process.js';
 
-let model: ScriptedModel;
-let workspace: string;
-const secret = randomBytes(24).toString('hex');
-const auth = { authorization: `Bearer ${secret}` };
-
-beforeAll(async () => {
-  model = await startScriptedModel();
-  workspace = await tempDir('agent-crash');
-});
-afterAll(async () => {
-  await model.close();
-  await rm(workspace, { recursive: true, force: true });
-});
-
-/** This suite's agent: the shared workspace and secret, the scripted model. */
-const startAgent = () =>
-  startAgentProcess({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0' });
+const suite = restartableAgentSuite('agent-crash');
+const { auth } = suite;
 
 it('keeps a readable, consistent history after a kill -9 mid-run', async () => {
-  const first = await startAgent();
-  model.queue(
+  const first = await suite.start();
+  suite.model.queue(
     { text: 'I will write it down.', toolCalls: [{ name: 'write_file', args: { path: 'memo.txt', content: 'remember' } }] },
     { text: Array.from({ length: 200 }, (_, i) => `w${i} `), delayMs: 20 },
   );
@@ -46,7 +28,7 @@ it('keeps a readable, consistent history after a kill -9 mid-run', async () => {
   await new Promise((resolve) => first.child.once('exit', resolve));
   stream.close();
 
-  const second = await startAgent();
+  const second = await suite.start();
   try {
     const history = await fetch(`${second.url}/chat/crash/history`, { headers: auth }).then((r) => r.json());
     expect(history).toEqual({
@@ -60,7 +42,7 @@ it('keeps a readable, consistent history after a kill -9 mid-run', async () => {
     const reconnect = await fetch(`${second.url}/chat/crash/stream`, { headers: auth }).then((r) => r.text());
     expect(reconnect.trim()).toBe('data: {"type":"done"}');
     // The chat goes on after the restart.
-    model.queue({ text: 'back again' });
+    suite.model.queue({ text: 'back again' });
     const next = await openSse(`${second.url}/chat`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...auth },

@@ -5,36 +5,19 @@
  * announcement are one transaction: when the announcement cannot be stored, the run is not
  * recorded as ended either, so the next start still interrupts and announces it.
  */
-import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
-import { startTestAgent, tempDir } from '../support/servers.js';
+import { expect, it } from 'vitest';
+import { startTestAgent } from '../support/servers.js';
 import { openSse, readFrames } from '../support/sse.js';
 import { until } from '../chat/helpers.js';
 import { isSubagent, spawnResponder } from './helpers.js';
-import { startAgentProcess } from '../support/agent-process.js';
+import { restartableAgentSuite } from '../support/agent-process.js';
 
-let model: ScriptedModel;
-let workspace: string;
-const secret = randomBytes(24).toString('hex');
-const auth = { authorization: `Bearer ${secret}` };
-
-beforeAll(async () => {
-  model = await startScriptedModel();
-  model.respond(spawnResponder([{ label: 'long job', task: 'Work for a long time.' }], () => ({ text: 'working', hang: true })));
-  workspace = await tempDir('agent-subagent-restart');
-});
-afterAll(async () => {
-  await model.close();
-  await rm(workspace, { recursive: true, force: true });
-});
-
-/** This suite's agent: the shared workspace and secret, the scripted model. */
-const startAgent = () =>
-  startAgentProcess({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0' });
+const suite = restartableAgentSuite('agent-subagent-restart', (model) =>
+  model.respond(spawnResponder([{ label: 'long job', task: 'Work for a long time.' }], () => ({ text: 'working', hang: true }))),
+);
+const { auth } = suite;
 
 async function delegate(url: string, chatId: string): Promise<string> {
   const stream = await openSse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'delegate', chat_id: chatId }) });
@@ -43,18 +26,18 @@ async function delegate(url: string, chatId: string): Promise<string> {
   await until(async () => {
     const list = (await fetch(`${url}/subagents`, { headers: auth }).then((r) => r.json())) as { subagents: Array<{ id: string; status: string; chat_id: string }> };
     id = list.subagents.find((s) => s.status === 'running' && s.chat_id === chatId)?.id ?? '';
-    return id !== '' && model.openStreams() > 0;
+    return id !== '' && suite.model.openStreams() > 0;
   });
   return id;
 }
 
 it('a kill -9 during a run: after the restart the run is failed / interrupted and announced', async () => {
-  const first = await startAgent();
+  const first = await suite.start();
   const id = await delegate(first.url, 'killed');
   first.child.kill('SIGKILL');
   await new Promise((resolve) => first.child.once('exit', resolve));
 
-  const second = await startAgent();
+  const second = await suite.start();
   try {
     const detail = await fetch(`${second.url}/subagents/${id}`, { headers: auth }).then((r) => r.json());
     expect(detail).toMatchObject({ id, status: 'failed', error: 'interrupted', completed_at: expect.any(Number) });
@@ -69,10 +52,10 @@ it('a kill -9 during a run: after the restart the run is failed / interrupted an
 }, 60_000);
 
 it('a graceful stop during a run interrupts it the same way', async () => {
-  const agent = await startTestAgent({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0' });
+  const agent = await startTestAgent(suite.env());
   const id = await delegate(agent.url, 'graceful');
   await agent.stop({ keepWorkspace: true });
-  const again = await startTestAgent({ AGENT_WORKSPACE: workspace, MODEL: model.modelSpec });
+  const again = await startTestAgent({ AGENT_WORKSPACE: suite.workspace, MODEL: suite.model.modelSpec });
   try {
     const detail = await fetch(`${again.url}/subagents/${id}`, { headers: again.auth }).then((r) => r.json());
     expect(detail).toMatchObject({ id, status: 'failed', error: 'interrupted' });
@@ -84,18 +67,18 @@ it('a graceful stop during a run interrupts it the same way', async () => {
 }, 30_000);
 
 it('a run whose announcement cannot be stored is not recorded as ended: the next start announces it', async () => {
-  const agent = await startTestAgent({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0' });
+  const agent = await startTestAgent(suite.env());
   // The store refuses announcements, as a crash right after the run's end was written would lose one.
-  const db = new Database(path.join(workspace, 'agent.db'));
+  const db = new Database(path.join(suite.workspace, 'agent.db'));
   db.exec("CREATE TRIGGER refuse_pending BEFORE INSERT ON pending_messages BEGIN SELECT RAISE(ABORT, 'refused'); END");
   let id = '';
   try {
-    model.respond(spawnResponder([{ label: 'quick job', task: 'Be quick.' }], () => ({ text: 'quick result' })));
+    suite.model.respond(spawnResponder([{ label: 'quick job', task: 'Be quick.' }], () => ({ text: 'quick result' })));
     await readFrames(await openSse(`${agent.url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'delegate', chat_id: 'refused' }) }));
     await until(async () => {
       const list = (await fetch(`${agent.url}/subagents`, { headers: auth }).then((r) => r.json())) as { subagents: Array<{ id: string; chat_id: string }> };
       id = list.subagents.find((s) => s.chat_id === 'refused')?.id ?? '';
-      return id !== '' && model.requests.some(isSubagent) && model.openStreams() === 0;
+      return id !== '' && suite.model.requests.some(isSubagent) && suite.model.openStreams() === 0;
     });
     // The subagent's model call is over; its end could not be announced, so it was not recorded.
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -106,7 +89,7 @@ it('a run whose announcement cannot be stored is not recorded as ended: the next
     db.close();
     await agent.stop({ keepWorkspace: true });
   }
-  const again = await startTestAgent({ AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec });
+  const again = await startTestAgent({ AGENT_SECRET: suite.secret, AGENT_WORKSPACE: suite.workspace, MODEL: suite.model.modelSpec });
   try {
     expect(await fetch(`${again.url}/subagents/${id}`, { headers: auth }).then((r) => r.json())).toMatchObject({ id, status: 'failed', error: 'interrupted' });
     const pending = (await fetch(`${again.url}/pending`, { headers: auth }).then((r) => r.json())) as { messages: Array<{ chat_id: string; content: string }> };

@@ -3,8 +3,13 @@
  * it, restart it on the same workspace, or measure its memory. Resolves once /health answers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll } from 'vitest';
 import { freePort } from '../../server/common/net.js';
 import type { ProbeStats } from './agent-probe.js';
+import { startScriptedModel, type ScriptedModel } from './scripted-model.js';
+import { tempDir } from './servers.js';
 
 export type { ProbeStats } from './agent-probe.js';
 
@@ -53,4 +58,31 @@ export async function startAgentProcess(env: Record<string, string>, options: Ag
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * A test file whose agent is killed and started again: one scripted model, one workspace and
+ * one secret kept across the restarts, made before the file's tests and removed after them.
+ */
+export function restartableAgentSuite(workspacePrefix: string, setup?: (model: ScriptedModel) => void) {
+  const secret = randomBytes(24).toString('hex');
+  const suite = {
+    secret,
+    auth: { authorization: `Bearer ${secret}` },
+    model: undefined as unknown as ScriptedModel,
+    workspace: '',
+    /** The agent's environment: this suite's secret, workspace and model, no model retries. */
+    env: (): Record<string, string> => ({ AGENT_SECRET: secret, AGENT_WORKSPACE: suite.workspace, MODEL: suite.model.modelSpec, AGENT_MODEL_RETRIES: '0' }),
+    start: () => startAgentProcess(suite.env()),
+  };
+  beforeAll(async () => {
+    suite.model = await startScriptedModel();
+    setup?.(suite.model);
+    suite.workspace = await tempDir(workspacePrefix);
+  });
+  afterAll(async () => {
+    await suite.model.close();
+    await rm(suite.workspace, { recursive: true, force: true });
+  });
+  return suite;
 }
