@@ -138,37 +138,18 @@ async function main() {
     });
     device = 0;
 
-    console.log('load:');
-    rows.push(
-      await load('POST /auth/guest (new device)', {
+    /** A POST run whose every request carries `body()` as its JSON body. */
+    const postEach = (name: string, apiPath: string, body: () => unknown, onResponse?: (status: number, text: string) => void) =>
+      load(name, {
         url: accountUrl,
-        requests: [
-          {
-            method: 'POST',
-            path: '/api/v1/auth/guest',
-            headers: json,
-            setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `bench-${runId}-${device++}` }) }),
-            onResponse: harvest,
-          },
-        ],
-      }),
-    );
+        requests: [{ method: 'POST', path: apiPath, headers: json, setupRequest: (req) => ({ ...req, body: JSON.stringify(body()) }), ...(onResponse ? { onResponse } : {}) }],
+      });
+
+    console.log('load:');
+    rows.push(await postEach('POST /auth/guest (new device)', '/api/v1/auth/guest', () => ({ device_id: `bench-${runId}-${device++}` }), harvest));
     const knownDevices = Math.min(device, 2000);
     let known = 0;
-    rows.push(
-      await load('POST /auth/guest (known device)', {
-        url: accountUrl,
-        requests: [
-          {
-            method: 'POST',
-            path: '/api/v1/auth/guest',
-            headers: json,
-            setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `bench-${runId}-${known++ % knownDevices}` }) }),
-            onResponse: harvest,
-          },
-        ],
-      }),
-    );
+    rows.push(await postEach('POST /auth/guest (known device)', '/api/v1/auth/guest', () => ({ device_id: `bench-${runId}-${known++ % knownDevices}` }), harvest));
 
     // Access tokens for the protected call, taken before their refresh tokens are spent.
     const meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);
@@ -176,25 +157,19 @@ async function main() {
     let spent = 0;
     let starved = 0;
     rows.push(
-      await load('POST /auth/refresh (each token once)', {
-        url: accountUrl,
-        requests: [
-          {
-            method: 'POST',
-            path: '/api/v1/auth/refresh',
-            headers: json,
-            setupRequest: (req) => {
-              const token = refreshPool.pop();
-              if (!token) starved += 1;
-              spent += 1;
-              return { ...req, body: JSON.stringify({ refresh_token: token ?? 'pool-empty' }) };
-            },
-            onResponse: (status, body) => {
-              if (status === 200) refreshPool.unshift((JSON.parse(body) as Pair).refresh_token);
-            },
-          },
-        ],
-      }),
+      await postEach(
+        'POST /auth/refresh (each token once)',
+        '/api/v1/auth/refresh',
+        () => {
+          const token = refreshPool.pop();
+          if (!token) starved += 1;
+          spent += 1;
+          return { refresh_token: token ?? 'pool-empty' };
+        },
+        (status, body) => {
+          if (status === 200) refreshPool.unshift((JSON.parse(body) as Pair).refresh_token);
+        },
+      ),
     );
     if (starved) console.log(`  (refresh pool ran dry ${starved} times: those requests were 401s)`);
 
