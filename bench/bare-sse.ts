@@ -3,24 +3,21 @@
  * `POST /chat` relays the same scripted model stream as `data: {"type":"text",...}` lines, then
  * `done`; `GET /replay?n=N` writes N prepared events at once. Run as a child process:
  * MODEL_BASE_URL and PORT from the environment. `RELAY=provider` reads the model through the
- * agent's provider (`@ai-sdk/openai-compatible`'s `doStream()`, as server/agent/chat/loop.ts does)
- * instead of parsing `data:` lines by hand, which isolates the provider's share of the agent's cost.
+ * agent's model client (`createLanguageModel`, as server/agent/chat/loop.ts does) instead of
+ * parsing `data:` lines by hand, which isolates the model client's share of the agent's cost.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { createLanguageModel } from '../server/agent/chat/model.js';
 
 const base = process.env.MODEL_BASE_URL!;
 const port = Number(process.env.PORT ?? 0);
 const viaProvider = process.env.RELAY === 'provider';
-const providerModel = createOpenAICompatible({ name: 'openai-compatible', baseURL: base, includeUsage: true }).chatModel('scripted');
+const providerModel = createLanguageModel({ provider: 'openai-compatible', baseURL: base, modelId: 'scripted' });
 
 async function relayViaProvider(message: string, res: ServerResponse): Promise<void> {
   let seq = 0;
-  const { stream } = await providerModel.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: message }] }] });
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value: part } = await reader.read();
-    if (done) break;
+  const parts = await providerModel.stream({ prompt: [{ role: 'user', content: [{ type: 'text', text: message }] }] });
+  for await (const part of parts) {
     if (part.type === 'text-delta' && part.delta) res.write(`id: s-${++seq}\ndata: ${JSON.stringify({ type: 'text', content: part.delta })}\n\n`);
   }
   res.end(`id: s-${++seq}\ndata: {"type":"done"}\n\n`);

@@ -102,7 +102,7 @@ async function main(): Promise<void> {
 
   const bareResult = await streamPhase('bare node SSE writer', bare.child.pid!, postTo(bare.url, {}), latencies, counter, CHATS);
   await sleep(500);
-  const providerResult = await streamPhase('bare writer reading the model via the provider', provider.child.pid!, postTo(provider.url, {}), latencies, counter, CHATS);
+  const providerResult = await streamPhase('bare writer reading the model via the agent\'s model client', provider.child.pid!, postTo(provider.url, {}), latencies, counter, CHATS);
   await sleep(500);
   const agentResult = await streamPhase('agent (provider → run buffer → tRPC → SSE)', agent.child.pid!, postTo(agent.url, auth), latencies, counter, CHATS);
 
@@ -147,9 +147,9 @@ async function main(): Promise<void> {
   };
 
   console.log('');
-  console.table(results.streaming.map((r) => ({ server: r.server, chats: r.chats, events: r.events, 's': r.seconds, 'events/s': r.eventsPerSecond, 'median ms': r.medianMs, 'p99 ms': r.p99Ms, 'max ms': r.maxMs, 'peak RSS MB': r.peakRssMb, 'idle RSS MB': r.idleRssMb, errors: r.errors })));
+  console.table(results.streaming.map((r) => ({ server: r.server, chats: r.chats, events: r.events, 's': r.seconds, 'events/s': r.eventsPerSecond, 'median ms': r.medianMs, 'p99 ms': r.p99Ms, 'max ms': r.maxMs, 'peak RSS MB': r.peakRssMb, 'idle RSS MB': r.idleRssMb, 'CPU µs/event': r.cpuUsPerEvent, errors: r.errors })));
   console.log(`overhead of the agent over the bare writer: median ${results.overhead.medianMs} ms, p99 ${results.overhead.p99Ms} ms per event (target ≤ 2 ms p99)`);
-  console.log(`of which beyond the provider (agent vs bare writer via the provider): median ${results.overheadBeyondProvider.medianMs} ms, p99 ${results.overheadBeyondProvider.p99Ms} ms`);
+  console.log(`of which beyond the model client (agent vs bare writer via the model client): median ${results.overheadBeyondProvider.medianMs} ms, p99 ${results.overheadBeyondProvider.p99Ms} ms`);
   console.log(`agent peak RSS with ${CHATS} streams: ${agentResult.peakRssMb} MB (target < 300 MB); RSS each second: ${agentResult.rssTimelineMb.join(' ')}`);
   console.table(results.replay.map((r) => ({ server: r.server, events: r.events, ms: r.ms, 'events/s': Math.round(r.events / (r.ms / 1000)) })));
 

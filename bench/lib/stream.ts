@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { request, Agent } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { cpuMsOf } from './harness.js';
 
 export const round = (n: number) => Math.round(n * 100) / 100;
 
@@ -86,6 +87,8 @@ export interface PhaseResult {
   peakRssMb: number;
   idleRssMb: number;
   errors: number;
+  /** CPU time of the server (`pid`) per event received, in µs (10 ms clock ticks over the phase). */
+  cpuUsPerEvent: number;
   /** RSS once a second during the phase. */
   rssTimelineMb: number[];
   /** Peak RSS of the other processes sampled (e.g. the proxy in front of `pid`), by name. */
@@ -121,6 +124,7 @@ export async function streamPhase(
   }, 100);
   counter.n = 0;
   let errors = 0;
+  const cpuBefore = await cpuMsOf(pid);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: chats }, (_, chat) =>
@@ -131,6 +135,7 @@ export async function streamPhase(
     ),
   );
   const seconds = (performance.now() - started) / 1000;
+  const cpuMs = (await cpuMsOf(pid)) - cpuBefore;
   clearInterval(sampler);
   peak = Math.max(peak, rssMb(pid));
   sampleOthers();
@@ -147,6 +152,7 @@ export async function streamPhase(
     peakRssMb: Math.round(peak),
     idleRssMb: Math.round(idleRssMb),
     errors,
+    cpuUsPerEvent: Math.round((cpuMs * 1000) / Math.max(1, counter.n)),
     rssTimelineMb: timeline,
     ...(Object.keys(others).length ? { otherPeakRssMb: Object.fromEntries(Object.entries(otherPeaks).map(([k, v]) => [k, Math.round(v)])) } : {}),
   };

@@ -4,6 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import type { Logger } from '../common/log.js';
+import { ChatHistory } from './chat/history.js';
 import { createLanguageModel } from './chat/model.js';
 import { ChatRuntime } from './chat/runtime.js';
 import type { AgentConfig } from './config.js';
@@ -44,7 +45,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const chat = new ChatRuntime({
     config,
     log,
-    db: store.db,
+    history: new ChatHistory(store.sql),
     runTools: (chatId) => spawnSubagentTool(subagents, { chatId, depth: 0 }),
     onRunStart: (chatId) => userRunListeners.forEach((listener) => listener(chatId)),
   });

@@ -1,6 +1,13 @@
 /**
  * The agent store: SQLite `agent.db` at the workspace root (hidden from file access by the path
  * guard), WAL so that history writes stay cheap, migrations applied on open.
+ *
+ * Two connections to the file: Prisma's (schema, migrations, most queries) and `sql`, a plain
+ * better-sqlite3 connection for the chat history's hot statements (chat/history.ts). Both run
+ * synchronously in this thread, so they cannot deadlock as two processes could: a statement or
+ * a `sql` transaction runs to its end before anything else does. The one overlap is a Prisma
+ * interactive transaction, which holds the write lock across awaits; `sql` therefore never
+ * busy-waits (timeout 0) and its writers retry asynchronously until the lock is free.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +17,7 @@ import { applyMigrations, type MigrationSource } from '../common/migrations.js';
 import { PrismaClient } from '../generated/agent/client.js';
 
 export type AgentDb = PrismaClient;
+export type AgentSql = Database.Database;
 
 export const AGENT_DB_FILE = 'agent.db';
 
@@ -21,6 +29,7 @@ export const agentMigrations: MigrationSource = {
 
 export interface AgentStore {
   db: AgentDb;
+  sql: AgentSql;
   file: string;
   appliedMigrations: string[];
   close(): Promise<void>;
@@ -36,13 +45,20 @@ export async function openAgentStore(workspace: string): Promise<AgentStore> {
   const raw = new Database(file);
   raw.pragma('journal_mode = WAL');
   raw.close();
+  // Prisma's migration engine wants the file to itself (it fails as busy with another connection open).
   const appliedMigrations = await applyMigrations(agentMigrations, agentDbAdapter(file));
+  const sql = new Database(file, { timeout: 0 });
+  sql.pragma('synchronous = NORMAL');
   const db = new PrismaClient({ adapter: agentDbAdapter(file) });
   await db.$executeRawUnsafe('PRAGMA synchronous = NORMAL');
   return {
     db,
+    sql,
     file,
     appliedMigrations,
-    close: () => db.$disconnect(),
+    async close() {
+      await db.$disconnect();
+      sql.close();
+    },
   };
 }

@@ -2,47 +2,134 @@
  * Chat history in `agent.db`: the user message at once, assistant entries as they complete.
  * History entries are user text (`name: 'user'`), assistant text (no name; `cut` when a run was
  * interrupted), `tool_use`, and `file` with only its path.
+ *
+ * The `chat_messages` table (its schema and migrations are Prisma's) is read and written with
+ * prepared statements on the store's own better-sqlite3 connection (`AgentStore.sql`), not
+ * through Prisma: every run reads its context and writes at least two rows, and at 500 chats
+ * starting together Prisma's client (≈ 1 ms of CPU per query, the SQL itself ≈ 20 µs) held the
+ * event loop long enough to delay every other chat's events (bench/chat.ts). See store.ts for
+ * why two connections in one thread cannot deadlock.
  */
-import type { Prisma } from '../../generated/agent/client.js';
-import type { AgentDb } from '../store.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Database, Statement } from 'better-sqlite3';
 import type { ContextMessage, HistoryEntry } from './loop.js';
 import type { ChatEvent } from './schemas.js';
 
-type Row = { type: string; name: string | null; content: string | null; toolName: string | null; input: string | null; path: string | null; cut: boolean };
+type Row = { type: string; name: string | null; content: string | null; toolName: string | null; input: string | null; path: string | null; cut: 0 | 1 };
 
-type NewRow = Prisma.ChatMessageCreateManyInput;
+interface NewRow {
+  chatId: string;
+  runId: string;
+  type: 'text' | 'tool_use' | 'file';
+  name: string | null;
+  content: string | null;
+  toolName: string | null;
+  input: string | null;
+  path: string | null;
+  cut: 0 | 1;
+  /** As Prisma writes `DateTime` to SQLite. */
+  createdAt: string;
+}
 
-/** Rows written in one statement at most (SQLite bounds the parameters of a statement). */
+/** Rows written in one transaction at most, so that one batch never holds the event loop long. */
 const MAX_BATCH_ROWS = 500;
+/** How long a write waits, in short asynchronous retries, for a Prisma transaction to let go of the write lock. */
+const BUSY_GIVE_UP_MS = 5_000;
+
+const isBusy = (error: unknown) => (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY';
+
+function newRow(chatId: string, runId: string, fields: Partial<NewRow> & Pick<NewRow, 'type'>): NewRow {
+  return { chatId, runId, name: null, content: null, toolName: null, input: null, path: null, cut: 0, createdAt: new Date().toISOString().replace('Z', '+00:00'), ...fields };
+}
+
+function toEvent(row: Row): ChatEvent | undefined {
+  switch (row.type) {
+    case 'text':
+      if (row.name === 'user') return { type: 'text', content: row.content ?? '', name: 'user' };
+      return row.cut ? { type: 'text', content: row.content ?? '', cut: true } : { type: 'text', content: row.content ?? '' };
+    case 'tool_use':
+      return { type: 'tool_use', name: row.toolName ?? '', input: row.input ?? '{}' };
+    case 'file':
+      return { type: 'file', path: row.path ?? '' };
+    default:
+      return undefined;
+  }
+}
 
 /**
- * The history writes of every run, batched: rows queued while the previous batch is written (or
- * within the same turn of the event loop) go to SQLite together in one `createMany`, in queue
- * order. With hundreds of streaming chats, runs start and end together; one statement per row
- * held the event loop long enough to delay every other chat's events.
- *
- * Each write resolves once its row is committed, so a caller that awaits it (the user message,
- * a run's last entry before `done`) knows it survives a crash.
+ * The history of every chat. Writes are batched: rows queued while the previous batch is
+ * written (or within the same turn of the event loop) go to SQLite together in one transaction,
+ * in queue order. Each write resolves once its row is committed, so a caller that awaits it (the
+ * user message, a run's last entry before `done`) knows it survives a crash.
  */
-export class HistoryWriter {
+export class ChatHistory {
+  private readonly insertRows: (rows: NewRow[]) => void;
+  private readonly lastRowsOf: Statement<[string, number], Row>;
+  private readonly deleteChat: Statement<[string]>;
   private batch: { rows: NewRow[]; written: Promise<void> } | undefined;
   private tail: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly db: AgentDb) {}
+  constructor(sql: Database) {
+    const insert = sql.prepare<NewRow>(
+      `INSERT INTO chat_messages (chat_id, run_id, type, name, content, tool_name, input, path, cut, created_at)
+       VALUES (@chatId, @runId, @type, @name, @content, @toolName, @input, @path, @cut, @createdAt)`,
+    );
+    this.insertRows = sql.transaction((rows: NewRow[]) => {
+      for (const row of rows) insert.run(row);
+    });
+    this.lastRowsOf = sql.prepare(
+      `SELECT type, name, content, tool_name AS toolName, input, path, cut FROM chat_messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?`,
+    );
+    this.deleteChat = sql.prepare('DELETE FROM chat_messages WHERE chat_id = ?');
+  }
 
   saveUserMessage(chatId: string, content: string, runId: string): Promise<void> {
-    return this.write({ chatId, type: 'text', name: 'user', content, runId });
+    return this.write(newRow(chatId, runId, { type: 'text', name: 'user', content }));
   }
 
   saveEntry(chatId: string, runId: string, entry: HistoryEntry): Promise<void> {
     switch (entry.type) {
       case 'text':
-        return this.write({ chatId, runId, type: 'text', content: entry.content, cut: entry.cut ?? false });
+        return this.write(newRow(chatId, runId, { type: 'text', content: entry.content, cut: entry.cut ? 1 : 0 }));
       case 'tool_use':
-        return this.write({ chatId, runId, type: 'tool_use', toolName: entry.name, input: entry.input });
+        return this.write(newRow(chatId, runId, { type: 'tool_use', toolName: entry.name, input: entry.input }));
       case 'file':
-        return this.write({ chatId, runId, type: 'file', path: entry.path, content: entry.caption });
+        return this.write(newRow(chatId, runId, { type: 'file', path: entry.path, content: entry.caption }));
     }
+  }
+
+  /** The last `limit` entries, oldest first. */
+  read(chatId: string, limit: number): ChatEvent[] {
+    return this.lastRows(chatId, limit)
+      .map(toEvent)
+      .filter((e): e is ChatEvent => e !== undefined);
+  }
+
+  /** Deletes the chat's entries; how many there were. */
+  delete(chatId: string): Promise<number> {
+    return this.whenFree(() => this.deleteChat.run(chatId).changes);
+  }
+
+  /**
+   * The model's view of the recent history: user and assistant text, consecutive entries of one
+   * role merged, starting at a user message. Tool calls are not replayed (their results are not
+   * kept); the assistant's text around them carries what matters.
+   */
+  modelContext(chatId: string, entries: number): ContextMessage[] {
+    const messages: ContextMessage[] = [];
+    for (const row of this.lastRows(chatId, Math.max(1, entries))) {
+      if (row.type !== 'text' || !row.content) continue;
+      const role = row.name === 'user' ? 'user' : 'assistant';
+      const content = row.cut ? `${row.content} …(interrupted)` : row.content;
+      const last = messages.at(-1);
+      if (last?.role === role) last.content += `\n\n${content}`;
+      else if (messages.length || role === 'user') messages.push({ role, content });
+    }
+    return messages;
+  }
+
+  private lastRows(chatId: string, limit: number): Row[] {
+    return this.lastRowsOf.all(chatId, limit).reverse();
   }
 
   private write(row: NewRow): Promise<void> {
@@ -64,58 +151,19 @@ export class HistoryWriter {
     // Let the rest of this turn queue its rows too.
     await new Promise(setImmediate);
     if (this.batch?.rows === rows) this.batch = undefined;
-    await this.db.chatMessage.createMany({ data: rows });
+    await this.whenFree(() => this.insertRows(rows));
   }
-}
 
-function toEvent(row: Row): ChatEvent | undefined {
-  switch (row.type) {
-    case 'text':
-      if (row.name === 'user') return { type: 'text', content: row.content ?? '', name: 'user' };
-      return row.cut ? { type: 'text', content: row.content ?? '', cut: true } : { type: 'text', content: row.content ?? '' };
-    case 'tool_use':
-      return { type: 'tool_use', name: row.toolName ?? '', input: row.input ?? '{}' };
-    case 'file':
-      return { type: 'file', path: row.path ?? '' };
-    default:
-      return undefined;
+  /** Runs a write, retrying after short pauses while another connection holds the write lock. */
+  private async whenFree<T>(write: () => T): Promise<T> {
+    const started = Date.now();
+    for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+      try {
+        return write();
+      } catch (error) {
+        if (!isBusy(error) || Date.now() - started > BUSY_GIVE_UP_MS) throw error;
+        await delay(pause);
+      }
+    }
   }
-}
-
-async function lastRows(db: AgentDb, chatId: string, limit: number): Promise<Row[]> {
-  const rows = await db.chatMessage.findMany({
-    where: { chatId },
-    orderBy: { id: 'desc' },
-    take: limit,
-    select: { type: true, name: true, content: true, toolName: true, input: true, path: true, cut: true },
-  });
-  return rows.reverse();
-}
-
-/** The last `limit` entries, oldest first. */
-export async function readHistory(db: AgentDb, chatId: string, limit: number): Promise<ChatEvent[]> {
-  return (await lastRows(db, chatId, limit)).map(toEvent).filter((e): e is ChatEvent => e !== undefined);
-}
-
-export async function deleteHistory(db: AgentDb, chatId: string): Promise<number> {
-  const { count } = await db.chatMessage.deleteMany({ where: { chatId } });
-  return count;
-}
-
-/**
- * The model's view of the recent history: user and assistant text, consecutive entries of one
- * role merged, starting at a user message. Tool calls are not replayed (their results are not
- * kept); the assistant's text around them carries what matters.
- */
-export async function modelContext(db: AgentDb, chatId: string, entries: number): Promise<ContextMessage[]> {
-  const messages: ContextMessage[] = [];
-  for (const row of await lastRows(db, chatId, Math.max(1, entries))) {
-    if (row.type !== 'text' || !row.content) continue;
-    const role = row.name === 'user' ? 'user' : 'assistant';
-    const content = row.cut ? `${row.content} …(interrupted)` : row.content;
-    const last = messages.at(-1);
-    if (last?.role === role) last.content += `\n\n${content}`;
-    else if (messages.length || role === 'user') messages.push({ role, content });
-  }
-  return messages;
 }

@@ -1,5 +1,5 @@
 /**
- * The model and tool loop, straight on the provider's `LanguageModelV3.doStream()`: bounded
+ * The model and tool loop, straight on the model's stream of `LanguageModelV3StreamPart`s: bounded
  * steps, the caller's abort signal, retries of a failed model call, and a mapping of the
  * provider's stream parts to chat events. It knows nothing of chats, runs or HTTP, so a subagent
  * or a heartbeat can run it with their own context and tools.
@@ -143,10 +143,10 @@ const RETRY_AFTER_MAX_MS = 60_000;
  * Opens one model stream, retrying errors the provider marks retryable (429, 5xx, network) with
  * exponential backoff from 2 s, or the server's `retry-after(-ms)` when it asks for under a minute.
  */
-async function openStream(model: ChatModel, options: LanguageModelV3CallOptions, retries: number, signal: AbortSignal): Promise<ReadableStream<LanguageModelV3StreamPart>> {
+async function openStream(model: ChatModel, options: LanguageModelV3CallOptions, retries: number, signal: AbortSignal): Promise<AsyncIterable<LanguageModelV3StreamPart>> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return (await model.doStream(options)).stream;
+      return await model.stream(options);
     } catch (error) {
       if (attempt >= retries || signal.aborted || (error as { isRetryable?: boolean } | undefined)?.isRetryable !== true) throw error;
       const backoff = RETRY_BASE_MS * 2 ** attempt;
@@ -203,10 +203,10 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
       const assistant: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = [];
       const reasoning = new Map<string, Block>();
       const calls: Array<Promise<LanguageModelV3ToolResultPart>> = [];
-      const reader = stream.getReader();
+      const parts = stream[Symbol.asyncIterator]();
       try {
         for (;;) {
-          const { done, value: part } = await reader.read();
+          const { done, value: part } = await parts.next();
           if (done) break;
           switch (part.type) {
             case 'text-start':
@@ -270,7 +270,7 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
         }
       } finally {
         // Ends the HTTP response of a step that stopped early (error, abort); a no-op otherwise.
-        void reader.cancel().catch(() => undefined);
+        void parts.return?.()?.catch(() => undefined);
       }
       if (!calls.length) break;
       const results = await untilAborted(Promise.all(calls), signal);

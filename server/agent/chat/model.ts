@@ -1,21 +1,36 @@
-/** The language model `MODEL` selects, built on the Vercel AI SDK providers. */
+/**
+ * The language model `MODEL` selects. `openai-compatible:` models are read by our own streaming
+ * client (openai-compatible.ts); `openai:` and `anthropic:` by the Vercel AI SDK providers.
+ */
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import type { ModelSpec } from './model-spec.js';
+import { openAICompatibleModel } from './openai-compatible.js';
 
-/** The provider interface the loop drives (`doStream`), whichever provider made it. */
-export type ChatModel = LanguageModelV3;
+/**
+ * What the loop drives: one streamed model call. Rejects before streaming when the call fails
+ * (an error with `statusCode`, `isRetryable`, `responseHeaders` where known, as the AI SDK's
+ * `APICallError` has); errors met while streaming arrive as `error` parts.
+ */
+export interface ChatModel {
+  stream(options: LanguageModelV3CallOptions): Promise<AsyncIterable<LanguageModelV3StreamPart>>;
+}
+
+/** An AI SDK provider model as a `ChatModel`. */
+export function fromLanguageModel(model: LanguageModelV3): ChatModel {
+  // Node's ReadableStream is async-iterable (cancelled when the iteration stops early); the DOM typings omit it.
+  return { stream: async (options) => (await model.doStream(options)).stream as unknown as AsyncIterable<LanguageModelV3StreamPart> };
+}
 
 export function createLanguageModel(spec: ModelSpec, opts: { apiKey?: string } = {}): ChatModel {
   switch (spec.provider) {
     case 'openai-compatible':
-      return createOpenAICompatible({ name: 'openai-compatible', baseURL: spec.baseURL, apiKey: opts.apiKey, includeUsage: true }).chatModel(spec.modelId);
+      return openAICompatibleModel({ baseURL: spec.baseURL, modelId: spec.modelId, apiKey: opts.apiKey });
     case 'openai':
-      return createOpenAI({})(spec.modelId);
+      return fromLanguageModel(createOpenAI({})(spec.modelId));
     case 'anthropic':
-      return createAnthropic({})(spec.modelId);
+      return fromLanguageModel(createAnthropic({})(spec.modelId));
   }
 }
 

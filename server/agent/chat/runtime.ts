@@ -11,10 +11,9 @@ import { tracked } from '@trpc/server';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentConfig } from '../config.js';
-import type { AgentDb } from '../store.js';
 import { workspaceTools } from '../tools/index.js';
 import type { AgentToolSet } from '../tools/types.js';
-import { deleteHistory, HistoryWriter, modelContext, readHistory } from './history.js';
+import type { ChatHistory } from './history.js';
 import { runModelLoop, type HistoryEntry } from './loop.js';
 import { createLanguageModel, NO_MODEL_REPLY, type ChatModel } from './model.js';
 import { buildSystemPrompt } from './prompt.js';
@@ -31,7 +30,7 @@ class RunTimedOut extends Error {
 export interface ChatRuntimeDeps {
   config: AgentConfig;
   log: Logger;
-  db: AgentDb;
+  history: ChatHistory;
   /** Overrides the model `MODEL` selects (tests, embedding). */
   model?: ChatModel | null;
   /** Overrides the tool set (subagents compose their own). */
@@ -46,7 +45,6 @@ export class ChatRuntime {
   private readonly registry: RunRegistry;
   private readonly model: ChatModel | null;
   private readonly tools: AgentToolSet;
-  private readonly writer: HistoryWriter;
   /** Per-chat serialisation of run starts and deletes. */
   private readonly locks = new Map<string, Promise<unknown>>();
   private closed = false;
@@ -54,7 +52,6 @@ export class ChatRuntime {
   constructor(private readonly deps: ChatRuntimeDeps) {
     const chat = deps.config.chat;
     this.registry = new RunRegistry(chat.streamGraceMs);
-    this.writer = new HistoryWriter(deps.db);
     this.model = deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey }) : null;
     this.tools = deps.tools ?? workspaceTools({ workspace: deps.config.workspace, exec: { enabled: chat.execEnabled, timeoutMs: chat.execTimeoutMs } });
   }
@@ -87,7 +84,7 @@ export class ChatRuntime {
         await previous.finished;
       }
       const run = new Run(chatId, message);
-      await this.writer.saveUserMessage(chatId, message, run.id);
+      await this.deps.history.saveUserMessage(chatId, message, run.id);
       this.registry.add(run);
       this.deps.onRunStart?.(chatId);
       void this.execute(run);
@@ -96,12 +93,12 @@ export class ChatRuntime {
   }
 
   private async execute(run: Run): Promise<void> {
-    const { config, db, log } = this.deps;
+    const { config, history, log } = this.deps;
     const chat = config.chat;
     // Writes land in queue order; `done` waits for the last one.
     let writes: Promise<void> = Promise.resolve();
     const persist = (entry: HistoryEntry) => {
-      writes = this.writer.saveEntry(run.chatId, run.id, entry).catch((error: unknown) => log.error({ err: error, chatId: run.chatId }, 'history write failed'));
+      writes = history.saveEntry(run.chatId, run.id, entry).catch((error: unknown) => log.error({ err: error, chatId: run.chatId }, 'history write failed'));
     };
     const emit = (event: ChatEvent) => run.push(event);
     const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);
@@ -112,10 +109,8 @@ export class ChatRuntime {
         emit({ type: 'text', content: NO_MODEL_REPLY });
         persist({ type: 'text', content: NO_MODEL_REPLY });
       } else {
-        const [system, messages] = await Promise.all([
-          buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(tools) }),
-          modelContext(db, run.chatId, chat.historyContext + 1),
-        ]);
+        const messages = history.modelContext(run.chatId, chat.historyContext + 1);
+        const system = await buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(tools) });
         const result = await runModelLoop({
           model: this.model,
           system,
@@ -192,8 +187,8 @@ export class ChatRuntime {
     return run && !run.ended ? { active: true, user_message: run.userMessage } : { active: false, user_message: '' };
   }
 
-  history(chatId: string, limit: number): Promise<ChatEvent[]> {
-    return readHistory(this.deps.db, chatId, limit);
+  history(chatId: string, limit: number): ChatEvent[] {
+    return this.deps.history.read(chatId, limit);
   }
 
   /** Empties the chat's history; an active run is cancelled first so that nothing lands after. */
@@ -204,7 +199,7 @@ export class ChatRuntime {
         run.cancel(new RunCancelled('chat deleted'));
         await run.finished;
       }
-      return deleteHistory(this.deps.db, chatId);
+      return this.deps.history.delete(chatId);
     });
   }
 
