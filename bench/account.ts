@@ -33,6 +33,7 @@ import { createLogger } from '../server/common/log.js';
 import { createTestDatabase, postgresReachable } from '../test/support/postgres.js';
 import { freePort } from '../test/support/servers.js';
 import { load as loadRow, root, spawnServer, stop, waitForHttp, type Row } from './lib/harness.js';
+import { TokenQueue } from './lib/account.js';
 import type { TokenPair as Pair } from '../server/account/tokens/jwt.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -153,7 +154,8 @@ async function main() {
 
     // Access tokens for the protected call, taken before their refresh tokens are spent.
     const meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);
-    const refreshPool = pairs.map((p) => p.refresh_token);
+    const refreshPool = new TokenQueue();
+    for (const pair of pairs) refreshPool.put(pair.refresh_token);
     let spent = 0;
     let starved = 0;
     rows.push(
@@ -161,13 +163,13 @@ async function main() {
         'POST /auth/refresh (each token once)',
         '/api/v1/auth/refresh',
         () => {
-          const token = refreshPool.pop();
+          const token = refreshPool.take();
           if (!token) starved += 1;
           spent += 1;
           return { refresh_token: token ?? 'pool-empty' };
         },
         (status, body) => {
-          if (status === 200) refreshPool.unshift((JSON.parse(body) as Pair).refresh_token);
+          if (status === 200) refreshPool.put((JSON.parse(body) as Pair).refresh_token);
         },
       ),
     );

@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../server/common/net.js';
 import { startScriptedModel, type ScriptedModel } from '../test/support/scripted-model.js';
+import { benchNodeOptions } from './lib/harness.js';
 import { round, sleep, sse, streamPhase, timedReplay } from './lib/stream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -35,8 +36,7 @@ const REPLAY = arg('replay', 10_000);
 
 
 async function startChild(script: string, env: Record<string, string>, ready: (child: ChildProcess) => Promise<string>): Promise<{ child: ChildProcess; url: string }> {
-  const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...benchNodeOptions(), '--import', 'tsx', script], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await ready(child);
   return { child, url };
 }

@@ -21,10 +21,13 @@ export interface Row {
   errors: number;
 }
 
+/** Node flags for every server a bench starts, e.g. `BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof"`. */
+export const benchNodeOptions = (): string[] => (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+
 export function spawnServer(script: string, args: string[], env: Record<string, string>): ChildProcess {
   return fork(path.join(root, script), args, {
     cwd: root,
-    execArgv: ['--import', 'tsx'],
+    execArgv: [...benchNodeOptions(), '--import', 'tsx'],
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
