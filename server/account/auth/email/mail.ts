@@ -9,7 +9,7 @@
  * is logged, the message is retried a few times, then dropped with an error in the log.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Logger } from '../../../common/log.js';
@@ -71,7 +71,10 @@ export function outboxTransport(dir: string, from: string, log: Logger): MailTra
       const file = path.join(dir, `${id}.eml`);
       await writeFile(file, info.message as Buffer, { mode: 0o600 });
       const entry: OutboxEntry = { id, date: date.toISOString(), from, to: mail.to, subject: mail.subject, text: mail.text };
-      await writeFile(path.join(dir, `${id}.json`), JSON.stringify(entry), { mode: 0o600 });
+      // Written under another name, then renamed: whoever lists the outbox never reads half an entry.
+      const temp = path.join(dir, `.${id}.json.tmp`);
+      await writeFile(temp, JSON.stringify(entry), { mode: 0o600 });
+      await rename(temp, path.join(dir, `${id}.json`));
       log.info({ file }, 'mail written to the local outbox (no SMTP_URL)');
     },
     close: () => undefined,
