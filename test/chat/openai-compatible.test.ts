@@ -235,6 +235,27 @@ describe('openAICompatibleModel', () => {
     expect(sockets.size).toBe(1);
   });
 
+  it('sends a request again on a fresh connection when the server drops the kept-alive one it was reused on', async () => {
+    const served = new WeakSet<object>();
+    let dropped = 0;
+    handler = (req, res) => {
+      // The second request on a connection finds it closed, as when a server's idle timeout fires just then.
+      if (served.has(req.socket)) {
+        dropped++;
+        req.socket.destroy();
+        return;
+      }
+      served.add(req.socket);
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(frames(chunk({ content: 'ok' }), chunk({}, 'stop'), '[DONE]'));
+    };
+    const model = ours();
+    for (let i = 0; i < 3; i++) {
+      expect(essence(await collect(model))).toEqual(['text-start', 'text-delta:ok', 'text-end', 'finish:stop']);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(dropped).toBeGreaterThan(0);
+  });
+
   it('closes the connection when the consumer stops reading, and when the call is aborted', async () => {
     handler = (req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });

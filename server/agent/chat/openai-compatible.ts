@@ -147,12 +147,15 @@ async function errorFromResponse(res: IncomingMessage): Promise<ModelCallError> 
   return new ModelCallError(message ?? res.statusMessage ?? `HTTP ${status}`, status, retryableStatus(status), flatHeaders(res));
 }
 
-function post(url: URL, body: string, headers: Record<string, string>, agent: HttpAgent, signal: AbortSignal | undefined): Promise<IncomingMessage> {
+function post(url: URL, body: string, headers: Record<string, string>, agent: HttpAgent, signal: AbortSignal | undefined, retried = false): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) }, ...(signal ? { signal } : {}) }, resolve);
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (error.name === 'AbortError') reject(error);
+      // A kept-alive connection that the server closed as we reused it: the request never reached
+      // the server, so it goes once more on a fresh connection (what browsers and undici do).
+      else if (req.reusedSocket && error.code === 'ECONNRESET' && !retried) post(url, body, headers, agent, signal, true).then(resolve, reject);
       else reject(new ModelCallError(`Cannot connect to the model server: ${error.message}`, undefined, true));
     });
     req.end(body);
