@@ -155,7 +155,7 @@ function post(url: URL, body: string, headers: Record<string, string>, agent: Ht
       if (error.name === 'AbortError') reject(error);
       // A kept-alive connection that the server closed as we reused it: the request never reached
       // the server, so it goes once more on a fresh connection (what browsers and undici do).
-      else if (req.reusedSocket && error.code === 'ECONNRESET' && !retried) post(url, body, headers, agent, signal, true).then(resolve, reject);
+      else if (req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !retried) post(url, body, headers, agent, signal, true).then(resolve, reject);
       else reject(new ModelCallError(`Cannot connect to the model server: ${error.message}`, undefined, true));
     });
     req.end(body);
