@@ -22,7 +22,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { pathToFileURL } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import Database from 'better-sqlite3';
 import type autocannon from 'autocannon';
@@ -30,7 +29,7 @@ import pg from 'pg';
 import { freePort } from '../server/common/net.js';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../test/support/postgres.js';
 import { ourWorkload, startAccountService, type RunningAccountService } from './lib/account.js';
-import { load, spawnServer, stop, table, waitForHttp, writeResults, type Row } from './lib/harness.js';
+import { load, runIfEntry, spawnServer, stop, table, waitForHttp, type Row } from './lib/harness.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? (QUICK ? 3 : 5));
@@ -221,10 +220,4 @@ export function printGrowthTables(g: GrowthResults): void {
   );
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const started = Date.now();
-  const results = await growthBench();
-  printGrowthTables(results);
-  await writeResults('growth.json', results);
-  console.log(`\nwritten: bench/results/growth.json (${Math.round((Date.now() - started) / 1000)} s)`);
-}
+await runIfEntry(import.meta.url, 'growth.json', growthBench, printGrowthTables);

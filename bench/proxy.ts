@@ -45,7 +45,6 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
 import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
 import { parseEventId } from '../server/agent/chat/runs.js';
 import type { AgentRouter } from '../server/agent/router.js';
@@ -55,7 +54,7 @@ import { freePort } from '../server/common/net.js';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../test/support/postgres.js';
 import { startScriptedModel } from '../test/support/scripted-model.js';
 import { signInByEmail, startAccountService, type RunningAccountService } from './lib/account.js';
-import { cpuMsOf, median, root, spawnServer, stop, table, waitForHttp, writeResults } from './lib/harness.js';
+import { cpuMsOf, median, root, runIfEntry, spawnServer, stop, table, waitForHttp } from './lib/harness.js';
 import { latencyOfStamp, round, sleep, sse, stampedChunk, streamPhase, timedReplay, type PhaseResult, type ReplayResult } from './lib/stream.js';
 import { download, mb, mbps, timed, upload, withRss } from './lib/transfer.js';
 
@@ -405,10 +404,4 @@ export function printProxyTables(r: ProxyResults): void {
   );
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const started = performance.now();
-  const results = await proxyBench();
-  printProxyTables(results);
-  await writeResults('proxy.json', results);
-  console.log(`\nwritten: bench/results/proxy.json (${Math.round((performance.now() - started) / 1000)} s)`);
-}
+await runIfEntry(import.meta.url, 'proxy.json', proxyBench, printProxyTables);

@@ -6,7 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -97,4 +97,17 @@ export function table(headers: string[], rows: Array<Array<string | number>>): s
 export async function writeResults(file: string, data: unknown): Promise<void> {
   await mkdir(path.join(root, 'bench/results'), { recursive: true });
   await writeFile(path.join(root, 'bench/results', file), `${JSON.stringify(data, null, 2)}\n`);
+}
+
+/**
+ * A bench module run on its own (`npx tsx bench/x.ts`), not imported by bench/run.ts: run it,
+ * print its tables, write bench/results/<file>.
+ */
+export async function runIfEntry<R>(moduleUrl: string, file: string, bench: () => Promise<R>, print: (results: R) => void): Promise<void> {
+  if (!process.argv[1] || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  const started = performance.now();
+  const results = await bench();
+  print(results);
+  await writeResults(file, results);
+  console.log(`\nwritten: bench/results/${file} (${Math.round((performance.now() - started) / 1000)} s)`);
 }

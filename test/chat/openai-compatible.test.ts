@@ -92,6 +92,16 @@ function essence(parts: LanguageModelV3StreamPart[]) {
   });
 }
 
+/** Three calls one after the other on one model (one connection pool), each answered with `text`. */
+async function threeCallsAnswering(text: string): Promise<void> {
+  const model = ours();
+  for (let i = 0; i < 3; i++) {
+    expect(essence(await collect(model))).toEqual(['text-start', `text-delta:${text}`, 'text-end', 'finish:stop']);
+    // The response's end is read in the background; then its socket is free again.
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 const wireStreams: Record<string, string> = {
   'plain text': frames(chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }), chunk({ content: 'lo' }), chunk({}, 'stop'), '[DONE]'),
   'reasoning, then text': frames(chunk({ reasoning_content: 'think ' }), chunk({ reasoning_content: 'more' }), chunk({ content: 'answer' }), chunk({}, 'stop'), '[DONE]'),
@@ -226,12 +236,7 @@ describe('openAICompatibleModel', () => {
       sockets.add(req.socket);
       res.writeHead(200, { 'content-type': 'text/event-stream' }).end(frames(chunk({ content: 'hi' }), chunk({}, 'stop'), '[DONE]'));
     };
-    const model = ours();
-    for (let i = 0; i < 3; i++) {
-      expect(essence(await collect(model))).toEqual(['text-start', 'text-delta:hi', 'text-end', 'finish:stop']);
-      // The response's end is read in the background; then its socket is free again.
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await threeCallsAnswering('hi');
     expect(sockets.size).toBe(1);
   });
 
@@ -248,11 +253,7 @@ describe('openAICompatibleModel', () => {
       served.add(req.socket);
       res.writeHead(200, { 'content-type': 'text/event-stream' }).end(frames(chunk({ content: 'ok' }), chunk({}, 'stop'), '[DONE]'));
     };
-    const model = ours();
-    for (let i = 0; i < 3; i++) {
-      expect(essence(await collect(model))).toEqual(['text-start', 'text-delta:ok', 'text-end', 'finish:stop']);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await threeCallsAnswering('ok');
     expect(dropped).toBeGreaterThan(0);
   });
 

@@ -190,13 +190,16 @@ const finishReasons: Record<string, 'stop' | 'length' | 'content-filter' | 'tool
   function_call: 'tool-calls',
 };
 
+/** The ids `@ai-sdk/openai-compatible` gives its blocks (one of each kind per step). */
+const BLOCK_IDS = { text: 'txt-0', reasoning: 'reasoning-0' } as const;
+
 /**
  * Maps chunks (already parsed) to stream parts, keeping the state a stream needs: the open
  * text or reasoning block and the tool call being assembled.
  */
 class ChunkMapper {
-  private text = false;
-  private reasoning = false;
+  /** The block being streamed: text and reasoning alternate, each delta of one ends the other. */
+  private open: 'text' | 'reasoning' | undefined;
   private readonly calls = new Map<number, PendingCall>();
   private lastIndex = -1;
   private finishReason: string | undefined;
@@ -217,35 +220,33 @@ class ChunkMapper {
     const delta = choice.delta;
     if (!delta) return;
     const reasoning = delta.reasoning_content ?? delta.reasoning;
-    if (typeof reasoning === 'string' && reasoning) this.reasoningDelta(reasoning, out);
+    if (typeof reasoning === 'string' && reasoning) this.blockDelta('reasoning', reasoning, out);
     const { content } = delta;
     if (typeof content === 'string') {
-      if (content) this.textDelta(content, out);
+      if (content) this.blockDelta('text', content, out);
     } else if (Array.isArray(content)) {
       for (const part of content as Array<{ type?: unknown; text?: unknown; thinking?: unknown }>) {
-        if (part?.type === 'text' && typeof part.text === 'string' && part.text) this.textDelta(part.text, out);
+        if (part?.type === 'text' && typeof part.text === 'string' && part.text) this.blockDelta('text', part.text, out);
         else if (part?.type === 'thinking' && Array.isArray(part.thinking)) {
           const thought = (part.thinking as Array<{ type?: unknown; text?: unknown }>).map((t) => (t?.type === 'text' && typeof t.text === 'string' ? t.text : '')).join('');
-          if (thought) this.reasoningDelta(thought, out);
+          if (thought) this.blockDelta('reasoning', thought, out);
         }
       }
     }
     if (typeof delta.refusal === 'string' && delta.refusal) {
       this.refused = true;
-      this.textDelta(delta.refusal, out);
+      this.blockDelta('text', delta.refusal, out);
     }
     if (delta.tool_calls?.length) {
       // What the model wrote before calling tools is complete.
-      this.endReasoning(out);
-      this.endText(out);
+      this.endBlock(out);
       for (const call of delta.tool_calls) this.toolCallDelta(call, out);
     }
   }
 
   /** The parts that close the stream: open blocks, pending tool calls, `finish` (or an error without a finish reason). */
   end(out: LanguageModelV3StreamPart[]): void {
-    this.endReasoning(out);
-    this.endText(out);
+    this.endBlock(out);
     for (const index of [...this.calls.keys()]) this.completeCall(index, out);
     if (!this.finishReason && !this.failed) {
       this.failed = true;
@@ -262,34 +263,21 @@ class ChunkMapper {
     });
   }
 
-  private textDelta(delta: string, out: LanguageModelV3StreamPart[]): void {
-    this.endReasoning(out);
-    if (!this.text) {
-      this.text = true;
-      out.push({ type: 'text-start', id: 'txt-0' });
+  private blockDelta(kind: 'text' | 'reasoning', delta: string, out: LanguageModelV3StreamPart[]): void {
+    const id = BLOCK_IDS[kind];
+    if (this.open !== kind) {
+      this.endBlock(out);
+      this.open = kind;
+      out.push(kind === 'text' ? { type: 'text-start', id } : { type: 'reasoning-start', id });
     }
-    out.push({ type: 'text-delta', id: 'txt-0', delta });
+    out.push(kind === 'text' ? { type: 'text-delta', id, delta } : { type: 'reasoning-delta', id, delta });
   }
 
-  private reasoningDelta(delta: string, out: LanguageModelV3StreamPart[]): void {
-    this.endText(out);
-    if (!this.reasoning) {
-      this.reasoning = true;
-      out.push({ type: 'reasoning-start', id: 'reasoning-0' });
-    }
-    out.push({ type: 'reasoning-delta', id: 'reasoning-0', delta });
-  }
-
-  private endText(out: LanguageModelV3StreamPart[]): void {
-    if (!this.text) return;
-    this.text = false;
-    out.push({ type: 'text-end', id: 'txt-0' });
-  }
-
-  private endReasoning(out: LanguageModelV3StreamPart[]): void {
-    if (!this.reasoning) return;
-    this.reasoning = false;
-    out.push({ type: 'reasoning-end', id: 'reasoning-0' });
+  private endBlock(out: LanguageModelV3StreamPart[]): void {
+    if (!this.open) return;
+    const id = BLOCK_IDS[this.open];
+    out.push(this.open === 'text' ? { type: 'text-end', id } : { type: 'reasoning-end', id });
+    this.open = undefined;
   }
 
   private toolCallDelta(delta: NonNullable<ChunkDelta['tool_calls']>[number], out: LanguageModelV3StreamPart[]): void {

@@ -21,7 +21,7 @@ export const chatRouter = router({
     .meta({ openapi: { method: 'GET', path: '/chat/{chat_id}/history', summary: 'The chat history, oldest first (limit 1..1000, default 50)' } })
     .input(HistoryInput)
     .output(ChatHistory)
-    .query(async ({ input, ctx }) => ({ messages: await ctx.services.chat.history(input.chat_id, input.limit) })),
+    .query(({ input, ctx }) => ({ messages: ctx.services.chat.history(input.chat_id, input.limit) })),
 
   delete: agentProcedure
     .meta({ openapi: { method: 'DELETE', path: '/chat/{chat_id}', summary: 'Empty the chat history (an active run is cancelled first)' } })
