@@ -230,6 +230,19 @@ describe('openAICompatibleModel', () => {
     await expect(collect(ours())).rejects.toThrow(/over 8 MiB/);
   });
 
+  it('gives up on tool arguments over 8 MiB streamed in many small events', async () => {
+    handler = async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(frames(chunk({ tool_calls: [{ index: 0, id: 'call_big', type: 'function', function: { name: 'write_file', arguments: '{"content":"' } }] })));
+      const piece = frames(chunk({ tool_calls: [{ index: 0, function: { arguments: 'x'.repeat(512 * 1024) } }] }));
+      for (let i = 0; i < 18 && !res.destroyed; i++) {
+        if (!res.write(piece)) await new Promise((r) => res.once('drain', r));
+      }
+      res.end(frames(chunk({}, 'tool_calls'), '[DONE]'));
+    };
+    await expect(collect(ours())).rejects.toThrow(/tool arguments over 8 MiB/);
+  });
+
   it('reuses its connection for the next call once a stream has ended with [DONE]', async () => {
     const sockets = new Set<unknown>();
     handler = (req, res) => {

@@ -292,7 +292,11 @@ class ChunkMapper {
     }
     if (delta.id && !call.id) call.id = delta.id;
     if (delta.function?.name && !call.name) call.name = delta.function.name;
-    if (delta.function?.arguments) call.args += delta.function.arguments;
+    if (delta.function?.arguments) {
+      // Arguments arrive across many events, each under the event cap: bound their sum as well.
+      if (call.args.length + delta.function.arguments.length > MAX_EVENT_CHARS) throw new Error('the model sent tool arguments over 8 MiB');
+      call.args += delta.function.arguments;
+    }
   }
 
   /** Servers that omit `index` send one call per delta: a new id starts the next call. */
