@@ -270,6 +270,37 @@ describe('openAICompatibleModel', () => {
     expect(dropped).toBeGreaterThan(0);
   });
 
+  it('fails the stream when the server drops the connection before the end, after the text it did send', async () => {
+    handler = (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(frames(chunk({ content: 'partial' })), () => setTimeout(() => req.socket.destroy(), 20));
+    };
+    const texts: string[] = [];
+    const reading = (async () => {
+      for await (const part of await ours().stream(call)) if (part.type === 'text-delta') texts.push(part.delta);
+    })();
+    await expect(reading).rejects.toThrow();
+    expect(texts).toEqual(['partial']);
+  });
+
+  it('keeps every chunk, in order, when the server writes faster than the consumer reads', async () => {
+    const count = 2_000;
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // One write per event, all at once: many more chunks than the reader queues before pausing.
+      for (let i = 0; i < count; i++) res.write(frames(chunk({ content: `${i},` })));
+      res.end(frames(chunk({}, 'stop'), '[DONE]'));
+    };
+    let text = '';
+    let parts = 0;
+    for await (const part of await ours().stream(call)) {
+      if (part.type === 'text-delta') text += part.delta;
+      // A slow consumer: a macrotask every 50 parts lets the socket fill the queue meanwhile.
+      if (++parts % 50 === 0) await new Promise((r) => setTimeout(r, 1));
+    }
+    expect(text).toBe(Array.from({ length: count }, (_, i) => `${i},`).join(''));
+  });
+
   it('closes the connection when the consumer stops reading, and when the call is aborted', async () => {
     handler = (req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });

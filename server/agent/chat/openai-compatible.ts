@@ -370,22 +370,90 @@ function drain(res: IncomingMessage): void {
   res.resume();
 }
 
+/** While this many chunks wait unread, the response is paused (the consumer is behind). */
+const MAX_QUEUED_CHUNKS = 64;
+
+/**
+ * A response body read in flowing mode: `data` events queue chunks that `take` hands over all at
+ * once. Cheaper per chunk than a Readable's async iterator (which goes through `readable`
+ * events, `read()` and a promise per chunk), and a burst of chunks costs one wake-up.
+ */
+class BodyChunks {
+  private chunks: string[] = [];
+  private ended = false;
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly res: IncomingMessage) {
+    res.setEncoding('utf8');
+    res.on('data', this.onData);
+    res.on('end', this.onEnd);
+    res.on('error', this.onError);
+    res.on('close', this.onClose);
+  }
+
+  /** The chunks received since the last call (waiting for one), or undefined once the body has ended. */
+  async take(): Promise<string[] | undefined> {
+    if (!this.chunks.length && !this.ended && !this.failure) await new Promise<void>((resolve) => (this.wake = resolve));
+    if (this.chunks.length) {
+      const chunks = this.chunks;
+      this.chunks = [];
+      if (this.res.isPaused()) this.res.resume();
+      return chunks;
+    }
+    if (this.failure) throw this.failure;
+    return undefined;
+  }
+
+  /** Stops listening (the response itself is left as it is). */
+  detach(): void {
+    this.res.off('data', this.onData);
+    this.res.off('end', this.onEnd);
+    this.res.off('error', this.onError);
+    this.res.off('close', this.onClose);
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  private readonly onData = (chunk: string) => {
+    this.chunks.push(chunk);
+    if (this.chunks.length >= MAX_QUEUED_CHUNKS) this.res.pause();
+    this.notify();
+  };
+
+  private readonly onEnd = () => {
+    this.ended = true;
+    this.notify();
+  };
+
+  private readonly onError = (error: Error) => {
+    this.failure ??= error;
+    this.notify();
+  };
+
+  private readonly onClose = () => {
+    if (!this.ended) this.failure ??= new Error('the model\'s response ended before it was complete');
+    this.notify();
+  };
+}
+
 async function* streamParts(res: IncomingMessage): AsyncGenerator<LanguageModelV3StreamPart> {
   const mapper = new ChunkMapper();
   const out: LanguageModelV3StreamPart[] = [];
   let finished = false;
-  res.setEncoding('utf8');
+  const body = new BodyChunks(res);
   try {
     yield { type: 'stream-start', warnings: [] };
-    // Not destroyed when the loop below stops at `[DONE]`: see drain().
-    const body = res.iterator({ destroyOnReturn: false }) as AsyncIterator<string>;
     const decoder = new SseDecoder();
     const events: string[] = [];
-    for (;;) {
-      const next = await body.next();
-      if (next.done) decoder.end(events);
-      else decoder.push(next.value, events);
-      let sawDone = false;
+    for (let sawDone = false; !sawDone; ) {
+      const chunks = await body.take();
+      if (chunks) for (const chunk of chunks) decoder.push(chunk, events);
+      else decoder.end(events);
       for (const data of events) {
         if (data === '[DONE]') {
           sawDone = true;
@@ -406,14 +474,15 @@ async function* streamParts(res: IncomingMessage): AsyncGenerator<LanguageModelV
         out.length = 0;
       }
       events.length = 0;
-      if (sawDone || next.done) break;
+      if (!chunks) break;
     }
-    await body.return?.();
     finished = true;
     mapper.end(out);
     yield* out;
   } finally {
-    // A consumer that stopped early (error, abort, cancelled run) closes the connection.
+    body.detach();
+    // Not destroyed after `[DONE]` or the body's end, see drain(); a consumer that stopped early
+    // (error, abort, cancelled run) closes the connection.
     if (finished) drain(res);
     else res.destroy();
   }
