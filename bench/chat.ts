@@ -28,7 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../server/common/net.js';
 import { startScriptedModel, type ScriptedModel } from '../test/support/scripted-model.js';
-import { benchNodeOptions } from './lib/harness.js';
+import { benchNodeOptions, median } from './lib/harness.js';
 import { latencyOfStamp, percentile, stampedChunk, round, sleep, sse, streamPhase, timedReplay, type PhaseResult } from './lib/stream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -44,14 +44,7 @@ const ROUNDS = Math.max(1, arg('rounds', 3));
 const REPLAY = arg('replay', 10_000);
 const EDGE = 5;
 
-
 type StreamingResult = PhaseResult & { steadyP99Ms: number };
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 /** One server's rounds as one result: medians, the highest peak RSS, every error. */
 function overRounds(results: StreamingResult[]): StreamingResult {
