@@ -4,6 +4,8 @@
  *
  * The scripted OpenAI-compatible model runs in this process and stamps each chunk with the
  * time it is written; the clients (also here, same clock) measure chunk → client `data:` line.
+ * It writes each chat's chunks on that chat's slot of a grid (`chunkGrid`), so every server gets
+ * the same even load, not bursts shaped by how its runs happened to start.
  * Figures: median/p99 latency per event, events/s, peak RSS of the server, and the time to
  * replay a 10,000-event buffer (`GET /chat/{id}/stream` vs the bare writer sending 10,000).
  *
@@ -29,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../server/common/net.js';
 import { startScriptedModel, type ScriptedModel } from '../test/support/scripted-model.js';
 import { benchNodeOptions, median } from './lib/harness.js';
-import { latencyOfStamp, percentile, stampedChunk, round, sleep, sse, streamPhase, timedReplay, type PhaseResult } from './lib/stream.js';
+import { benchMessage, chunkGrid, latencyOfStamp, percentile, stampedChunk, round, sleep, sse, streamPhase, timedReplay, type PhaseResult } from './lib/stream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -89,7 +91,7 @@ async function main(): Promise<void> {
     const replay = JSON.stringify(request.messages).includes('replay-run');
     if (replay) return { text: { count: REPLAY, chunk: (i) => `token ${i} ` }, hang: true };
     if (JSON.stringify(request.messages).includes('warm-up')) return { text: { count: 50, chunk: (i) => `w${i}` }, delayMs: 5 };
-    return { text: { count: EVENTS, chunk: stampedChunk }, delayMs: INTERVAL };
+    return { text: { count: EVENTS, chunk: stampedChunk }, pauseBefore: chunkGrid(request, INTERVAL) };
   });
 
   const workspace = await mkdtemp(path.join(tmpdir(), 'bench-chat-'));
@@ -117,7 +119,7 @@ async function main(): Promise<void> {
   const steadyCounter = { n: 0 };
   const postTo = (url: string, headers: Record<string, string>, round: number) => (chat: number) => {
     let seen = 0;
-    return sse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ message: `bench ${chat}`, chat_id: `bench-${round}-${chat}` }) }, (data) => {
+    return sse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ message: benchMessage(chat, CHATS), chat_id: `bench-${round}-${chat}` }) }, (data) => {
       const ms = latencyOfStamp(data.type === 'text' ? data.content : undefined);
       if (ms === undefined) return;
       latencies[counter.n++] = ms;

@@ -55,7 +55,7 @@ import { createTestDatabase, postgresReachable, type TestDatabase } from '../tes
 import { startScriptedModel } from '../test/support/scripted-model.js';
 import { signInByEmail, startAccountService, type RunningAccountService } from './lib/account.js';
 import { cpuMsOf, median, root, runIfEntry, spawnServer, stop, table, waitForHttp } from './lib/harness.js';
-import { latencyOfStamp, round, sleep, sse, stampedChunk, streamPhase, timedReplay, type PhaseResult, type ReplayResult } from './lib/stream.js';
+import { benchMessage, chunkGrid, latencyOfStamp, round, sleep, sse, stampedChunk, streamPhase, timedReplay, type PhaseResult, type ReplayResult } from './lib/stream.js';
 import { download, mb, mbps, timed, upload, withRss } from './lib/transfer.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -149,7 +149,7 @@ export async function proxyBench(): Promise<ProxyResults> {
     model.respond((request) => {
       if (JSON.stringify(request.messages).includes('replay-run')) return { text: { count: REPLAY, chunk: (i) => `token ${i} ` } };
       if (JSON.stringify(request.messages).includes('warm-up')) return { text: { count: 20, chunk: (i) => `w${i}` }, delayMs: 5 };
-      return { text: { count: EVENTS, chunk: () => stampedChunk() }, delayMs: INTERVAL };
+      return { text: { count: EVENTS, chunk: () => stampedChunk() }, pauseBefore: chunkGrid(request, INTERVAL) };
     });
 
     // The agent, as on an agent VM.
@@ -241,7 +241,7 @@ export async function proxyBench(): Promise<ProxyResults> {
       const cpu = new Map<PhaseResult, number[]>();
       for (let r = 0; r < ROUNDS; r++) {
         for (const p of inOrder(PATHS, r)) {
-          const post = (chat: number) => bounded(send(p.face, p.via, `b-${chats}-${p.face}-${p.via}-${r}-${chat}`, `bench ${chat}`, record), PHASE_TIMEOUT_MS, p.label);
+          const post = (chat: number) => bounded(send(p.face, p.via, `b-${chats}-${p.face}-${p.via}-${r}-${chat}`, benchMessage(chat, chats), record), PHASE_TIMEOUT_MS, p.label);
           const cpuBefore = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
           const result = await streamPhase(p.label, pids.agent, post, latencies, counter, chats, { account: pids.account });
           const cpuAfter = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];

@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { request, Agent } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { lastUserText, type ModelRequest } from '../../test/support/scripted-model.js';
 import { cpuMsOf } from './harness.js';
 
 export const round = (n: number) => Math.round(n * 100) / 100;
@@ -21,6 +22,30 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A chunk that carries the time it was written. */
 export const stampedChunk = () => `t=${performance.now().toFixed(3)};`;
+
+/** The user message of bench chat `chat` of `chats` (from 0); `chunkGrid` reads it back from the model request. */
+export const benchMessage = (chat: number, chats: number): string => `bench ${chat}/${chats}`;
+
+/**
+ * The scripted model's chunk schedule (a `pauseBefore`) for the bench chat whose request this is:
+ * every `intervalMs` on a grid offset by `chat × intervalMs / chats`, so the chats' chunks are
+ * spread evenly over each interval whatever the server under test does. A plain pause after each
+ * chunk keeps every stream in the phase its run happened to start at; with hundreds of runs
+ * started at once that pattern differs per server and per round (measured: up to 80 of 500
+ * chunks within the same 10 ms of a 500 ms interval), and the queueing it causes moved one
+ * round's p99 by several ms.
+ */
+export function chunkGrid(request: ModelRequest, intervalMs: number): (index: number) => number {
+  const [, chat = 0, chats = 1] = (/^bench (\d+)\/(\d+)$/.exec(lastUserText(request)) ?? []).map(Number);
+  const offset = (chat % chats) * (intervalMs / chats);
+  let due = 0;
+  return (index) => {
+    const now = performance.now();
+    // The first chunk waits for the chat's next slot at least half an interval away, as the others wait a whole one.
+    due = index === 0 ? offset + Math.ceil((now + intervalMs / 2 - offset) / intervalMs) * intervalMs : due + intervalMs;
+    return due - now;
+  };
+}
 
 /** ms since the chunk was written, or undefined when `content` is not a stamped chunk. */
 export function latencyOfStamp(content: string | undefined): number | undefined {

@@ -39,6 +39,8 @@ export interface ScriptedStep {
   toolCalls?: ScriptedToolCall[];
   /** Pause before each chunk (ms). */
   delayMs?: number;
+  /** Pause before text chunk `index` (ms), asked when that chunk is next; overrides `delayMs` for text. */
+  pauseBefore?: (index: number) => number;
   /** Answer with this HTTP status and an OpenAI-style error body instead of a stream. */
   httpError?: { status: number; message: string };
   /** After the chunks, send an error object in the stream instead of finishing. */
@@ -121,7 +123,7 @@ export async function startScriptedModel(opts: { responder?: Responder; port?: n
     const text = step.text;
     const count = text === undefined ? 0 : typeof text === 'string' ? 1 : Array.isArray(text) ? text.length : text.count;
     for (let i = 0; i < count && !signal.aborted; i++) {
-      await sleep(delay, signal);
+      await sleep(step.pauseBefore?.(i) ?? delay, signal);
       if (signal.aborted) return;
       const chunk = typeof text === 'string' ? text : Array.isArray(text) ? text[i]! : text!.chunk(i);
       step.onChunk?.(i);
