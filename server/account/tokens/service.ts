@@ -64,7 +64,7 @@ export class TokenService {
   }
 
   async refresh(refreshToken: string): Promise<TokenPair> {
-    const claims = verifyRefreshToken(this.issuer, refreshToken);
+    const claims = await verifyRefreshToken(this.issuer, refreshToken);
     const outcome = await rotateSession(this.store, claims.sessionId, claims.userId, claims.generation);
     if (!outcome.ok) {
       if (outcome.theft) {
@@ -80,7 +80,7 @@ export class TokenService {
   async logout(refreshToken: string): Promise<void> {
     let claims;
     try {
-      claims = verifyRefreshToken(this.issuer, refreshToken);
+      claims = await verifyRefreshToken(this.issuer, refreshToken);
     } catch {
       return;
     }
@@ -98,7 +98,7 @@ export class TokenService {
     if (!token) throw unauthorized('Missing or malformed Authorization header', 'MISSING_TOKEN');
     let claims = this.verified.get(token, Date.now() / 1000);
     if (!claims) {
-      claims = verifyAccessToken(this.issuer, token);
+      claims = await verifyAccessToken(this.issuer, token);
       this.verified.set(token, claims);
     }
     if (!(await this.sessions.isActive(claims.sessionId))) throw unauthorized('The session has ended', 'SESSION_REVOKED');
