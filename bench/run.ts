@@ -114,6 +114,8 @@ async function peerComparison(usePostgres: boolean) {
   o.prepare();
   await load('warm-up ours me', { ...o.me, connections: CONNECTIONS, duration: warm, quiet: true });
   await load('warm-up peer me', { ...p.me, connections: CONNECTIONS, duration: warm, quiet: true });
+  await load('warm-up ours refresh', { ...o.refresh, connections: CONNECTIONS, duration: warm, quiet: true });
+  await load('warm-up peer session read', { ...p.sessionRead, connections: CONNECTIONS, duration: warm, quiet: true });
 
   const raw: Record<string, Row[]> = {};
   const add = (key: string, row: Row) => (raw[key] ??= []).push(row);
