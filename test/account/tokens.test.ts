@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { generateKeyPair, SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rotateSession } from '../../server/account/tokens/sessions.js';
+import { revokeIfStolen } from '../../server/account/tokens/sessions.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
@@ -81,8 +82,7 @@ describe.each(kinds)('tokens on %s', (kind) => {
     const rotated = (await (await post('/auth/refresh', { refresh_token: pair.refresh_token })).json()) as Pair;
     const claims = decodeJwt(pair.refresh_token);
     const later = new Date(Date.now() + 11_000);
-    const outcome = await rotateSession(account.services.store, claims.sid as string, claims.sub as string, claims.gen as number, later);
-    expect(outcome).toEqual({ ok: false, theft: true });
+    expect(await revokeIfStolen(account.services.store, claims.sid as string, claims.gen as number, later)).toBe(true);
     const stolenFamily = await post('/auth/refresh', { refresh_token: rotated.refresh_token });
     expect(stolenFamily.status).toBe(401);
   });
@@ -162,6 +162,76 @@ describe.each(kinds)('tokens on %s', (kind) => {
         expect((await me(token)).status).toBe(401);
         expect((await post('/auth/refresh', { refresh_token: token })).status).toBe(401);
       }
+    });
+
+    describe('refresh by digest (sessions.ts)', () => {
+      const sessionRow = (sid: string) =>
+        account.services.store.db.session.findUnique({ where: { id: sid }, select: { generation: true, refreshDigest: true, revokedAt: true } });
+      const sha256 = (token: string) => createHash('sha256').update(token).digest('base64url');
+      const refreshed = async (p: Pair) => {
+        const res = await post('/auth/refresh', { refresh_token: p.refresh_token });
+        expect(res.status).toBe(200);
+        return (await res.json()) as Pair;
+      };
+      /** The same token with its signature's first character changed (still 64 bytes). */
+      const withOtherSignature = (token: string) => {
+        const [h, p, sig] = token.split('.') as [string, string, string];
+        return `${h}.${p}.${sig[0] === 'A' ? 'B' : 'A'}${sig.slice(1)}`;
+      };
+      /** Each token must be refused with `code`, and leave the session as it was. */
+      const refusedWithoutHarm = async (sid: string, tokens: string[], code: string) => {
+        const before = await sessionRow(sid);
+        for (const token of tokens) {
+          const res = await post('/auth/refresh', { refresh_token: token });
+          expect(res.status).toBe(401);
+          expect(await res.json()).toMatchObject({ code });
+        }
+        expect(await sessionRow(sid)).toEqual(before);
+      };
+
+      it('stores only the digest of the refresh token each rotation hands out; a new session holds none', async () => {
+        const p0 = await guest('digest-store');
+        const sid = decodeJwt(p0.refresh_token).sid as string;
+        expect(await sessionRow(sid)).toEqual({ generation: 0, refreshDigest: null, revokedAt: null });
+        const p1 = await refreshed(p0);
+        expect(await sessionRow(sid)).toEqual({ generation: 1, refreshDigest: sha256(p1.refresh_token), revokedAt: null });
+        const p2 = await refreshed(p1);
+        expect(await sessionRow(sid)).toEqual({ generation: 2, refreshDigest: sha256(p2.refresh_token), revokedAt: null });
+        // The guest flag is the access token's; a refresh reads it from the user row.
+        expect(decodeJwt(p2.refresh_token)).not.toHaveProperty('guest');
+        expect(decodeJwt(p2.access_token)).toMatchObject({ sid, typ: 'access', guest: true });
+      });
+
+      it('a rotated session takes only the exact token it issued; altered or re-signed tokens are refused and end nothing', async () => {
+        const p1 = await refreshed(await guest('digest-tamper'));
+        const claims = decodeJwt(p1.refresh_token);
+        const sid = claims.sid as string;
+        const { keys } = account.services.tokens.issuer;
+        const { privateKey: attackerKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+        const attackerSigned = await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', kid: keys.kid, typ: 'JWT' }).sign(attackerKey);
+        await refusedWithoutHarm(sid, [withOtherSignature(p1.refresh_token), attackerSigned], 'INVALID_TOKEN');
+        // Even our own signature does not stand in for the digest: a token of this generation that the session did not issue.
+        const notIssued = await new SignJWT({ ...claims, jti: crypto.randomUUID() }).setProtectedHeader({ alg: 'EdDSA', kid: keys.kid, typ: 'JWT' }).sign(keys.privateKey);
+        await refusedWithoutHarm(sid, [notIssued], 'INVALID_REFRESH_TOKEN');
+        const p2 = await refreshed(p1);
+        expect((await me(p2.access_token)).status).toBe(200);
+      });
+
+      it('a never-rotated session checks the signature: an altered one is refused and ends nothing', async () => {
+        const p0 = await guest('digest-new-tamper');
+        await refusedWithoutHarm(decodeJwt(p0.refresh_token).sid as string, [withOtherSignature(p0.refresh_token)], 'INVALID_TOKEN');
+        await refreshed(p0);
+      });
+
+      it('a session stored before digests (rotated, none held) rotates with its genuine token, then holds a digest', async () => {
+        const p1 = await refreshed(await guest('digest-legacy'));
+        const sid = decodeJwt(p1.refresh_token).sid as string;
+        await account.services.store.db.session.update({ where: { id: sid }, data: { refreshDigest: null } });
+        await refusedWithoutHarm(sid, [withOtherSignature(p1.refresh_token)], 'INVALID_TOKEN');
+        const p2 = await refreshed(p1);
+        expect(await sessionRow(sid)).toEqual({ generation: 2, refreshDigest: sha256(p2.refresh_token), revokedAt: null });
+        expect((await post('/auth/refresh', { refresh_token: p1.refresh_token })).status).toBe(401);
+      });
     });
 
     it('refuses expired tokens with TOKEN_EXPIRED', async () => {

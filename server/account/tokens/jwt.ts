@@ -1,8 +1,10 @@
 /**
  * The token pair (spec: "Token pair"; design.md: "Tokens"). Both are EdDSA JWTs with
- * iss, aud, sub (user id), sid (session), jti, typ, iat, exp, and `guest` for guests; the
- * refresh token also carries `gen`, the session generation it may rotate.
- * `typ` keeps the two apart: a refresh token never passes as an access token, nor the reverse.
+ * iss, aud, sub (user id), sid (session), jti, typ, iat, exp; access tokens of guests carry
+ * `guest`, and the refresh token carries `gen`, the session generation it may rotate (not
+ * `guest`: only this service reads a refresh token, and a refresh takes the flag from the user
+ * row, which an upgrade changes). `typ` keeps the two apart: a refresh token never passes as an
+ * access token, nor the reverse.
  */
 import { randomUUID, sign as signBytes, verify as verifyBytes, type KeyObject } from 'node:crypto';
 import { unauthorized } from '../../common/errors.js';
@@ -35,7 +37,9 @@ export interface AccessClaims extends TokenSubject {
   issuedAt: number;
 }
 
-export interface RefreshClaims extends TokenSubject {
+export type SessionSubject = Omit<TokenSubject, 'guest'>;
+
+export interface RefreshClaims extends SessionSubject {
   generation: number;
 }
 
@@ -54,13 +58,14 @@ const signEd25519 = (data: Buffer, key: KeyObject) =>
 const verifyEd25519 = (data: Buffer, key: KeyObject, signature: Buffer) =>
   new Promise<boolean>((resolve, reject) => verifyBytes(null, data, key, signature, (error, valid) => (error ? reject(error) : resolve(valid))));
 
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
 /** A compact JWS signed with node:crypto: the same bytes jose's SignJWT makes, at a fraction of the cost. */
-async function sign(issuer: TokenIssuer, subject: TokenSubject, typ: 'access' | 'refresh', ttl: number, now: number, extra: Record<string, unknown> = {}): Promise<string> {
+async function sign(issuer: TokenIssuer, subject: SessionSubject, typ: 'access' | 'refresh', ttl: number, now: number, extra: Record<string, unknown>): Promise<string> {
   const header = base64url({ alg: TOKEN_ALG, kid: issuer.keys.kid, typ: 'JWT' });
   const payload = base64url({
     sid: subject.sessionId,
     typ,
-    ...(subject.guest ? { guest: true } : {}),
     ...extra,
     iss: issuer.issuer,
     aud: issuer.audience,
@@ -73,13 +78,23 @@ async function sign(issuer: TokenIssuer, subject: TokenSubject, typ: 'access' | 
   return `${signingInput}.${(await signEd25519(Buffer.from(signingInput), issuer.keys.privateKey)).toString('base64url')}`;
 }
 
-export async function signTokenPair(issuer: TokenIssuer, subject: TokenSubject, generation: number, now = Math.floor(Date.now() / 1000)): Promise<TokenPair> {
+export const signAccessToken = (issuer: TokenIssuer, subject: TokenSubject, now = nowSeconds()): Promise<string> =>
+  sign(issuer, subject, 'access', ACCESS_TTL_SECONDS, now, subject.guest ? { guest: true } : {});
+
+export const signRefreshToken = (issuer: TokenIssuer, subject: SessionSubject, generation: number, now = nowSeconds()): Promise<string> =>
+  sign(issuer, subject, 'refresh', REFRESH_TTL_SECONDS, now, { gen: generation });
+
+export const tokenPair = (accessToken: string, refreshToken: string): TokenPair => ({
+  access_token: accessToken,
+  refresh_token: refreshToken,
+  token_type: 'bearer',
+  expires_in: ACCESS_TTL_SECONDS,
+});
+
+export async function signTokenPair(issuer: TokenIssuer, subject: TokenSubject, generation: number, now = nowSeconds()): Promise<TokenPair> {
   // Both on the thread pool at once.
-  const [accessToken, refreshToken] = await Promise.all([
-    sign(issuer, subject, 'access', ACCESS_TTL_SECONDS, now),
-    sign(issuer, subject, 'refresh', REFRESH_TTL_SECONDS, now, { gen: generation }),
-  ]);
-  return { access_token: accessToken, refresh_token: refreshToken, token_type: 'bearer', expires_in: ACCESS_TTL_SECONDS };
+  const [accessToken, refreshToken] = await Promise.all([signAccessToken(issuer, subject, now), signRefreshToken(issuer, subject, generation, now)]);
+  return tokenPair(accessToken, refreshToken);
 }
 
 type Claims = Record<string, unknown>;
@@ -102,43 +117,69 @@ class TokenRejected extends Error {
   }
 }
 
+/** A token's parts once its form and header are acceptable: what the signature check needs. */
+interface ParsedToken {
+  signingInput: string;
+  encodedPayload: string;
+  signature: Buffer;
+  key: KeyObject;
+}
+
+/**
+ * Only what we issue passes: header {alg: EdDSA, kid of one of our keys} and nothing that would
+ * change how it is read (crit, b64; jwk/jku/x5u are never looked at: keys come only from our key
+ * file), and a 64-byte signature.
+ */
+function parse(issuer: TokenIssuer, token: string): ParsedToken {
+  const parts = token.split('.');
+  if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part))) throw new TokenRejected();
+  const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
+  const header = jsonObject(encodedHeader);
+  if (!header || header.alg !== TOKEN_ALG || typeof header.kid !== 'string' || 'crit' in header || 'b64' in header) throw new TokenRejected();
+  const key = issuer.keys.publicKeys.get(header.kid);
+  const signature = Buffer.from(encodedSignature, 'base64url');
+  if (!key || signature.length !== 64) throw new TokenRejected();
+  return { signingInput: `${encodedHeader}.${encodedPayload}`, encodedPayload, signature, key };
+}
+
+/** Claims iss, aud, sub, sid, jti, iat, exp of the right types and values, nbf/exp within the clock tolerance, and the expected `typ`. */
+function checkClaims(issuer: TokenIssuer, encodedPayload: string, typ: 'access' | 'refresh', now: number): Claims {
+  const claims = jsonObject(encodedPayload);
+  if (!claims) throw new TokenRejected();
+  const { iss, aud, sub, sid, jti, iat, exp, nbf } = claims;
+  const audiences = Array.isArray(aud) ? aud : [aud];
+  if (iss !== issuer.issuer || !audiences.includes(issuer.audience)) throw new TokenRejected();
+  if (typeof sub !== 'string' || typeof sid !== 'string' || typeof jti !== 'string') throw new TokenRejected();
+  if (typeof iat !== 'number' || typeof exp !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new TokenRejected();
+  if (typeof nbf === 'number' && nbf > now + CLOCK_TOLERANCE_SECONDS) throw new TokenRejected();
+  if (exp <= now - CLOCK_TOLERANCE_SECONDS) throw new TokenRejected(true);
+  if (claims.typ !== typ) throw new TokenRejected();
+  if (typ === 'refresh' && (typeof claims.gen !== 'number' || !Number.isInteger(claims.gen) || claims.gen < 0)) throw new TokenRejected();
+  return claims;
+}
+
+/** Every failure is a 401 in the documented shape; only an expired token says so. */
+function rejected(error: unknown, typ: 'access' | 'refresh'): never {
+  const expired = error instanceof TokenRejected && error.expired;
+  throw unauthorized(expired ? `The ${typ} token has expired` : `Invalid ${typ} token`, expired ? 'TOKEN_EXPIRED' : 'INVALID_TOKEN');
+}
+
 /**
  * Checks a token as strictly as jose's jwtVerify with this service's options would, with
- * node:crypto's Ed25519 verify. Only what we issue passes: header {alg: EdDSA, kid of one of our
- * keys} and nothing that would change how it is read (crit, b64; jwk/jku/x5u are never looked at:
- * keys come only from our key file); a 64-byte signature over the exact first two segments;
- * payload claims iss, aud, sub, sid, jti, iat, exp of the right types and values, nbf/exp within
- * the clock tolerance, and the expected `typ`. test/security/jwt.test.ts holds the attacks.
+ * node:crypto's Ed25519 verify: form and header (parse), the signature over the exact first two
+ * segments, then the claims (checkClaims). test/security/jwt.test.ts holds the attacks.
  */
-async function verify(issuer: TokenIssuer, token: string, typ: 'access' | 'refresh', now = Math.floor(Date.now() / 1000)): Promise<Claims> {
+async function verify(issuer: TokenIssuer, token: string, typ: 'access' | 'refresh', now = nowSeconds()): Promise<Claims> {
   try {
-    const parts = token.split('.');
-    if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part))) throw new TokenRejected();
-    const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
-    const header = jsonObject(encodedHeader);
-    if (!header || header.alg !== TOKEN_ALG || typeof header.kid !== 'string' || 'crit' in header || 'b64' in header) throw new TokenRejected();
-    const key = issuer.keys.publicKeys.get(header.kid);
-    const signature = Buffer.from(encodedSignature, 'base64url');
-    if (!key || signature.length !== 64 || !(await verifyEd25519(Buffer.from(`${encodedHeader}.${encodedPayload}`), key, signature))) throw new TokenRejected();
-    const claims = jsonObject(encodedPayload);
-    if (!claims) throw new TokenRejected();
-    const { iss, aud, sub, sid, jti, iat, exp, nbf } = claims;
-    const audiences = Array.isArray(aud) ? aud : [aud];
-    if (iss !== issuer.issuer || !audiences.includes(issuer.audience)) throw new TokenRejected();
-    if (typeof sub !== 'string' || typeof sid !== 'string' || typeof jti !== 'string') throw new TokenRejected();
-    if (typeof iat !== 'number' || typeof exp !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new TokenRejected();
-    if (typeof nbf === 'number' && nbf > now + CLOCK_TOLERANCE_SECONDS) throw new TokenRejected();
-    if (exp <= now - CLOCK_TOLERANCE_SECONDS) throw new TokenRejected(true);
-    if (claims.typ !== typ) throw new TokenRejected();
-    return claims;
+    const parsed = parse(issuer, token);
+    if (!(await verifyEd25519(Buffer.from(parsed.signingInput), parsed.key, parsed.signature))) throw new TokenRejected();
+    return checkClaims(issuer, parsed.encodedPayload, typ, now);
   } catch (error) {
-    const expired = error instanceof TokenRejected && error.expired;
-    throw unauthorized(
-      expired ? `The ${typ} token has expired` : `Invalid ${typ} token`,
-      expired ? 'TOKEN_EXPIRED' : 'INVALID_TOKEN',
-    );
+    rejected(error, typ);
   }
 }
+
+const refreshClaims = (claims: Claims): RefreshClaims => ({ userId: claims.sub as string, sessionId: claims.sid as string, generation: claims.gen as number });
 
 export async function verifyAccessToken(issuer: TokenIssuer, token: string, now?: number): Promise<AccessClaims> {
   const claims = await verify(issuer, token, 'access', now);
@@ -146,7 +187,19 @@ export async function verifyAccessToken(issuer: TokenIssuer, token: string, now?
 }
 
 export async function verifyRefreshToken(issuer: TokenIssuer, token: string, now?: number): Promise<RefreshClaims> {
-  const claims = await verify(issuer, token, 'refresh', now);
-  if (typeof claims.gen !== 'number' || !Number.isInteger(claims.gen) || claims.gen < 0) throw unauthorized('Invalid refresh token', 'INVALID_TOKEN');
-  return { userId: claims.sub as string, sessionId: claims.sid as string, guest: claims.guest === true, generation: claims.gen };
+  return refreshClaims(await verify(issuer, token, 'refresh', now));
+}
+
+/**
+ * Every check of verifyRefreshToken but the signature's, for a token that a session row vouches
+ * for: sessions.ts rotates only if the token's SHA-256 is the one stored when it was issued (so
+ * its bytes, signature included, are the ones we signed), and verifies the signature of any
+ * token no row vouches for before it counts for anything.
+ */
+export function readRefreshToken(issuer: TokenIssuer, token: string, now = nowSeconds()): RefreshClaims {
+  try {
+    return refreshClaims(checkClaims(issuer, parse(issuer, token).encodedPayload, 'refresh', now));
+  } catch (error) {
+    rejected(error, 'refresh');
+  }
 }

@@ -6,8 +6,8 @@ import { unauthorized } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { SessionStore } from './sessions.js';
 import type { SignedInUser } from '../users/identities.js';
-import { signTokenPair, verifyAccessToken, verifyRefreshToken, type AccessClaims, type TokenIssuer, type TokenPair } from './jwt.js';
-import { createSession, refreshRejected, revokeAllSessions, revokeSession, rotateSession, SessionStatusCache } from './sessions.js';
+import { readRefreshToken, signAccessToken, signRefreshToken, signTokenPair, tokenPair, verifyAccessToken, verifyRefreshToken, type AccessClaims, type TokenIssuer, type TokenPair } from './jwt.js';
+import { createSession, refreshDigest, refreshRejected, revokeAllSessions, revokeIfStolen, revokeSession, rotateSession, SessionStatusCache } from './sessions.js';
 
 /**
  * Access tokens already verified, by their exact text, until their `exp`: a token's signature
@@ -63,17 +63,33 @@ export class TokenService {
     return signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest }, generation);
   }
 
+  /**
+   * Rotation by digest (sessions.ts): a rotated session vouches for its current refresh token by
+   * the token's SHA-256, so that token's signature is not verified again; any token no row
+   * vouches for is verified before it can rotate a session without a digest or count as a reuse.
+   */
   async refresh(refreshToken: string): Promise<TokenPair> {
-    const claims = await verifyRefreshToken(this.issuer, refreshToken);
-    const outcome = await rotateSession(this.store, claims.sessionId, claims.userId, claims.generation);
+    const claims = readRefreshToken(this.issuer, refreshToken);
+    const neverRotated = claims.generation === 0;
+    if (neverRotated) await verifyRefreshToken(this.issuer, refreshToken);
+    const next = await signRefreshToken(this.issuer, claims, claims.generation + 1);
+    const rotation = { ...claims, next: refreshDigest(next) };
+    let outcome = await rotateSession(this.store, { ...rotation, presented: neverRotated ? null : refreshDigest(refreshToken) });
+    if (!outcome.ok && !neverRotated) {
+      await verifyRefreshToken(this.issuer, refreshToken);
+      // A genuine token the row does not vouch for: the session was stored before digests were, or this is a reuse.
+      outcome = await rotateSession(this.store, { ...rotation, presented: null });
+    }
     if (!outcome.ok) {
-      if (outcome.theft) {
+      const theft = await revokeIfStolen(this.store, claims.sessionId, claims.generation);
+      if (theft) {
         this.sessions.markRevoked([claims.sessionId]);
         this.log.warn({ sid: claims.sessionId, userId: claims.userId }, 'refresh token reused: session revoked');
       }
-      throw refreshRejected(outcome.theft);
+      throw refreshRejected(theft);
     }
-    return signTokenPair(this.issuer, { userId: claims.userId, sessionId: claims.sessionId, guest: outcome.guest }, outcome.generation);
+    const accessToken = await signAccessToken(this.issuer, { ...claims, guest: outcome.guest });
+    return tokenPair(accessToken, next);
   }
 
   /** Unknown, expired or already revoked tokens are fine: logout is idempotent (204 either way). */

@@ -3,11 +3,18 @@
  * counter; the refresh token carries the generation it may rotate. Rotation is one conditional
  * UPDATE, so of N concurrent refreshes of one token exactly one matches the row.
  *
+ * Each rotation also stores the SHA-256 of the refresh token it hands out (`refresh_digest`),
+ * and the next rotation requires the presented token to have exactly that digest: the token is
+ * then byte for byte one we signed, so its signature need not be checked again (an Ed25519 verify
+ * was the largest CPU cost of a refresh). A session that holds no digest — new, never rotated, or
+ * stored before digests were — rotates only with a token whose signature has been verified
+ * (TokenService.refresh). Only digests are stored, so a copy of the table yields no usable token.
+ *
  * A token from an older generation is a reuse: within 10 s of the rotation it is the loser of a
  * race (answer 401, keep the session); later — or more than one generation back — it means the
  * token was copied, so the whole family is revoked.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { unauthorized } from '../../common/errors.js';
 import type { AccountDb, AccountStore } from '../store.js';
 import { REFRESH_TTL_SECONDS } from './jwt.js';
@@ -28,26 +35,50 @@ export async function createSession({ sql }: SessionStore, userId: string, now =
   return { sessionId, generation: 0 };
 }
 
-export type RotationOutcome = { ok: true; generation: number; guest: boolean } | { ok: false; theft: boolean };
+/** What `refresh_digest` holds for a refresh token. */
+export const refreshDigest = (token: string): string => createHash('sha256').update(token).digest('base64url');
 
-/** One statement: bump the generation if (and only if) the presented one is current. */
-export async function rotateSession({ db, sql }: SessionStore, sessionId: string, userId: string, generation: number, now = new Date()): Promise<RotationOutcome> {
-  if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false, theft: false };
+export interface Rotation {
+  sessionId: string;
+  userId: string;
+  /** The generation the presented token may rotate. */
+  generation: number;
+  /** refreshDigest of the presented token, or null for a verified token of a session that holds no digest. */
+  presented: string | null;
+  /** refreshDigest of the token this rotation hands out. */
+  next: string;
+}
+
+export type RotationOutcome = { ok: true; generation: number; guest: boolean } | { ok: false };
+
+/** One statement: bump the generation if (and only if) the presented token is the current one. */
+export async function rotateSession({ sql }: SessionStore, rotation: Rotation, now = new Date()): Promise<RotationOutcome> {
+  const { sessionId, userId, generation, presented, next } = rotation;
+  if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false };
   const rows = await sql<{ is_guest: boolean }>`
     UPDATE sessions AS s
-       SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}
+       SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}, refresh_digest = ${next}
       FROM users AS u
      WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id
-       AND s.generation = ${generation} AND s.revoked_at IS NULL AND s.expires_at > ${now}
+       AND s.generation = ${generation} AND s.refresh_digest IS NOT DISTINCT FROM ${presented}::text
+       AND s.revoked_at IS NULL AND s.expires_at > ${now}
     RETURNING u.is_guest`;
   const row = rows[0];
-  if (row) return { ok: true, generation: generation + 1, guest: row.is_guest };
+  return row ? { ok: true, generation: generation + 1, guest: row.is_guest } : { ok: false };
+}
 
+/**
+ * After a failed rotation with a genuine token (signature verified): was it a reuse that means
+ * the token was copied? Then the whole session is revoked. Losing a race within the grace period
+ * is not theft, nor is a token of a session that has already ended.
+ */
+export async function revokeIfStolen({ db }: SessionStore, sessionId: string, generation: number, now = new Date()): Promise<boolean> {
+  if (!UUID.test(sessionId)) return false;
   const session = await db.session.findUnique({ where: { id: sessionId }, select: { generation: true, rotatedAt: true, revokedAt: true } });
-  if (!session || session.revokedAt || session.generation <= generation) return { ok: false, theft: false };
+  if (!session || session.revokedAt || session.generation <= generation) return false;
   const theft = session.generation > generation + 1 || now.getTime() - session.rotatedAt.getTime() > REUSE_GRACE_MS;
   if (theft) await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
-  return { ok: false, theft };
+  return theft;
 }
 
 export async function revokeSession(db: AccountDb, sessionId: string, now = new Date()): Promise<void> {
