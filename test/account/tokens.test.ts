@@ -232,6 +232,20 @@ describe.each(kinds)('tokens on %s', (kind) => {
         expect(await sessionRow(sid)).toEqual({ generation: 2, refreshDigest: sha256(p2.refresh_token), revokedAt: null });
         expect((await post('/auth/refresh', { refresh_token: p1.refresh_token })).status).toBe(401);
       });
+
+      it('a forged token of a spent generation is refused as invalid and does not count as a reuse (the session lives on)', async () => {
+        const p1 = await refreshed(await guest('digest-forged-reuse'));
+        const p3 = await refreshed(await refreshed(p1));
+        const claims = decodeJwt(p1.refresh_token);
+        const sid = claims.sid as string;
+        // Two generations back: a genuine p1 would revoke the family at once, grace or not.
+        const { privateKey: attackerKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+        const { kid } = account.services.tokens.issuer.keys;
+        const attackerSigned = await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', kid, typ: 'JWT' }).sign(attackerKey);
+        await refusedWithoutHarm(sid, [withOtherSignature(p1.refresh_token), attackerSigned], 'INVALID_TOKEN');
+        const p4 = await refreshed(p3);
+        expect((await me(p4.access_token)).status).toBe(200);
+      });
     });
 
     it('refuses expired tokens with TOKEN_EXPIRED', async () => {
