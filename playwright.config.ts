@@ -1,11 +1,13 @@
 import { defineConfig } from '@playwright/test';
 
-const accountPort = 3900;
+// E2E_PORT_BASE moves every port of the run (default 3900), so two runs on one machine do not collide.
+const portBase = Number(process.env.E2E_PORT_BASE ?? 3900);
+const accountPort = portBase;
 // Local identity providers for the OAuth specs (e2e/support/providers.ts) and the product's settings for them.
-const idpaPort = 3910;
-const idpbPort = 3911;
+const idpaPort = portBase + 10;
+const idpbPort = portBase + 11;
 // The scripted model the product's agents talk to (e2e/support/model.ts).
-const modelPort = 3912;
+const modelPort = portBase + 12;
 const client = { id: 'web-client', secret: 'web-secret-0123456789' };
 const providerEnv = {
   IDPA_ISSUER: `http://127.0.0.1:${idpaPort}`,

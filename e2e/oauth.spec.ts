@@ -1,5 +1,7 @@
 import { expect, test, type Page } from '@playwright/test';
 
+const portBase = Number(process.env.E2E_PORT_BASE ?? 3900);
+
 // The full redirect flows in Chromium: web client → provider's login (and consent) → the
 // account service's callback → /auth/callback → exchange → signed in. Providers are real
 // local ones (e2e/support/providers.ts): oidc-provider as A, a GitHub-shaped OAuth 2 server as B.
@@ -8,7 +10,7 @@ const AUTH_CODE_TTL_SECONDS = 8; // playwright.config.ts sets AUTH_CODE_TTL_SECO
 
 /** Provider A (oidc-provider's dev pages): login, then consent. */
 async function loginAtA(page: Page, login: string, opts: { deny?: boolean } = {}) {
-  await expect(page).toHaveURL(/127\.0\.0\.1:3910\/interaction\//);
+  await expect(page).toHaveURL(new RegExp(`127\\.0\\.0\\.1:${portBase + 10}/interaction/`));
   await page.locator('input[name=login]').fill(login);
   await page.locator('input[name=password]').fill('any password');
   await page.locator('button[type=submit]').click();
@@ -19,7 +21,7 @@ async function loginAtA(page: Page, login: string, opts: { deny?: boolean } = {}
 
 /** Provider B (GitHub-shaped): one authorize page. */
 async function loginAtB(page: Page, login: string, opts: { deny?: boolean } = {}) {
-  await expect(page).toHaveURL(/127\.0\.0\.1:3911\/login\/oauth\/authorize/);
+  await expect(page).toHaveURL(new RegExp(`127\\.0\\.0\\.1:${portBase + 11}/login/oauth/authorize`));
   if (opts.deny) return page.getByRole('link', { name: 'Cancel' }).click();
   await page.locator('input[name=login]').fill(login);
   await page.locator('input[name=password]').fill('any password');
@@ -37,7 +39,7 @@ for (const [provider, label, loginAt] of [
     await page.getByRole('button', { name: label }).click();
     await loginAt(page, `e2e-${provider}-user`);
     await expect(signedIn(page)).toContainText(/Signed in \(user [0-9a-f-]{36}\)/);
-    await expect(page).toHaveURL(/127\.0\.0\.1:3900\/$/);
+    await expect(page).toHaveURL(new RegExp(`127\\.0\\.0\\.1:${portBase}/$`));
     await page.screenshot({ path: `test-results/screenshots/home-${provider}.png` });
     // Signing in again as the same person lands in the same account.
     const first = await signedIn(page).textContent();
