@@ -55,8 +55,8 @@ export default defineConfig({
       env: { E2E_MODEL_PORT: String(modelPort) },
     },
     {
-      // The product exactly as `npm start` runs it, on a throw-away data directory.
-      command: `npm run build:web && rm -rf test-results/e2e-data && DATA_DIR=test-results/e2e-data PORT=${accountPort} LOG_LEVEL=warn npx tsx scripts/start.ts`,
+      // The product exactly as `npm start` runs it (compiled, built first when stale), on a throw-away data directory.
+      command: `rm -rf test-results/e2e-data && DATA_DIR=test-results/e2e-data PORT=${accountPort} LOG_LEVEL=warn npx tsx scripts/start.ts`,
       url: `http://127.0.0.1:${accountPort}/api/v1/openapi.json`,
       timeout: 120_000,
       reuseExistingServer: false,

@@ -1,5 +1,6 @@
 /**
- * `npm start`: the whole product on embedded defaults. The account service runs with PGlite
+ * `npm start`: the whole product on embedded defaults, from the compiled build (made or refreshed
+ * first when the sources are newer: scripts/build.ts). The account service runs with PGlite
  * under DATA_DIR (unless DATABASE_URL is set), serves the web client, and starts each user's
  * agent on first use (AGENT_PROVISIONER=local), with workspaces under DATA_DIR/agents/.
  * Agents inherit MODEL and provider keys from this environment.
@@ -7,13 +8,17 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { buildIfStale } from './build.js';
+
+// The compiled services and the web client, rebuilt only when their sources changed.
+await buildIfStale({ web: true });
 
 const dataDir = path.resolve(process.env.DATA_DIR || './data');
 mkdirSync(dataDir, { recursive: true });
 const host = process.env.HOST || '127.0.0.1';
 const port = process.env.PORT || '3000';
 
-const account = spawn(process.execPath, ['--import', 'tsx', 'server/account/main.ts'], {
+const account = spawn(process.execPath, ['dist/server/account/main.js'], {
   env: { ...process.env, DATA_DIR: dataDir, HOST: host, PORT: port },
   stdio: 'inherit',
 });

@@ -13,6 +13,8 @@ mkdir -p test-reports
 
 echo "== typecheck"
 npx tsc -p tsconfig.json
+echo "== build (the services' compiled tree, which local agents run from, and the web client)"
+npm run build --silent
 echo "== unit and integration (vitest)"
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest.json
 echo "== security suite (fuzz, JWT attacks, timing, headers)"

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll } from 'vitest';
+import { agentEntry } from '../../server/account/agents/agent-entry.js';
 import { freePort } from '../../server/common/net.js';
 import type { ProbeStats } from './agent-probe.js';
 import { startScriptedModel, type ScriptedModel } from './scripted-model.js';
@@ -32,7 +33,9 @@ export async function startAgentProcess(env: Record<string, string>, options: Ag
   const { timeoutMs = 20_000, probe = false } = options;
   const port = await freePort();
   const probeArgs = probe ? ['--expose-gc', '--import', new URL('./agent-probe.ts', import.meta.url).pathname] : [];
-  const child = spawn(process.execPath, ['--import', 'tsx', ...probeArgs, 'server/agent/main.ts'], {
+  // The probe is TypeScript, so a probed agent runs from sources; others start as the provisioner starts them.
+  const args = probe ? ['--import', 'tsx', ...probeArgs, 'server/agent/main.ts'] : agentEntry().args;
+  const child = spawn(process.execPath, args, {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', ...env, AGENT_PORT: String(port) },
     stdio: probe ? ['ignore', 'ignore', 'inherit', 'ipc'] : 'ignore',
   });

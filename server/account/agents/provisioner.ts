@@ -13,11 +13,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from './registry.js';
 import { freePort } from '../../common/net.js';
+import { agentEntry } from './agent-entry.js';
 
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */
@@ -38,8 +38,6 @@ export class StaticProvisioner implements AgentProvisioner {
 
   async close(): Promise<void> {}
 }
-
-const AGENT_MAIN = fileURLToPath(new URL('../../agent/main.ts', import.meta.url));
 
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
@@ -142,7 +140,7 @@ export class LocalProvisioner implements AgentProvisioner {
     await mkdir(workspace, { recursive: true });
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', AGENT_MAIN], {
+    const child = spawn(process.execPath, agentEntry().args, {
       env: {
         ...this.options.agentEnv,
         HOST: '127.0.0.1',

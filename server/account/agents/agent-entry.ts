@@ -1,0 +1,18 @@
+/**
+ * How a local agent process is started: the compiled build (server/common/build.ts) when this
+ * service runs from it or when it is current, else the TypeScript source through tsx (a developer
+ * who edited code without rebuilding still gets what they wrote). Decided once per process.
+ */
+import path from 'node:path';
+import { DIST_DIR, REPO_ROOT, RUNNING_COMPILED, serverBuildIsCurrent } from '../../common/build.js';
+
+let entry: { args: string[]; compiled: boolean } | undefined;
+
+/** Arguments for `process.execPath` that run one agent. */
+export function agentEntry(): { args: string[]; compiled: boolean } {
+  entry ??=
+    RUNNING_COMPILED || serverBuildIsCurrent()
+      ? { args: [path.join(DIST_DIR, 'server/agent/main.js')], compiled: true }
+      : { args: ['--import', 'tsx', path.join(REPO_ROOT, 'server/agent/main.ts')], compiled: false };
+  return entry;
+}
