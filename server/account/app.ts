@@ -5,6 +5,7 @@
 import express from 'express';
 import { mountAccountBridge } from '../../rest-bridge/account.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
+import { mountHealthRoutes } from '../common/health.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
@@ -31,6 +32,10 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   app.get('/.well-known/jwks.json', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(services.tokens.issuer.keys.jwks);
+  });
+  mountHealthRoutes(app, {
+    database: () => services.store.db.$queryRaw`SELECT 1`,
+    ...(config.redisUrl ? { redis: () => services.rateLimits.ping() } : {}),
   });
   if (config.devOutbox) mountDevOutbox(app, config.outboxDir);
   const api = express.Router();

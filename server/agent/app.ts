@@ -4,6 +4,7 @@
  */
 import { mountAgentBridge } from '../../rest-bridge/agent.js';
 import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';
+import { mountHealthRoutes } from '../common/health.js';
 import { createLogger, type Logger } from '../common/log.js';
 import type { AgentConfig } from './config.js';
 import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
@@ -24,6 +25,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   app.use('/trpc', trpcEndpoint(agentRouter, (req) => createAgentContext(services, req.log, req.headers.authorization, req.headers)));
   // Telegram's webhook calls (webhook mode only): authenticated by their own secret header.
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
+  mountHealthRoutes(app, { database: async () => services.store.sql.prepare('SELECT 1').get() });
   mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
   finishHttpApp(app);
   const swept = await sweepPartialUploads(config.workspace);

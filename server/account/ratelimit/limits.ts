@@ -80,4 +80,9 @@ export class RateLimits {
   async close(): Promise<void> {
     await this.redis?.quit().catch(() => this.redis?.disconnect());
   }
+
+  /** Resolves when the shared store answers (readiness); at once without Redis. */
+  async ping(): Promise<void> {
+    await this.redis?.ping();
+  }
 }
