@@ -29,7 +29,10 @@ export function mountAccountBridge(api: IRouter, services: AccountServices, cont
   mountJsonProcedures(table, accountRouter, contextFor);
 
   // The signed-in user's own agent, at its documented REST paths under /api/v1/agent/.
-  api.all('/agent/*path', (req, res) => proxyToOwnAgent(services, req, res, agentTarget(req.originalUrl.slice(`${req.baseUrl}/agent`.length))));
+  api.all('/agent/*path', (req, res) => {
+    res.locals.route = '/agent/*';
+    return proxyToOwnAgent(services, req, res, agentTarget(req.originalUrl.slice(`${req.baseUrl}/agent`.length)));
+  });
 
   let document: unknown;
   table.add('get', '/openapi.json', [

@@ -49,7 +49,7 @@ export class RouteTable {
     methods.add(method.toUpperCase());
     if (method === 'get') methods.add('HEAD');
     this.methodsByPath.set(expressPath, methods);
-    const wrapped = handlers.map(catchAsync);
+    const wrapped = handlers.map((handler) => catchAsync(handler, openapiPath));
     if (!/[:*]/.test(expressPath)) this.exactRoutes.set(`${method.toUpperCase()} ${expressPath}`, wrapped);
     this.app[method](expressPath, ...wrapped);
     if (doc) this.extraPaths[openapiPath] = { ...this.extraPaths[openapiPath], [method]: doc };
@@ -67,9 +67,13 @@ export class RouteTable {
   }
 }
 
-/** Express 5 forwards rejected promises, but an explicit wrapper keeps the contract obvious. */
-function catchAsync(handler: RequestHandler): RequestHandler {
+/**
+ * Express 5 forwards rejected promises, but an explicit wrapper keeps the contract obvious. It
+ * also names the route for the metrics (the template, never the raw path).
+ */
+function catchAsync(handler: RequestHandler, route: string): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
+    res.locals.route = route;
     try {
       const result = handler(req, res, next) as unknown;
       if (result instanceof Promise) result.catch(next);

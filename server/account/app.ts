@@ -6,6 +6,7 @@ import express from 'express';
 import { mountAccountBridge } from '../../rest-bridge/account.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
+import { createMetrics, metricsEndpoint } from '../common/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
@@ -23,7 +24,8 @@ export interface RunningAccount {
 
 export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel)): Promise<RunningAccount> {
   const services = await createAccountServices(config, log);
-  const app = createHttpApp(log, { trustProxy: config.trustProxy });
+  const metrics = createMetrics('account');
+  const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics });
   // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
   const frontendOrigin = new URL(config.frontendUrl).origin;
   if (frontendOrigin !== new URL(config.baseUrl).origin) app.use(corsFor(frontendOrigin));
@@ -33,6 +35,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(services.tokens.issuer.keys.jwks);
   });
+  app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
   mountHealthRoutes(app, {
     database: () => services.store.db.$queryRaw`SELECT 1`,
     ...(config.redisUrl ? { redis: () => services.rateLimits.ping() } : {}),

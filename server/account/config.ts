@@ -13,6 +13,7 @@ const schema = z
     FRONTEND_URL: optionalString.pipe(httpUrl.optional()),
     REDIS_URL: optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()),
     TRUST_PROXY: optionalString,
+    METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
     SIGNING_KEYS_FILE: optionalString,
     AGENT_PROVISIONER: z.enum(['local', 'static']).default('local'),
     AGENT_IDLE_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
@@ -69,7 +70,9 @@ const schema = z
       /** GET /dev/outbox lists the local outbox (development only). */
       devOutbox: env.DEV_OUTBOX === '1',
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
-      logLevel: env.LOG_LEVEL,
+      /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
+    metricsToken: env.METRICS_TOKEN,
+    logLevel: env.LOG_LEVEL,
       oauth: oauthConfig(env),
     };
   });

@@ -5,6 +5,7 @@
 import { mountAgentBridge } from '../../rest-bridge/agent.js';
 import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
+import { createMetrics, metricsEndpoint } from '../common/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
 import type { AgentConfig } from './config.js';
 import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
@@ -21,10 +22,12 @@ export interface RunningAgent {
 
 export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel)): Promise<RunningAgent> {
   const services = await createAgentServices(config, log);
-  const app = createHttpApp(log);
+  const metrics = createMetrics('agent');
+  const app = createHttpApp(log, { metrics });
   app.use('/trpc', trpcEndpoint(agentRouter, (req) => createAgentContext(services, req.log, req.headers.authorization, req.headers)));
   // Telegram's webhook calls (webhook mode only): authenticated by their own secret header.
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
+  app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
   mountHealthRoutes(app, { database: async () => services.store.sql.prepare('SELECT 1').get() });
   mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
   finishHttpApp(app);

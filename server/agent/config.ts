@@ -22,6 +22,7 @@ const schema = z
     // Fractions allowed, so tests can inject short intervals.
     HEARTBEAT_INTERVAL: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().min(0).max(86_400 * 7)),
     LOG_LEVEL: logLevel,
+    METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
     // Chat runtime (server/agent/chat/).
     MODEL_API_KEY: optionalString,
     AGENT_EXEC: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])),
@@ -114,6 +115,8 @@ const schema = z
       retentionMs: env.SUBAGENT_RETENTION * 1000,
       purgeIntervalMs: env.SUBAGENT_PURGE_INTERVAL * 1000,
     },
+    /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
+    metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL,
   }));
 

@@ -10,6 +10,7 @@ import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
 import { AppError, mapError, notFound, type MappedError } from './errors.js';
 import type { Logger } from './log.js';
+import { observeRequest, type ServiceMetrics } from './metrics.js';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -40,11 +41,12 @@ Object.defineProperty(express.request, 'log', {
   },
 });
 
-/** Request id, lazy request logger, access log and the security headers every answer carries. */
-function requestContext(log: Logger): RequestHandler {
+/** Request id, lazy request logger, access log, metrics and the security headers every answer carries. */
+function requestContext(log: Logger, metrics: ServiceMetrics | undefined): RequestHandler {
   // The access log line only when it would be written (LOG_LEVEL info or lower): no per-request
-  // timer and listener otherwise.
+  // timer and listener when neither it nor metrics want one.
   const accessLog = log.isLevelEnabled('info');
+  const timed = accessLog || metrics !== undefined;
   return (req, res, next) => {
     const incoming = req.headers['x-request-id'];
     req.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -53,11 +55,13 @@ function requestContext(log: Logger): RequestHandler {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'no-referrer');
     res.setHeader('X-Frame-Options', 'DENY');
-    if (accessLog) {
+    if (timed) {
       const started = process.hrtime.bigint();
-      res.on('finish', () => {
-        const ms = Number(process.hrtime.bigint() - started) / 1e6;
-        req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      // 'close' also comes for answers the client cut short (a stream it left).
+      res.once('close', () => {
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        if (metrics) observeRequest(metrics, req, res, seconds);
+        if (accessLog) req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(seconds * 10_000) / 10 }, 'request');
       });
     }
     next();
@@ -92,12 +96,12 @@ export function corsFor(allowedOrigin: string): RequestHandler {
   };
 }
 
-export function createHttpApp(log: Logger, opts: { trustProxy?: string[] } = {}): Express {
+export function createHttpApp(log: Logger, opts: { trustProxy?: string[]; metrics?: ServiceMetrics } = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', opts.trustProxy?.length ? opts.trustProxy : false);
-  app.use(requestContext(log));
+  app.use(requestContext(log, opts.metrics));
   return app;
 }
 
@@ -106,7 +110,8 @@ export function createHttpApp(log: Logger, opts: { trustProxy?: string[] } = {})
  * tRPC clients as they reach REST ones; unexpected failures are logged with the request id.
  */
 export function trpcEndpoint<R extends AnyRouter>(router: R, createContext: (req: Request) => inferRouterContext<R>): RequestHandler {
-  return createExpressMiddleware({
+  const procedures = router._def.procedures as Record<string, unknown>;
+  const endpoint = createExpressMiddleware({
     router,
     createContext: ({ req }) => createContext(req as Request),
     responseMeta: ({ errors }) => {
@@ -117,6 +122,12 @@ export function trpcEndpoint<R extends AnyRouter>(router: R, createContext: (req
       if (error.code === 'INTERNAL_SERVER_ERROR') (req as Request).log.error({ err: error.cause ?? error }, 'trpc error');
     },
   });
+  return (req, res, next) => {
+    // The metrics label: a procedure this router has, never a name the caller made up.
+    const name = req.path.slice(1);
+    res.locals.route = Object.hasOwn(procedures, name) ? `/trpc/${name}` : '/trpc/*';
+    return endpoint(req, res, next);
+  };
 }
 
 /** JSON bodies only when the client says so; anything else is left for the route to refuse. */

@@ -1,0 +1,74 @@
+/**
+ * Prometheus metrics (`GET /metrics`, text format) for both services: the process (event loop
+ * lag, memory, GC, from prom-client's defaults) and every HTTP request by route template — the
+ * route a request matched as written in the code (`/chat/{chat_id}/history`, `/trpc/chat.send`),
+ * never the raw path, so no id, token or probe an attacker sends becomes a label.
+ *
+ * Who may scrape: with METRICS_TOKEN set, callers with `Authorization: Bearer <token>`; without
+ * it, only loopback callers that came through no proxy (a local reverse proxy adds
+ * X-Forwarded-For or Forwarded, and then the caller is really someone else).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { AppError, mapError } from './errors.js';
+
+export interface ServiceMetrics {
+  registry: Registry;
+  /** Seconds from the request's arrival to the end of its answer (a stream: to its end). */
+  httpDuration: Histogram<'method' | 'route' | 'status'>;
+}
+
+export function createMetrics(service: 'account' | 'agent'): ServiceMetrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  const httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP requests by method, route template and status class',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60],
+    registers: [registry],
+  });
+  return { registry, httpDuration };
+}
+
+/** The route template a request matched: what a route table set, else express's matched route. */
+export function routeLabel(req: Request, res: Response): string {
+  const label = (res.locals as { route?: string }).route;
+  if (label) return label;
+  const route = req.route as { path?: unknown } | undefined;
+  return typeof route?.path === 'string' ? `${req.baseUrl}${route.path}` : 'unmatched';
+}
+
+/** Known HTTP methods stay labels; anything else is one bucket (a method is attacker-chosen). */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+export function observeRequest(metrics: ServiceMetrics, req: Request, res: Response, seconds: number): void {
+  metrics.httpDuration.observe(
+    { method: METHODS.has(req.method) ? req.method : 'OTHER', route: routeLabel(req, res), status: `${Math.floor(res.statusCode / 100)}xx` },
+    seconds,
+  );
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+export function metricsEndpoint(metrics: ServiceMetrics, token: string | undefined): RequestHandler {
+  const expected = token ? digest(token) : undefined;
+  return async (req, res) => {
+    const refuse = (status: number, code: string, detail: string) => {
+      const { body } = mapError(new AppError(status, code, detail));
+      res.status(status).json(body);
+    };
+    if (expected) {
+      const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+      if (!presented || !timingSafeEqual(digest(presented), expected)) return refuse(401, 'UNAUTHORIZED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
+    } else if (!LOOPBACK.has(req.socket.remoteAddress ?? '') || req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined) {
+      return refuse(403, 'FORBIDDEN', 'Metrics are served to loopback callers only (set METRICS_TOKEN to scrape from elsewhere)');
+    }
+    res.setHeader('Content-Type', metrics.registry.contentType);
+    res.setHeader('Cache-Control', 'no-store');
+    res.end(await metrics.registry.metrics());
+  };
+}
