@@ -1,7 +1,11 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { httpUrl, logLevel, optionalString, parseConfig, port } from '../common/config.js';
+import { parseModelSpec } from '../agent/chat/model-spec.js';
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
+
+const intSetting = (fallback: number, { min, max }: { min: number; max: number }) =>
+  z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
 
 const schema = z
   .object({
@@ -17,6 +21,23 @@ const schema = z
     SIGNING_KEYS_FILE: optionalString,
     AGENT_PROVISIONER: z.enum(['local', 'static']).default('local'),
     AGENT_IDLE_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
+    // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
+    AGENT_SANDBOX: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])),
+    AGENT_SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
+    AGENT_MEMORY_MB: intSetting(1024, { min: 128, max: 1_048_576 }),
+    AGENT_MAX_PROCESSES: intSetting(256, { min: 16, max: 100_000 }),
+    AGENT_CPU_PERCENT: intSetting(100, { min: 10, max: 10_000 }),
+    AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }),
+    AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }),
+    AGENT_EGRESS_ALLOW: optionalString,
+    // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
+    MODEL: optionalString,
+    MODEL_API_KEY: optionalString,
+    OPENAI_API_KEY: optionalString,
+    OPENAI_BASE_URL: optionalString.pipe(httpUrl.optional()),
+    ANTHROPIC_API_KEY: optionalString,
+    ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()),
+    TELEGRAM_API_ROOT: optionalString.pipe(httpUrl.optional()),
     AGENT_SECRETS_KEY: optionalString.pipe(
       z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional(),
     ),
@@ -43,6 +64,13 @@ const schema = z
   .superRefine((env, ctx) => {
     // The outbox page shows every sign-in link and code: never where real people sign in.
     if (env.DEV_OUTBOX === '1' && env.NODE_ENV === 'production') ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'is not allowed when NODE_ENV=production' });
+    if (env.MODEL) {
+      try {
+        parseModelSpec(env.MODEL);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', path: ['MODEL'], message: (error as Error).message });
+      }
+    }
     if (env.DEV_OUTBOX === '1' && env.SMTP_URL) ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'lists the local outbox, which is not used when SMTP_URL is set' });
   })
   .transform((env) => {
@@ -60,6 +88,25 @@ const schema = z
       agentProvisioner: env.AGENT_PROVISIONER,
       agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
+      agentLauncher: {
+        sandbox: env.AGENT_SANDBOX,
+        bwrap: env.AGENT_SANDBOX_BWRAP,
+        memoryBytes: env.AGENT_MEMORY_MB * 1024 * 1024,
+        maxProcesses: env.AGENT_MAX_PROCESSES,
+        cpuPercent: env.AGENT_CPU_PERCENT,
+        maxOpenFiles: env.AGENT_MAX_OPEN_FILES,
+        tmpBytes: env.AGENT_TMP_MB * 1024 * 1024,
+      },
+      egress: {
+        model: env.MODEL,
+        modelApiKey: env.MODEL_API_KEY,
+        openaiApiKey: env.OPENAI_API_KEY,
+        openaiBaseUrl: env.OPENAI_BASE_URL,
+        anthropicApiKey: env.ANTHROPIC_API_KEY,
+        anthropicBaseUrl: env.ANTHROPIC_BASE_URL,
+        telegramApiRoot: env.TELEGRAM_API_ROOT ?? 'https://api.telegram.org',
+        allow: (env.AGENT_EGRESS_ALLOW ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
+      },
       /** SIWE (auth/wallet): the EIP-155 chain id in challenges; the JSON-RPC endpoint for smart-wallet signatures. */
       walletChainId: env.WALLET_CHAIN_ID,
       rpcUrl: env.RPC_URL,

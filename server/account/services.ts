@@ -4,6 +4,8 @@
  */
 import path from 'node:path';
 import type { Logger } from '../common/log.js';
+import { EgressGateway, egressRoutes } from './agents/egress-gateway.js';
+import { AgentLauncher } from './agents/launcher.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
 import { loadSecretBox } from './agents/secrets.js';
@@ -42,7 +44,12 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const provisioner =
     config.agentProvisioner === 'static'
       ? new StaticProvisioner(registry)
-      : new LocalProvisioner(registry, log, { dataDir: config.dataDir, idleTimeoutSeconds: config.agentIdleTimeoutSeconds, agentEnv: agentEnvironment(process.env) });
+      : new LocalProvisioner(registry, log, {
+          dataDir: config.dataDir,
+          idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
+          agentEnv: agentEnvironment(process.env),
+          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
+        });
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
   if (!config.smtpUrl) log.info({ outbox: config.outboxDir }, 'no SMTP_URL: mail is written to the local outbox');

@@ -33,7 +33,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   finishHttpApp(app);
   const swept = await sweepPartialUploads(config.workspace);
   if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');
-  const server = await listen(app, config.host, config.port);
+  const server = await listen(app, config.host, config.port, config.socketPath);
   log.info({ url: server.url, name: config.name, workspace: config.workspace }, 'agent listening');
   return {
     url: server.url,

@@ -14,6 +14,10 @@ const schema = z
   .object({
     AGENT_PORT: port(3100),
     HOST: z.string().min(1).default('127.0.0.1'),
+    // Set by the account service for a local (sandboxed) agent: serve on this Unix socket, no TCP
+    // port; send outgoing HTTP through the egress gateway's socket (net/egress.ts).
+    AGENT_SOCKET: optionalString,
+    AGENT_EGRESS_SOCKET: optionalString,
     AGENT_SECRET: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
     AGENT_SECRET_SHA256: optionalString.pipe(z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits').optional()),
     AGENT_NAME: z.string().min(1).max(100).default('agent'),
@@ -68,6 +72,8 @@ const schema = z
   .transform((env) => ({
     port: env.AGENT_PORT,
     host: env.HOST,
+    socketPath: env.AGENT_SOCKET,
+    egressSocket: env.AGENT_EGRESS_SOCKET,
     // The plain secret is hashed here and never kept (spec: the agent keeps a SHA-256 hash).
     secretSha256: Buffer.from(
       env.AGENT_SECRET_SHA256 ?? createHash('sha256').update(env.AGENT_SECRET ?? '').digest('hex'),

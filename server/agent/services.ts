@@ -37,7 +37,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const pending = new PendingStore(store.db, log);
   // Subagents and heartbeats run in the background: the workspace tools without send_file.
   const { send_file: _sendFile, ...backgroundTools } = workspaceTools({ workspace: config.workspace, exec: { enabled: chatConfig.execEnabled, timeoutMs: chatConfig.execTimeoutMs } });
-  const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey }) : null;
+  const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey, egressSocket: config.egressSocket }) : null;
   const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
   await subagents.start();
   const userRunListeners = new Set<(chatId: string) => void>();

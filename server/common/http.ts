@@ -3,6 +3,7 @@
  * the JSON body limit, the catch-all 404 and the one error handler, and graceful shutdown.
  */
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { createServer, IncomingMessage, ServerResponse, type Server, type ServerOptions } from 'node:http';
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
 import type { AnyRouter, inferRouterContext } from '@trpc/server';
@@ -193,14 +194,26 @@ function serverClassesFor(app: Express): ServerOptions {
   return { IncomingMessage: ExpressRequest as unknown as typeof IncomingMessage, ServerResponse: ExpressResponse as unknown as typeof ServerResponse };
 }
 
-export async function listen(app: Express, host: string, port: number): Promise<RunningServer> {
+function httpUrlOf(address: AddressInfo): string {
+  return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+}
+
+/**
+ * Serves `app` on host:port, or on the Unix socket `socketPath` when given (a sandboxed agent:
+ * only the account service, which owns the socket's directory, can reach it). The URL of a socket
+ * server is `unix:<path>`.
+ */
+export async function listen(app: Express, host: string, port: number, socketPath?: string): Promise<RunningServer> {
   const server = createServer(serverClassesFor(app), app);
+  if (socketPath) rmSync(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    const ready = () => {
       server.off('error', reject);
       resolve();
-    });
+    };
+    if (socketPath) server.listen(socketPath, ready);
+    else server.listen(port, host, ready);
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -225,12 +238,10 @@ export async function listen(app: Express, host: string, port: number): Promise<
     });
   });
 
-  const address = server.address() as AddressInfo;
-  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closed: Promise<void> | undefined;
   return {
     server,
-    url: `http://${shownHost}:${address.port}`,
+    url: socketPath ? `unix:${socketPath}` : httpUrlOf(server.address() as AddressInfo),
     close(graceMs = 5_000) {
       closed ??= new Promise<void>((resolve) => {
         closing = true;

@@ -4,6 +4,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentEnvironment, LocalProvisioner } from '../../server/account/agents/provisioner.js';
 import { SecretBox } from '../../server/account/agents/secrets.js';
+import { EgressGateway } from '../../server/account/agents/egress-gateway.js';
+import { AgentLauncher } from '../../server/account/agents/launcher.js';
+import { agentFetch } from '../../server/account/agents/transport.js';
+import { loadAccountConfig } from '../../server/account/config.js';
 import { startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
 
 const run = promisify(execFile);
@@ -14,7 +18,8 @@ async function newUser(account: TestAccount): Promise<string> {
 }
 
 async function agentAnswers(url: string, secret: string): Promise<number> {
-  return fetch(`${url}/openapi.json`, { headers: { authorization: `Bearer ${secret}` } }).then((r) => r.status, () => 0);
+  const agent = agentFetch(url);
+  return agent.fetch(`${agent.base}/openapi.json`, { headers: { authorization: `Bearer ${secret}` } }).then((r) => r.status, () => 0);
 }
 
 async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
@@ -45,12 +50,13 @@ async function provisionerRig(idleTimeoutSeconds: number): Promise<{ account: Te
     dataDir: account.dataDir,
     idleTimeoutSeconds,
     agentEnv: { PATH: process.env.PATH, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0' },
+    launcher: new AgentLauncher(loadAccountConfig({}).agentLauncher, new EgressGateway([], silentLog), silentLog),
   });
   return { account, provisioner };
 }
 
 describe('what a local agent inherits', () => {
-  it('passes model and agent settings, never the account service secrets', () => {
+  it('passes model and agent settings, never a key or the account service secrets', () => {
     const env = agentEnvironment({
       PATH: '/bin',
       MODEL: 'openai:gpt',
@@ -67,7 +73,7 @@ describe('what a local agent inherits', () => {
       REDIS_URL: 'redis://r',
       TELEGRAM_BOT_TOKEN: 't',
     });
-    expect(Object.keys(env).sort()).toEqual(['AGENT_EXEC', 'HEARTBEAT_INTERVAL', 'MODEL', 'MODEL_API_KEY', 'OPENAI_API_KEY', 'PATH', 'SUBAGENT_TIMEOUT']);
+    expect(Object.keys(env).sort()).toEqual(['AGENT_EXEC', 'HEARTBEAT_INTERVAL', 'MODEL', 'PATH', 'SUBAGENT_TIMEOUT']);
   });
 });
 

@@ -13,6 +13,7 @@ export function agentEntry(): { args: string[]; compiled: boolean } {
   entry ??=
     RUNNING_COMPILED || serverBuildIsCurrent()
       ? { args: [path.join(DIST_DIR, 'server/agent/main.js')], compiled: true }
-      : { args: ['--import', 'tsx', path.join(REPO_ROOT, 'server/agent/main.ts')], compiled: false };
+      : // Resolved here, not by the agent: its working directory is its workspace, where no tsx is.
+        { args: ['--import', import.meta.resolve('tsx'), path.join(REPO_ROOT, 'server/agent/main.ts')], compiled: false };
   return entry;
 }

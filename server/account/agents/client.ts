@@ -10,6 +10,7 @@ import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import type { AgentRouter } from '../../agent/router.js';
 import type { AgentEndpoint } from './registry.js';
+import { agentFetch } from './transport.js';
 
 export type AgentClient = TRPCClient<AgentRouter>;
 
@@ -20,7 +21,7 @@ const clients = new Map<string, AgentClient>();
  * queries and mutations over HTTP, subscriptions over SSE (Node has no EventSource that can send
  * headers, so the `eventsource` package's fetch hook adds it). `authorization` is read per call.
  */
-export function bearerTrpcClient<R extends AnyRouter>(url: string, authorization: () => string): TRPCClient<R> {
+export function bearerTrpcClient<R extends AnyRouter>(url: string, authorization: () => string, fetchImpl: typeof fetch = fetch): TRPCClient<R> {
   // With R generic, tRPC cannot see that both our routers use superjson (server/common/trpc.ts):
   // the options are typed for the concrete router by the caller's R.
   const options = {
@@ -33,10 +34,10 @@ export function bearerTrpcClient<R extends AnyRouter>(url: string, authorization
           EventSource,
           eventSourceOptions: {
             fetch: (input: string | URL | Request, init?: RequestInit) =>
-              fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: authorization() } }),
+              fetchImpl(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: authorization() } }),
           },
         }),
-        false: httpLink({ url, transformer: superjson, headers: () => ({ authorization: authorization() }) }),
+        false: httpLink({ url, transformer: superjson, fetch: fetchImpl, headers: () => ({ authorization: authorization() }) }),
       }),
     ],
   };
@@ -48,7 +49,8 @@ export function agentClient(agent: Pick<AgentEndpoint, 'url' | 'secret'>): Agent
   let client = clients.get(key);
   if (!client) {
     const authorization = `Bearer ${agent.secret}`;
-    client = bearerTrpcClient<AgentRouter>(`${agent.url}/trpc`, () => authorization);
+    const { base, fetch: fetchImpl } = agentFetch(agent.url);
+    client = bearerTrpcClient<AgentRouter>(`${base}/trpc`, () => authorization, fetchImpl);
     // Agents move (restarts on new ports): keep the cache from growing without bound.
     if (clients.size > 1_000) clients.clear();
     clients.set(key, client);

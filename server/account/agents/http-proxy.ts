@@ -5,11 +5,13 @@
  * caller. A client that goes away cancels the upstream request.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { Request, Response } from 'express';
 import { AppError } from '../../common/errors.js';
 import type { AccountServices } from '../services.js';
 import { admitAgentRequest } from './guest-policy.js';
 import type { AgentEndpoint } from './registry.js';
+import { agentRequestTarget } from './transport.js';
 
 /** Headers that describe one hop, or carry the caller's credentials: never forwarded. */
 const NOT_FORWARDED = new Set([
@@ -41,14 +43,13 @@ export interface ForwardOptions {
 export const agentUnreachable = () => new AppError(502, 'AGENT_UNREACHABLE', 'Your agent did not answer; try again in a moment');
 
 export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEndpoint, 'url' | 'secret'>, opts: ForwardOptions): Promise<void> {
-  const target = new URL(agent.url);
+  const target = agentRequestTarget(agent.url);
   return new Promise<void>((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > opts.maxBodyBytes) return reject(new AppError(413, 'PAYLOAD_TOO_LARGE', `Request body is over ${opts.maxBodyBytes} bytes`));
 
-    const upstream = http.request({
-      host: target.hostname,
-      port: target.port,
+    const upstream = (target.tls ? https : http).request({
+      ...target.connect,
       method: req.method,
       // Built by concatenation, never URL resolution: a path like `//elsewhere` stays on the agent.
       path: opts.path,

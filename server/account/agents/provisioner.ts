@@ -1,23 +1,24 @@
 /**
  * Every user has one agent; a provisioner finds it (and starts it when that is its job).
  *
- * - `local` (default): one agent process per user on this machine, started on first use with its
- *   own workspace under DATA_DIR/agents/<agent id>/, its own random secret and a free loopback
- *   port; restarted with backoff when it dies; stopped after AGENT_IDLE_TIMEOUT without use.
+ * - `local` (default): one agent process per user on this machine, started on first use (in its
+ *   sandbox, launcher.ts) with its own workspace under DATA_DIR/agents/<agent id>/, its own random
+ *   secret and a Unix socket only this service can reach; restarted with backoff when it dies;
+ *   stopped after AGENT_IDLE_TIMEOUT without use.
  * - `static`: agents run elsewhere and are registered and assigned with `npm run agents`.
  *
  * A cloud provisioner implements the same interface: `agentFor` creates or wakes the user's VM
  * (registering its URL and secret in the registry on creation) and resolves once its /health
  * answers; `close` releases local resources only — VMs outlive the account service.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from './registry.js';
-import { freePort } from '../../common/net.js';
-import { agentEntry } from './agent-entry.js';
+import type { AgentLauncher } from './launcher.js';
+import { agentFetch, releaseAgentConnections } from './transport.js';
 
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */
@@ -41,12 +42,13 @@ export class StaticProvisioner implements AgentProvisioner {
 
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const agent = agentFetch(url);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw agentUnavailable('The agent exited while starting');
-    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    const ok = await agent.fetch(`${agent.base}/health`).then((r) => r.ok, () => false);
     if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 25));
   }
   child.kill('SIGKILL');
   throw agentUnavailable('The agent did not start in time');
@@ -63,8 +65,11 @@ interface Running {
   ready: boolean;
 }
 
-/** What a local agent inherits from the account service's environment: model settings and keys, not our secrets. */
-const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|MODEL|\w+_API_KEY|OPENAI_\w+|ANTHROPIC_\w+|HEARTBEAT_\w+|SUBAGENT_\w+|AGENT_EXEC\w*|AGENT_RUN_\w+)$/;
+/**
+ * What a local agent inherits from the account service's environment: model and runtime settings.
+ * Never a key or secret: provider keys are added by the egress gateway on the way out.
+ */
+const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|MODEL|OPENAI_BASE_URL|ANTHROPIC_BASE_URL|TELEGRAM_API_ROOT|HEARTBEAT_\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
 
 export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
@@ -76,6 +81,8 @@ export interface LocalProvisionerOptions {
   idleTimeoutSeconds: number;
   /** Environment every agent gets (MODEL, provider keys, …) on top of its own settings. */
   agentEnv: NodeJS.ProcessEnv;
+  /** Starts the processes (sandboxed where it can). */
+  launcher: AgentLauncher;
   startTimeoutMs?: number;
 }
 
@@ -138,19 +145,11 @@ export class LocalProvisioner implements AgentProvisioner {
     await this.stopping.get(agent.id);
     const workspace = this.workspaceOf(agent.id);
     await mkdir(workspace, { recursive: true });
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, agentEntry().args, {
-      env: {
-        ...this.options.agentEnv,
-        HOST: '127.0.0.1',
-        AGENT_PORT: String(port),
-        AGENT_SECRET: agent.secret,
-        AGENT_SECRET_SHA256: '',
-        AGENT_NAME: agent.name,
-        AGENT_WORKSPACE: workspace,
-      },
-      stdio: ['ignore', 'inherit', 'inherit'],
+    const { child, url } = await this.options.launcher.launch(agent.id, workspace, {
+      ...this.options.agentEnv,
+      AGENT_SECRET: agent.secret,
+      AGENT_SECRET_SHA256: '',
+      AGENT_NAME: agent.name,
     });
     const running: Running = { child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
     this.running.set(agent.id, running);
@@ -165,6 +164,7 @@ export class LocalProvisioner implements AgentProvisioner {
 
   /** Unexpected exits restart with backoff (1 s, 2 s, 4 s … 30 s); stops we asked for do not. */
   private onExit(agent: AgentEndpoint, running: Running, code: number | null, signal: NodeJS.Signals | null): void {
+    releaseAgentConnections(running.url);
     if (this.closed || running.stopRequested) return;
     if (this.running.get(agent.id) === running) this.running.delete(agent.id);
     const state = this.restarts.get(agent.id) ?? { attempts: 0 };
@@ -200,7 +200,7 @@ export class LocalProvisioner implements AgentProvisioner {
         clearTimeout(kill);
         resolve();
       });
-      child.kill('SIGTERM');
+      this.options.launcher.terminate(child);
     });
   }
 
@@ -215,5 +215,6 @@ export class LocalProvisioner implements AgentProvisioner {
     for (const state of this.restarts.values()) clearTimeout(state.timer);
     await Promise.all([...[...this.running.values()].map((r) => this.stopProcess(r)), ...this.stopping.values()]);
     this.running.clear();
+    await this.options.launcher.close();
   }
 }

@@ -5,6 +5,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { gatewayFetch } from '../net/egress.js';
 import type { ModelSpec } from './model-spec.js';
 import { openAICompatibleModel } from './openai-compatible.js';
 
@@ -23,14 +24,20 @@ export function fromLanguageModel(model: LanguageModelV3): ChatModel {
   return { stream: async (options) => (await model.doStream(options)).stream as unknown as AsyncIterable<LanguageModelV3StreamPart> };
 }
 
-export function createLanguageModel(spec: ModelSpec, opts: { apiKey?: string } = {}): ChatModel {
+/**
+ * With `egressSocket` (a sandboxed agent) the agent holds no provider key: the egress gateway adds
+ * it, so the providers get a placeholder that keeps them from refusing to start without one.
+ */
+export function createLanguageModel(spec: ModelSpec, opts: { apiKey?: string; egressSocket?: string } = {}): ChatModel {
+  const { egressSocket } = opts;
+  const viaGateway = egressSocket ? { apiKey: 'added-by-egress-gateway', fetch: gatewayFetch(egressSocket) } : {};
   switch (spec.provider) {
     case 'openai-compatible':
-      return openAICompatibleModel({ baseURL: spec.baseURL, modelId: spec.modelId, apiKey: opts.apiKey });
+      return openAICompatibleModel({ baseURL: spec.baseURL, modelId: spec.modelId, apiKey: opts.apiKey, egressSocket });
     case 'openai':
-      return fromLanguageModel(createOpenAI({})(spec.modelId));
+      return fromLanguageModel(createOpenAI(viaGateway)(spec.modelId));
     case 'anthropic':
-      return fromLanguageModel(createAnthropic({})(spec.modelId));
+      return fromLanguageModel(createAnthropic(viaGateway)(spec.modelId));
   }
 }
 

@@ -19,9 +19,10 @@
  * every delta.
  */
 import { randomBytes } from 'node:crypto';
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LanguageModelV3CallOptions, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { gatewayTarget } from '../net/egress.js';
 import type { ChatModel } from './model.js';
 
 export interface OpenAICompatibleOptions {
@@ -29,6 +30,8 @@ export interface OpenAICompatibleOptions {
   baseURL: string;
   modelId: string;
   apiKey?: string;
+  /** The egress gateway's Unix socket of a sandboxed agent (net/egress.ts); unset: direct. */
+  egressSocket?: string;
 }
 
 /** A model call the server refused or that never reached it. */
@@ -147,15 +150,29 @@ async function errorFromResponse(res: IncomingMessage): Promise<ModelCallError> 
   return new ModelCallError(message ?? res.statusMessage ?? `HTTP ${status}`, status, retryableStatus(status), flatHeaders(res));
 }
 
-function post(url: URL, body: string, headers: Record<string, string>, agent: HttpAgent, signal: AbortSignal | undefined, retried = false): Promise<IncomingMessage> {
+/** Where a model call goes: straight to the server, or through the egress gateway's socket. */
+interface Endpoint {
+  url: URL;
+  agent: HttpAgent;
+  egressSocket?: string;
+}
+
+function post(endpoint: Endpoint, body: string, headers: Record<string, string>, signal: AbortSignal | undefined, retried = false): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) }, ...(signal ? { signal } : {}) }, resolve);
+    const { url, agent, egressSocket } = endpoint;
+    const options = { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) }, ...(signal ? { signal } : {}) };
+    let req: ClientRequest;
+    if (egressSocket) {
+      const { host, path } = gatewayTarget(url);
+      req = httpRequest({ ...options, socketPath: egressSocket, path, headers: { ...options.headers, host } }, resolve);
+    } else {
+      req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, resolve);
+    }
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (error.name === 'AbortError') reject(error);
       // A kept-alive connection that the server closed as we reused it: the request never reached
       // the server, so it goes once more on a fresh connection (what browsers and undici do).
-      else if (req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !retried) post(url, body, headers, agent, signal, true).then(resolve, reject);
+      else if (req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !retried) post(endpoint, body, headers, signal, true).then(resolve, reject);
       else reject(new ModelCallError(`Cannot connect to the model server: ${error.message}`, undefined, true));
     });
     req.end(body);
@@ -491,12 +508,13 @@ async function* streamParts(res: IncomingMessage): AsyncGenerator<LanguageModelV
 /** A `ChatModel` speaking the OpenAI chat-completions streaming protocol over node:http(s). */
 export function openAICompatibleModel(opts: OpenAICompatibleOptions): ChatModel {
   const url = new URL(`${opts.baseURL}/chat/completions`);
-  const agent = url.protocol === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const agent = url.protocol === 'https:' && !opts.egressSocket ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const endpoint: Endpoint = { url, agent, egressSocket: opts.egressSocket };
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
   if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
   return {
     async stream(options) {
-      const res = await post(url, requestBody(opts.modelId, options), headers, agent, options.abortSignal);
+      const res = await post(endpoint, requestBody(opts.modelId, options), headers, options.abortSignal);
       const status = res.statusCode ?? 0;
       if (status < 200 || status >= 300) throw await errorFromResponse(res);
       return streamParts(res);

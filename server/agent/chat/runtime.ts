@@ -52,7 +52,7 @@ export class ChatRuntime {
   constructor(private readonly deps: ChatRuntimeDeps) {
     const chat = deps.config.chat;
     this.registry = new RunRegistry(chat.streamGraceMs);
-    this.model = deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey }) : null;
+    this.model = deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egressSocket: deps.config.egressSocket }) : null;
     this.tools = deps.tools ?? workspaceTools({ workspace: deps.config.workspace, exec: { enabled: chat.execEnabled, timeoutMs: chat.execTimeoutMs } });
   }
 

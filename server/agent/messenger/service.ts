@@ -64,6 +64,7 @@ export class MessengerService {
       this.bot = new TelegramBot({
         token: telegram.token,
         apiRoot: telegram.apiRoot,
+        egressSocket: deps.config.egressSocket,
         pollTimeoutSeconds: telegram.pollTimeoutSeconds,
         retryBaseMs: telegram.retryBaseMs,
         retryMaxMs: telegram.retryMaxMs,

@@ -1,0 +1,136 @@
+/**
+ * The only way out of an agent's sandbox. Each local agent gets its own gateway socket; a request
+ * on it names its destination in the Host header (always with a port, server/agent/net/egress.ts)
+ * and is forwarded only when that origin is on the allowlist the configuration implies: the
+ * model provider of MODEL, Telegram's API root, and the hosts of AGENT_EGRESS_ALLOW. The
+ * operator's provider keys live here, not in the sandbox: the gateway sets them on the way out
+ * and drops whatever credentials the agent sent for that origin. Everything else gets 403
+ * EGRESS_DENIED. Answers stream back as they arrive (model streams, Telegram long polls).
+ */
+import { rmSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { Logger } from '../../common/log.js';
+import { parseModelSpec } from '../../agent/chat/model-spec.js';
+
+export interface EgressRoute {
+  /** `https://api.openai.com`, `http://127.0.0.1:11434` … */
+  origin: URL;
+  /** Set on every request to this origin, replacing any the agent sent. */
+  credentials: Record<string, string>;
+}
+
+export interface EgressSettings {
+  model?: string;
+  modelApiKey?: string;
+  openaiApiKey?: string;
+  openaiBaseUrl?: string;
+  anthropicApiKey?: string;
+  anthropicBaseUrl?: string;
+  telegramApiRoot: string;
+  /** AGENT_EGRESS_ALLOW: hosts (https) or origins. */
+  allow: string[];
+}
+
+const bearer = (key: string | undefined): Record<string, string> => (key ? { authorization: `Bearer ${key}` } : {});
+
+/** The allowlist and the credentials each origin gets, from the configuration. */
+export function egressRoutes(settings: EgressSettings): EgressRoute[] {
+  const routes: EgressRoute[] = [];
+  const add = (origin: string, credentials: Record<string, string> = {}) => routes.push({ origin: new URL(new URL(origin).origin), credentials });
+  const spec = settings.model ? parseModelSpec(settings.model) : undefined;
+  if (spec?.provider === 'openai-compatible') add(spec.baseURL, bearer(settings.modelApiKey));
+  if (spec?.provider === 'openai') add(settings.openaiBaseUrl ?? 'https://api.openai.com', bearer(settings.openaiApiKey));
+  if (spec?.provider === 'anthropic') add(settings.anthropicBaseUrl ?? 'https://api.anthropic.com', settings.anthropicApiKey ? { 'x-api-key': settings.anthropicApiKey } : {});
+  add(settings.telegramApiRoot);
+  for (const entry of settings.allow) add(entry.includes('://') ? entry : `https://${entry}`);
+  return routes;
+}
+
+/** `host:port` as the agent sends it, for an origin. */
+function hostKey(origin: URL): string {
+  const port = origin.port || (origin.protocol === 'https:' ? '443' : '80');
+  return `${origin.hostname}:${port}`.toLowerCase();
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+const CREDENTIALS = new Set(['authorization', 'x-api-key', 'cookie']);
+
+function forwarded(headers: http.IncomingHttpHeaders, dropCredentials: boolean): http.OutgoingHttpHeaders {
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name, value]) => value !== undefined && !HOP_BY_HOP.has(name) && !(dropCredentials && CREDENTIALS.has(name))),
+  );
+}
+
+function deny(res: http.ServerResponse, status: number, code: string, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code, message } }));
+}
+
+export interface OpenGateway {
+  close(): Promise<void>;
+}
+
+export class EgressGateway {
+  private readonly routes = new Map<string, EgressRoute>();
+
+  constructor(routes: EgressRoute[], private readonly log: Logger) {
+    // First route wins: the model's credentials are not replaced by an AGENT_EGRESS_ALLOW entry for the same origin.
+    for (const route of routes) if (!this.routes.has(hostKey(route.origin))) this.routes.set(hostKey(route.origin), route);
+  }
+
+  /** The allowed origins, for logs and docs. */
+  get origins(): string[] {
+    return [...this.routes.values()].map((route) => route.origin.origin);
+  }
+
+  /** Serves one agent's gateway on `socketPath` until closed. */
+  async open(socketPath: string, agentId: string): Promise<OpenGateway> {
+    rmSync(socketPath, { force: true });
+    const server = http.createServer((req, res) => this.forward(req, res, agentId));
+    server.requestTimeout = 0; // long polls and model streams
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => resolve());
+    });
+    return {
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+    };
+  }
+
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, agentId: string): void {
+    const host = (req.headers.host ?? '').toLowerCase();
+    const route = this.routes.get(host.includes(':') ? host : `${host}:80`);
+    if (!route || !req.url?.startsWith('/')) {
+      this.log.warn({ agentId, host, method: req.method }, 'egress refused: host not on the allowlist');
+      return deny(res, 403, 'EGRESS_DENIED', `${host || 'This host'} is not on this service's egress allowlist`);
+    }
+    const { origin, credentials } = route;
+    const dropCredentials = Object.keys(credentials).length > 0;
+    const upstream = (origin.protocol === 'https:' ? https : http).request({
+      protocol: origin.protocol,
+      hostname: origin.hostname,
+      port: origin.port || undefined,
+      method: req.method,
+      path: req.url,
+      headers: { ...forwarded(req.headers, dropCredentials), host: origin.host, ...credentials },
+    });
+    upstream.on('response', (answer) => {
+      res.writeHead(answer.statusCode ?? 502, forwarded(answer.headers, false));
+      answer.pipe(res);
+      answer.on('error', () => res.destroy());
+    });
+    upstream.on('error', (error) => {
+      if (res.headersSent) return void res.destroy();
+      this.log.warn({ agentId, origin: origin.origin, err: error }, 'egress upstream failed');
+      deny(res, 502, 'EGRESS_UPSTREAM_FAILED', `${origin.host} did not answer`);
+    });
+    res.on('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    req.pipe(upstream);
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * Starts local agent processes: inside the sandbox (sandbox.ts) when this machine can run one,
+ * and decides once, at start-up, what it does when it cannot:
+ * - `sandboxed`: bwrap, the agent's cgroup, its egress gateway; exec runs in a nested sandbox.
+ * - `no-exec` (fail closed): the sandbox cannot be set up, so agents run without it and without
+ *   the `exec` tool; one error line says why and how to fix it.
+ * - `unsandboxed`: AGENT_SANDBOX=off, the operator's explicit choice, warned about at every start.
+ *
+ * In every mode an agent serves on a Unix socket in a run directory of its own (mode 0700, under
+ * a private temporary directory of this process) and sends its outgoing HTTP through its egress
+ * gateway, so provider keys never reach an agent.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Logger } from '../../common/log.js';
+import { agentEntry } from './agent-entry.js';
+import type { EgressGateway, OpenGateway } from './egress-gateway.js';
+import {
+  EXEC_SANDBOX_ARGS,
+  SANDBOX_RUN_DIR,
+  SANDBOX_WORKSPACE,
+  createAgentCgroup,
+  detectCgroups,
+  probeSandbox,
+  sandboxArgs,
+  sandboxedCommand,
+  type AgentCgroup,
+  type CgroupMode,
+  type ResourceLimits,
+} from './sandbox.js';
+import { unixAgentUrl } from './transport.js';
+
+export interface LauncherOptions extends ResourceLimits {
+  /** AGENT_SANDBOX: `on` (default) or `off`. */
+  sandbox: 'on' | 'off';
+  /** The bubblewrap binary. */
+  bwrap: string;
+  maxOpenFiles: number;
+  /** Size of each sandbox's private /tmp (memory-backed, counted in its memory limit). */
+  tmpBytes: number;
+}
+
+export type LaunchMode = 'sandboxed' | 'no-exec' | 'unsandboxed';
+
+export interface LaunchedAgent {
+  child: ChildProcess;
+  url: string;
+}
+
+interface Launch {
+  runDir: string;
+  gateway: OpenGateway;
+  cgroup: AgentCgroup;
+}
+
+const SOCKET = 'agent.sock';
+const EGRESS_SOCKET = 'egress.sock';
+const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+export class AgentLauncher {
+  readonly mode: LaunchMode;
+  private readonly cgroupMode: CgroupMode;
+  /** Short on purpose: a Unix socket path must fit in 108 bytes. */
+  private readonly runRoot = mkdtempSync(path.join(os.tmpdir(), 'agents-'));
+  private readonly launches = new Map<ChildProcess, Launch>();
+  /** Each launch has its own run directory and cgroup: a restart never races its predecessor's clean-up. */
+  private launchCount = 0;
+
+  constructor(
+    private readonly options: LauncherOptions,
+    private readonly gateway: EgressGateway,
+    private readonly log: Logger,
+  ) {
+    chmodSync(this.runRoot, 0o700);
+    if (options.sandbox === 'off') {
+      this.mode = 'unsandboxed';
+      this.cgroupMode = 'none';
+      log.warn('AGENT_SANDBOX=off: agents run WITHOUT a sandbox, as this service\'s own user; any guest\'s agent can read this machine\'s files and keys through exec');
+      return;
+    }
+    const probe = probeSandbox(options.bwrap);
+    if (!probe.ok) {
+      this.mode = 'no-exec';
+      this.cgroupMode = 'none';
+      log.error(
+        { reason: probe.reason },
+        'agents cannot be sandboxed, so they run WITHOUT the exec tool; install bubblewrap (apt-get install bubblewrap, or scripts/ensure-sandbox.sh) and allow unprivileged user namespaces, then restart',
+      );
+      return;
+    }
+    this.mode = 'sandboxed';
+    const cgroups = detectCgroups();
+    this.cgroupMode = cgroups.mode;
+    if (cgroups.mode === 'none') log.warn({ reason: cgroups.reason }, 'agents are sandboxed; cgroups are not writable, so memory, process and CPU limits fall back to rlimits');
+    else log.info({ cgroups: cgroups.mode, egress: gateway.origins }, 'agents are sandboxed (bubblewrap) with cgroup limits');
+  }
+
+  /** Starts one agent; `env` is its configuration (secret, name …) without paths. */
+  async launch(agentId: string, workspace: string, env: NodeJS.ProcessEnv): Promise<LaunchedAgent> {
+    const name = `${agentId}.${++this.launchCount}`;
+    const runDir = path.join(this.runRoot, name);
+    mkdirSync(runDir, { mode: 0o700 });
+    const gateway = await this.gateway.open(path.join(runDir, EGRESS_SOCKET), agentId);
+    const sandboxed = this.mode === 'sandboxed';
+    const seen = sandboxed ? { workspace: SANDBOX_WORKSPACE, runDir: SANDBOX_RUN_DIR } : { workspace, runDir };
+    const agentEnv: NodeJS.ProcessEnv = {
+      ...env,
+      AGENT_SOCKET: path.join(seen.runDir, SOCKET),
+      AGENT_EGRESS_SOCKET: path.join(seen.runDir, EGRESS_SOCKET),
+      AGENT_WORKSPACE: seen.workspace,
+      ...(this.mode === 'no-exec' ? { AGENT_EXEC: 'off' } : {}),
+      ...(sandboxed ? { PATH: SANDBOX_PATH, AGENT_EXEC_SANDBOX: JSON.stringify([this.options.bwrap, ...EXEC_SANDBOX_ARGS]) } : {}),
+    };
+    const command = [process.execPath, ...agentEntry().args];
+    let cgroup: AgentCgroup = { procsFiles: [], remove() {} };
+    let child: ChildProcess;
+    try {
+      if (sandboxed) {
+        cgroup = createAgentCgroup(this.cgroupMode, name, this.options);
+        const limitsByRlimit = this.cgroupMode === 'none' ? [`--max-old-space-size=${Math.floor(this.options.memoryBytes / 1024 / 1024 / 2)}`] : [];
+        const spec = sandboxedCommand(this.options.bwrap, cgroup, this.options.maxOpenFiles, sandboxArgs({ workspace, runDir }, this.options), [
+          command[0] as string,
+          ...limitsByRlimit,
+          ...command.slice(1),
+        ]);
+        child = spawn(spec.file, spec.args, { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit'] });
+      } else {
+        child = spawn(command[0] as string, command.slice(1), { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit'] });
+      }
+    } catch (error) {
+      cgroup.remove();
+      await gateway.close();
+      throw error;
+    }
+    this.launches.set(child, { runDir, gateway, cgroup });
+    child.once('exit', () => void this.release(child));
+    return { child, url: unixAgentUrl(path.join(runDir, SOCKET)) };
+  }
+
+  /**
+   * Asks an agent to stop. bwrap does not pass signals on (a signal to it ends the whole
+   * sandbox at once), so SIGTERM goes to the agent process inside, found as bwrap's descendant.
+   */
+  terminate(child: ChildProcess): void {
+    if (this.mode !== 'sandboxed' || child.pid === undefined) {
+      child.kill('SIGTERM');
+      return;
+    }
+    const agent = descendants(child.pid).find((pid) => !commandOf(pid).startsWith('bwrap'));
+    if (agent) process.kill(agent, 'SIGTERM');
+    else child.kill('SIGTERM');
+  }
+
+  private async release(child: ChildProcess): Promise<void> {
+    const launch = this.launches.get(child);
+    if (!launch) return;
+    this.launches.delete(child);
+    launch.cgroup.remove();
+    await launch.gateway.close();
+    rmSync(launch.runDir, { recursive: true, force: true });
+  }
+
+  /** Once every agent has exited. */
+  async close(): Promise<void> {
+    await Promise.all([...this.launches.keys()].map((child) => this.release(child)));
+    rmSync(this.runRoot, { recursive: true, force: true });
+  }
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Pids under `root`, nearest first (from /proc/<pid>/stat, as no children list is exposed here). */
+function descendants(root: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = parents.get(ppid) ?? [];
+      list.push(Number(entry));
+      parents.set(ppid, list);
+    } catch {
+      // exited while we looked
+    }
+  }
+  const found: number[] = [];
+  const queue = [root];
+  while (queue.length) {
+    const children = parents.get(queue.shift() as number) ?? [];
+    found.push(...children);
+    queue.push(...children);
+  }
+  return found;
+}

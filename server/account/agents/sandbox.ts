@@ -1,0 +1,190 @@
+/**
+ * The OS sandbox every local agent runs in (bubblewrap), and the resource limits around it.
+ *
+ * Why raw bwrap: its command line *is* the policy — an allow-list of what the agent sees, one
+ * argument each, readable in one screen (`sandboxArgs` below). Nothing is visible unless named
+ * here; a library that starts from the host's file system and subtracts is harder to audit.
+ *
+ * What the agent gets: its own user, pid, network, ipc, uts and cgroup namespaces; uid 1000 with
+ * no capabilities; read-only /usr, the few /etc files a runtime needs (CA certificates, time
+ * zones, passwd), the Node binary and the parts of this repository the agent runs from; its own
+ * workspace read-write at /workspace; a private /tmp; its sockets at /run/sandbox. Not the data
+ * directory, other workspaces, keys, /root, or the host's /proc. The network namespace has only
+ * its own loopback: the agent's traffic leaves through the account's egress gateway socket.
+ *
+ * Memory, processes and CPU are bounded by a cgroup per agent (v1 controllers, or v2 where the
+ * machine delegates them); when neither can be written the agent runs with rlimits only, and
+ * the launcher says so in the log.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from '../../common/build.js';
+
+/**
+ * The sandbox inside the sandbox that every `exec` command runs in: the agent's view of the
+ * files, but no network at all (not even the egress gateway), its own pid namespace (it cannot
+ * signal the agent) and no view of the agent's sockets. (A nested sandbox may not mount a new
+ * /proc, so commands still read the agent's /proc: its environment holds nothing but its own
+ * secret, which opens nothing its user could not open through the account service anyway.) The agent passes these to bwrap
+ * itself (AGENT_EXEC_SANDBOX), so they are defined here, next to the outer policy.
+ */
+export const EXEC_SANDBOX_ARGS = ['--unshare-all', '--die-with-parent', '--uid', '1000', '--gid', '1000', '--bind', '/', '/', '--tmpfs', '/run'];
+
+/** Where the sandbox sees its own files. */
+export const SANDBOX_WORKSPACE = '/workspace';
+export const SANDBOX_RUN_DIR = '/run/sandbox';
+
+/** The parts of the repository an agent runs from (sources for tsx, dist for the build). */
+const PROJECT_PARTS = ['dist', 'server', 'rest-bridge', 'node_modules', 'prisma', 'package.json', 'tsconfig.json'];
+/** Host /etc entries a runtime reads; nothing else of /etc is visible. */
+const ETC_PARTS = ['ssl', 'ca-certificates', 'ca-certificates.conf', 'alternatives', 'localtime', 'timezone', 'passwd', 'group', 'nsswitch.conf', 'hosts'];
+
+export interface SandboxMounts {
+  workspace: string;
+  /** Host directory holding the agent's and the gateway's sockets. */
+  runDir: string;
+}
+
+/** bwrap arguments for one agent (the command follows `--`). */
+export function sandboxArgs(mounts: SandboxMounts, opts: { tmpBytes: number }): string[] {
+  const args = ['--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--uid', '1000', '--gid', '1000', '--hostname', 'agent'];
+  args.push('--ro-bind', '/usr', '/usr');
+  // Merged-/usr systems link these into /usr; others have real directories.
+  for (const dir of ['/bin', '/sbin', '/lib', '/lib32', '/lib64']) {
+    if (!existsSync(dir)) continue;
+    const target = readLinkOrNull(dir);
+    if (target) args.push('--symlink', target, dir);
+    else args.push('--ro-bind', dir, dir);
+  }
+  for (const entry of ETC_PARTS) {
+    const source = path.join('/etc', entry);
+    if (existsSync(source)) args.push('--ro-bind', source, source);
+  }
+  // A Node installed outside /usr (nvm, /opt, /usr/local is inside /usr already).
+  const nodePrefix = path.dirname(path.dirname(process.execPath));
+  if (!nodePrefix.startsWith('/usr/') && nodePrefix !== '/usr') args.push('--ro-bind', nodePrefix, nodePrefix);
+  for (const part of PROJECT_PARTS) {
+    const source = path.join(REPO_ROOT, part);
+    if (existsSync(source)) args.push('--ro-bind', source, source);
+  }
+  args.push('--proc', '/proc', '--dev', '/dev', '--size', String(opts.tmpBytes), '--tmpfs', '/tmp');
+  args.push('--bind', mounts.workspace, SANDBOX_WORKSPACE, '--bind', mounts.runDir, SANDBOX_RUN_DIR);
+  args.push('--chdir', SANDBOX_WORKSPACE, '--setenv', 'HOME', '/tmp', '--setenv', 'TMPDIR', '/tmp');
+  return args;
+}
+
+function readLinkOrNull(file: string): string | null {
+  return lstatSync(file).isSymbolicLink() ? readlinkSync(file) : null;
+}
+
+/**
+ * Starts a trivial sandbox, and the exec sandbox inside it (server/agent/tools/exec.ts), once:
+ * the only proof that this machine can run them.
+ */
+export function probeSandbox(bwrap: string): { ok: true } | { ok: false; reason: string } {
+  const system = ['/usr', '/bin', '/lib', '/lib64'].flatMap((dir) => (existsSync(dir) ? ['--ro-bind', dir, dir] : []));
+  const inner = [bwrap, ...EXEC_SANDBOX_ARGS, '--', '/bin/true'];
+  const probe = spawnSync(bwrap, ['--unshare-all', '--die-with-parent', ...system, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--', ...inner], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  if (probe.error) return { ok: false, reason: `${bwrap} cannot run (${(probe.error as NodeJS.ErrnoException).code ?? probe.error.message})` };
+  if (probe.status !== 0) return { ok: false, reason: `${bwrap} failed: ${(probe.stderr || `exit ${probe.status}`).trim()}` };
+  return { ok: true };
+}
+
+export interface ResourceLimits {
+  memoryBytes: number;
+  maxProcesses: number;
+  /** Share of one CPU, in percent (100 = one core). */
+  cpuPercent: number;
+}
+
+/** One agent's cgroups: the `cgroup.procs` files its wrapper joins, and how to remove them. */
+export interface AgentCgroup {
+  procsFiles: string[];
+  remove(): void;
+}
+
+export type CgroupMode = 'v1' | 'v2' | 'none';
+
+const CGROUP_ROOT = '/sys/fs/cgroup';
+const GROUP = 'agent-sandbox';
+
+/** Which cgroup interface this process may write, found once by trying. */
+export function detectCgroups(): { mode: CgroupMode; reason?: string } {
+  try {
+    if (existsSync(path.join(CGROUP_ROOT, 'cgroup.controllers'))) {
+      const parent = v2Parent();
+      mkdirSync(parent, { recursive: true });
+      writeFileSync(path.join(parent, 'cgroup.subtree_control'), '+memory +pids +cpu');
+      return { mode: 'v2' };
+    }
+    for (const controller of ['memory', 'pids', 'cpu']) mkdirSync(path.join(CGROUP_ROOT, controller, GROUP), { recursive: true });
+    return { mode: 'v1' };
+  } catch (error) {
+    return { mode: 'none', reason: (error as NodeJS.ErrnoException).code ?? (error as Error).message };
+  }
+}
+
+/** cgroup v2: a sibling subtree of our own cgroup (a cgroup with processes cannot have controller children). */
+function v2Parent(): string {
+  const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((line) => line.startsWith('0::'))?.slice(3) ?? '/';
+  return path.join(CGROUP_ROOT, path.dirname(own), GROUP);
+}
+
+export function createAgentCgroup(mode: CgroupMode, name: string, limits: ResourceLimits): AgentCgroup {
+  if (mode === 'none') return { procsFiles: [], remove() {} };
+  const period = 100_000;
+  const quota = Math.round((period * limits.cpuPercent) / 100);
+  const dirs: string[] = [];
+  const write = (dir: string, file: string, value: string) => writeFileSync(path.join(dir, file), value);
+  if (mode === 'v2') {
+    const dir = path.join(v2Parent(), name);
+    mkdirSync(dir, { recursive: true });
+    dirs.push(dir);
+    write(dir, 'memory.max', String(limits.memoryBytes));
+    write(dir, 'memory.swap.max', '0');
+    write(dir, 'pids.max', String(limits.maxProcesses));
+    write(dir, 'cpu.max', `${quota} ${period}`);
+  } else {
+    const at = (controller: string) => {
+      const dir = path.join(CGROUP_ROOT, controller, GROUP, name);
+      mkdirSync(dir, { recursive: true });
+      dirs.push(dir);
+      return dir;
+    };
+    write(at('memory'), 'memory.limit_in_bytes', String(limits.memoryBytes));
+    write(at('pids'), 'pids.max', String(limits.maxProcesses));
+    const cpu = at('cpu');
+    write(cpu, 'cpu.cfs_period_us', String(period));
+    write(cpu, 'cpu.cfs_quota_us', String(quota));
+  }
+  return {
+    procsFiles: dirs.map((dir) => path.join(dir, 'cgroup.procs')),
+    remove() {
+      // A cgroup goes once its last process has; a straggler keeps it until the next start.
+      for (const dir of dirs) {
+        try {
+          rmdirSync(dir);
+        } catch {
+          // still busy or already gone
+        }
+      }
+    },
+  };
+}
+
+/**
+ * The process to spawn for a sandboxed agent: a shell that moves itself into the agent's
+ * cgroups and then becomes bwrap (so bwrap and all it starts are inside them from the first
+ * instruction), with open files bounded by rlimit.
+ */
+export function sandboxedCommand(bwrap: string, cgroup: AgentCgroup, maxOpenFiles: number, bwrapArgs: string[], command: string[]): { file: string; args: string[] } {
+  const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; ulimit -n "$OPEN_FILES" || exit 97; exec "$@"';
+  return {
+    file: '/bin/sh',
+    args: ['-c', join.replace('$OPEN_FILES', String(maxOpenFiles)), 'agent-sandbox', ...cgroup.procsFiles, '--', bwrap, ...bwrapArgs, '--', ...command],
+  };
+}
