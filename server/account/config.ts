@@ -30,6 +30,8 @@ const schema = z
     AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }),
     AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }),
     AGENT_EGRESS_ALLOW: optionalString,
+    AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }),
+    AGENT_WORKSPACE_QUOTA_MB_GUEST: intSetting(100, { min: 1, max: 1_048_576 }),
     // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
     MODEL: optionalString,
     MODEL_API_KEY: optionalString,
@@ -97,6 +99,8 @@ const schema = z
         maxOpenFiles: env.AGENT_MAX_OPEN_FILES,
         tmpBytes: env.AGENT_TMP_MB * 1024 * 1024,
       },
+      /** Disk quota of a workspace, by who owns it (a guest who signs up gets the larger one at the agent's next start). */
+      workspaceQuotaMb: { account: env.AGENT_WORKSPACE_QUOTA_MB, guest: env.AGENT_WORKSPACE_QUOTA_MB_GUEST },
       egress: {
         model: env.MODEL,
         modelApiKey: env.MODEL_API_KEY,

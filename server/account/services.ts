@@ -49,6 +49,10 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
           agentEnv: agentEnvironment(process.env),
           launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
+          workspaceQuotaMb: async (userId) => {
+            const user = await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } });
+            return user?.isGuest ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account;
+          },
         });
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);

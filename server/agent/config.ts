@@ -31,6 +31,21 @@ const schema = z
     MODEL_API_KEY: optionalString,
     AGENT_EXEC: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])),
     AGENT_EXEC_TIMEOUT: seconds(60, { max: 3600 }),
+    // Set by the account service for a sandboxed agent: the bwrap command line exec commands run under.
+    AGENT_EXEC_SANDBOX: optionalString.pipe(
+      z
+        .string()
+        .transform((v, ctx) => {
+          try {
+            return z.array(z.string().min(1)).min(1).parse(JSON.parse(v));
+          } catch {
+            ctx.addIssue({ code: 'custom', message: 'must be a JSON array of strings' });
+            return z.NEVER;
+          }
+        })
+        .optional(),
+    ),
+    AGENT_WORKSPACE_QUOTA_MB: z.preprocess((v) => (v === '' || v === undefined ? 1024 : v), z.coerce.number().int().min(1).max(1_048_576)),
     AGENT_RUN_TIMEOUT: seconds(600, { max: 86_400 }),
     AGENT_MAX_STEPS: z.preprocess((v) => (v === '' || v === undefined ? 20 : v), z.coerce.number().int().min(1).max(200)),
     AGENT_MODEL_RETRIES: z.preprocess((v) => (v === '' || v === undefined ? 2 : v), z.coerce.number().int().min(0).max(10)),
@@ -81,6 +96,7 @@ const schema = z
     ),
     name: env.AGENT_NAME,
     workspace: path.resolve(env.AGENT_WORKSPACE),
+    workspaceQuotaBytes: env.AGENT_WORKSPACE_QUOTA_MB * 1024 * 1024,
     model: env.MODEL,
     chat: {
       model: env.MODEL ? parseModelSpec(env.MODEL) : undefined,
@@ -89,6 +105,7 @@ const schema = z
       modelRetries: env.AGENT_MODEL_RETRIES,
       execEnabled: env.AGENT_EXEC === 'on',
       execTimeoutMs: env.AGENT_EXEC_TIMEOUT * 1000,
+      execSandbox: env.AGENT_EXEC_SANDBOX,
       runTimeoutMs: env.AGENT_RUN_TIMEOUT * 1000,
       maxSteps: env.AGENT_MAX_STEPS,
       keepaliveMs: env.AGENT_KEEPALIVE_INTERVAL * 1000,

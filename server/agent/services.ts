@@ -14,6 +14,7 @@ import { MessengerService } from './messenger/service.js';
 import { openAgentStore, type AgentStore } from './store.js';
 import { SubagentRegistry } from './subagents/registry.js';
 import { spawnSubagentTool } from './subagents/tool.js';
+import { WorkspaceQuota } from './files/quota.js';
 import { workspaceTools } from './tools/index.js';
 
 export interface AgentServices {
@@ -26,6 +27,8 @@ export interface AgentServices {
   subagents: SubagentRegistry;
   heartbeat: HeartbeatScheduler;
   messenger: MessengerService;
+  /** The workspace's disk quota (uploads; the tools hold their own view of the same limit). */
+  quota: WorkspaceQuota;
   close(): Promise<void>;
 }
 
@@ -36,7 +39,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const { chat: chatConfig } = config;
   const pending = new PendingStore(store.db, log);
   // Subagents and heartbeats run in the background: the workspace tools without send_file.
-  const { send_file: _sendFile, ...backgroundTools } = workspaceTools({ workspace: config.workspace, exec: { enabled: chatConfig.execEnabled, timeoutMs: chatConfig.execTimeoutMs } });
+  const { send_file: _sendFile, ...backgroundTools } = workspaceTools(config);
   const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey, egressSocket: config.egressSocket }) : null;
   const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
   await subagents.start();
@@ -70,6 +73,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const messenger = new MessengerService({ config, log, db: store.db, chat, pending });
   messenger.start();
   return {
+    quota: new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes),
     config,
     log,
     store,

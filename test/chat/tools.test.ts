@@ -5,11 +5,15 @@ import { parseModelSpec } from '../../server/agent/chat/model-spec.js';
 import { loadAgentConfig } from '../../server/agent/config.js';
 import { EXEC_OUTPUT_MAX_BYTES, execTool, type ExecResult } from '../../server/agent/tools/exec.js';
 import { fileTools } from '../../server/agent/tools/files.js';
+import { WorkspaceQuota } from '../../server/agent/files/quota.js';
 import type { ChatEvent } from '../../server/agent/chat/schemas.js';
 import { toolResults } from '../support/scripted-model.js';
 import { tempDir } from '../support/servers.js';
 import { events } from '../support/sse.js';
 import { startChatRig } from './helpers.js';
+
+/** A quota no test here comes near. */
+const roomy = (ws: string) => new WorkspaceQuota(ws, 1024 * 1024 * 1024);
 
 let root: string;
 let ws: string;
@@ -35,7 +39,7 @@ describe('tools stay inside the workspace', () => {
   const ctx = { signal: new AbortController().signal, emit: () => undefined };
 
   it.each(['docs/a.txt', './docs/../docs/a.txt', 'link-in'])('read_file reads %s', async (rel) => {
-    expect(await fileTools(ws).read_file!.execute({ path: rel }, ctx)).toBe('alpha');
+    expect(await fileTools(ws, roomy(ws)).read_file!.execute({ path: rel }, ctx)).toBe('alpha');
   });
 
   it.each([
@@ -55,7 +59,7 @@ describe('tools stay inside the workspace', () => {
     'a\u0000b',
     'C:\\Windows',
   ])('read_file, write_file and send_file refuse %s with 403 FORBIDDEN_PATH', async (rel) => {
-    const tools = fileTools(ws);
+    const tools = fileTools(ws, roomy(ws));
     await expect(tools.read_file!.execute({ path: rel }, ctx)).rejects.toMatchObject({ status: 403, appCode: 'FORBIDDEN_PATH' });
     await expect(tools.write_file!.execute({ path: rel, content: 'x' }, ctx)).rejects.toMatchObject({ status: 403, appCode: 'FORBIDDEN_PATH' });
     await expect(tools.send_file!.execute({ path: rel }, ctx)).rejects.toMatchObject({ status: 403, appCode: 'FORBIDDEN_PATH' });
@@ -67,31 +71,31 @@ describe('file tools', () => {
   const ctx = (emitted: ChatEvent[] = []) => ({ signal: new AbortController().signal, emit: (e: ChatEvent) => emitted.push(e) });
 
   it('list_files hides protected files and follows depth', async () => {
-    const listing = (await fileTools(ws).list_files!.execute({}, ctx())) as string;
+    const listing = (await fileTools(ws, roomy(ws)).list_files!.execute({}, ctx())) as string;
     expect(listing).toContain('docs/');
     expect(listing).toContain('docs/a.txt (5 bytes)');
     expect(listing).not.toMatch(/\.env/);
   });
 
   it('write_file through a symlinked directory is refused and writes nothing outside', async () => {
-    await expect(fileTools(ws).write_file!.execute({ path: 'dir-out/pwned.txt', content: 'x' }, ctx())).rejects.toMatchObject({ appCode: 'FORBIDDEN_PATH' });
+    await expect(fileTools(ws, roomy(ws)).write_file!.execute({ path: 'dir-out/pwned.txt', content: 'x' }, ctx())).rejects.toMatchObject({ appCode: 'FORBIDDEN_PATH' });
     await expect(readFile(path.join(root, 'pwned.txt'))).rejects.toThrow();
   });
 
   it('read_file caps what it returns, send_file emits a file event', async () => {
     await writeFile(path.join(ws, 'big.txt'), 'z'.repeat(150_000));
-    const text = (await fileTools(ws).read_file!.execute({ path: 'big.txt' }, ctx())) as string;
+    const text = (await fileTools(ws, roomy(ws)).read_file!.execute({ path: 'big.txt' }, ctx())) as string;
     expect(text.length).toBeLessThan(100_100);
     expect(text).toMatch(/truncated: 150000 bytes/);
     const emitted: ChatEvent[] = [];
-    await fileTools(ws).send_file!.execute({ path: './docs/a.txt' }, ctx(emitted));
+    await fileTools(ws, roomy(ws)).send_file!.execute({ path: './docs/a.txt' }, ctx(emitted));
     expect(emitted).toEqual([{ type: 'file', path: 'docs/a.txt', caption: '' }]);
   });
 });
 
 describe('exec', () => {
   const exec = (command: string, timeoutMs = 5_000, signal = new AbortController().signal) =>
-    execTool(ws, { timeoutMs }).exec!.execute({ command }, { signal, emit: () => undefined }) as Promise<ExecResult>;
+    execTool(ws, { timeoutMs, quota: roomy(ws) }).exec!.execute({ command }, { signal, emit: () => undefined }) as Promise<ExecResult>;
 
   it('runs in the workspace and reports the exit code', async () => {
     const result = await exec('pwd; cat docs/a.txt; exit 3');

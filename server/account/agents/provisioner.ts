@@ -83,6 +83,8 @@ export interface LocalProvisionerOptions {
   agentEnv: NodeJS.ProcessEnv;
   /** Starts the processes (sandboxed where it can). */
   launcher: AgentLauncher;
+  /** The workspace quota of a user's agent, in MB (guests get less); unset: the agent's default. */
+  workspaceQuotaMb?: (userId: string) => Promise<number>;
   startTimeoutMs?: number;
 }
 
@@ -150,6 +152,7 @@ export class LocalProvisioner implements AgentProvisioner {
       AGENT_SECRET: agent.secret,
       AGENT_SECRET_SHA256: '',
       AGENT_NAME: agent.name,
+      ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
     });
     const running: Running = { child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
     this.running.set(agent.id, running);

@@ -53,7 +53,7 @@ export class ChatRuntime {
     const chat = deps.config.chat;
     this.registry = new RunRegistry(chat.streamGraceMs);
     this.model = deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egressSocket: deps.config.egressSocket }) : null;
-    this.tools = deps.tools ?? workspaceTools({ workspace: deps.config.workspace, exec: { enabled: chat.execEnabled, timeoutMs: chat.execTimeoutMs } });
+    this.tools = deps.tools ?? workspaceTools(deps.config);
   }
 
   private get keepaliveMs(): number {

@@ -47,6 +47,6 @@ export const filesRouter = router({
     .output(UploadResult)
     .mutation(({ ctx, input, signal }) => {
       const meta = { filename: headerValue(ctx.headers, 'x-file-name'), path: headerValue(ctx.headers, 'x-upload-path') };
-      return uploadFile(ctx.services.config.workspace, uploadParts(input, meta), { signal });
+      return uploadFile(ctx.services.config.workspace, uploadParts(input, meta), { signal, quota: ctx.services.quota });
     }),
 });

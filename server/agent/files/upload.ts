@@ -18,6 +18,7 @@ import { copyFile, link, mkdir, open, readdir, rename, unlink, type FileHandle }
 import path from 'node:path';
 import { AppError, badRequest, conflict } from '../../common/errors.js';
 import { forbiddenPath, isSensitiveName, resolveWorkspacePath, type ResolvedPath } from './guard.js';
+import { quotaExceeded, type WorkspaceQuota } from './quota.js';
 import type { FormPart, UploadResult, UploadSource } from './schemas.js';
 
 export const MAX_UPLOAD_BYTES = 50 * 1024 * 1024;
@@ -105,8 +106,16 @@ export function uploadParts(source: UploadSource, octetMeta: { filename?: string
   return source.kind === 'form' ? source.parts : partsFromOctet(source.stream, octetMeta);
 }
 
-export async function uploadFile(workspace: string, parts: AsyncIterable<FormPart>, opts: { signal?: AbortSignal; maxBytes?: number } = {}): Promise<UploadResult> {
+export async function uploadFile(
+  workspace: string,
+  parts: AsyncIterable<FormPart>,
+  opts: { signal?: AbortSignal; maxBytes?: number; quota?: WorkspaceQuota } = {},
+): Promise<UploadResult> {
   const maxBytes = opts.maxBytes ?? MAX_UPLOAD_BYTES;
+  // The workspace quota caps this upload at what is left: crossing it is 507, crossing the size cap 413.
+  const room = opts.quota ? await opts.quota.remaining() : Infinity;
+  if (room === 0 && opts.quota) throw quotaExceeded(opts.quota.limitBytes);
+  const limit = room < maxBytes && opts.quota ? { bytes: room, exceeded: () => quotaExceeded((opts.quota as WorkspaceQuota).limitBytes) } : { bytes: maxBytes, exceeded: uploadTooLarge };
   let dirField: string | undefined;
   let staged: Staged | undefined;
   try {
@@ -122,7 +131,7 @@ export async function uploadFile(workspace: string, parts: AsyncIterable<FormPar
       const dir = dirField === undefined ? await resolveWorkspacePath(workspace, '.') : await prepareDirectory(workspace, dirField);
       // Refuse a protected name before reading a byte (the full guard runs again at commit).
       if (isSensitiveName(filename)) throw forbiddenPath('The file name is protected');
-      staged = await stage(part.stream, dir, filename, maxBytes, opts.signal);
+      staged = await stage(part.stream, dir, filename, limit, opts.signal);
     }
     if (!staged) throw badRequest('The multipart field `file` is required', 'MISSING_FILE');
     const target = await prepareDirectory(workspace, dirField);
@@ -159,7 +168,13 @@ async function prepareDirectory(workspace: string, requested: string | undefined
   return real;
 }
 
-async function stage(stream: AsyncIterable<Uint8Array>, dir: ResolvedPath, filename: string, maxBytes: number, signal: AbortSignal | undefined): Promise<Staged> {
+async function stage(
+  stream: AsyncIterable<Uint8Array>,
+  dir: ResolvedPath,
+  filename: string,
+  limit: { bytes: number; exceeded: () => AppError },
+  signal: AbortSignal | undefined,
+): Promise<Staged> {
   const temp = path.join(dir.absolute, `.upload-${randomBytes(8).toString('hex')}.part`);
   // O_EXCL: never opens an existing file or follows a symlink planted under the name.
   const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
@@ -182,7 +197,7 @@ async function stage(stream: AsyncIterable<Uint8Array>, dir: ResolvedPath, filen
     for await (const chunk of stream) {
       signal?.throwIfAborted();
       size += chunk.byteLength;
-      if (size > maxBytes) throw uploadTooLarge();
+      if (size > limit.bytes) throw limit.exceeded();
       batch.push(chunk);
       batchBytes += chunk.byteLength;
       if (batchBytes >= WRITE_BATCH_BYTES) await flush();

@@ -1,11 +1,15 @@
 /**
  * `exec`: a shell command with the workspace as its working directory, a timeout and an output
- * cap. It is not a sandbox (a shell can reach what the agent's user can); `AGENT_EXEC=off`
+ * cap. In a sandboxed agent (AGENT_EXEC_SANDBOX, set by the account service) each command runs in
+ * a nested sandbox without any network, and under rlimits: CPU seconds up to its timeout, no file
+ * larger than the workspace quota, 256 open files; the quota is checked again after it ran.
+ * Elsewhere it is not a sandbox (a shell can reach what the agent's user can); `AGENT_EXEC=off`
  * removes the tool. Secrets of the agent's own environment are not passed on.
  */
 import { spawn } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
+import { quotaExceeded, type WorkspaceQuota } from '../files/quota.js';
 import { defineTool, type AgentToolSet } from './types.js';
 
 export const EXEC_OUTPUT_MAX_BYTES = 64_000;
@@ -23,9 +27,27 @@ export interface ExecResult {
   output: string;
 }
 
-export async function runShell(command: string, opts: { cwd: string; timeoutMs: number; signal: AbortSignal }): Promise<ExecResult> {
+export interface ShellOptions {
+  cwd: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** bwrap and its arguments to run the command under. */
+  sandbox?: string[];
+  /** The largest file the command may write. */
+  maxFileBytes?: number;
+}
+
+/** `sh -c command` under rlimits (dash's `ulimit` takes one limit per call; -f counts 512-byte blocks). */
+function limitedShell(command: string, opts: ShellOptions): string[] {
+  const limits = [`ulimit -t ${Math.ceil(opts.timeoutMs / 1000) + 1}`, 'ulimit -n 256'];
+  if (opts.maxFileBytes) limits.push(`ulimit -f ${Math.ceil(opts.maxFileBytes / 512)}`);
+  return ['/bin/sh', '-c', `${limits.join(' && ')} && exec /bin/sh -c "$1"`, 'exec', command];
+}
+
+export async function runShell(command: string, opts: ShellOptions): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', command], { cwd: opts.cwd, env: childEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const [file, ...args] = [...(opts.sandbox ? [...opts.sandbox, '--chdir', opts.cwd, '--'] : []), ...limitedShell(command, opts)] as [string, ...string[]];
+    const child = spawn(file, args, { cwd: opts.cwd, env: childEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
     let size = 0;
     let truncated = false;
@@ -68,7 +90,7 @@ export async function runShell(command: string, opts: { cwd: string; timeoutMs: 
   });
 }
 
-export function execTool(workspace: string, opts: { timeoutMs: number }): AgentToolSet {
+export function execTool(workspace: string, opts: { timeoutMs: number; sandbox?: string[]; quota: WorkspaceQuota }): AgentToolSet {
   return {
     exec: defineTool({
       description: `Run a shell command in the workspace directory. Output (stdout and stderr) is capped at ${EXEC_OUTPUT_MAX_BYTES} bytes; the command is killed after its timeout.`,
@@ -78,7 +100,10 @@ export function execTool(workspace: string, opts: { timeoutMs: number }): AgentT
       }),
       async execute({ command, timeout_seconds }, ctx) {
         const timeoutMs = Math.min(opts.timeoutMs, timeout_seconds ? timeout_seconds * 1000 : opts.timeoutMs);
-        return runShell(command, { cwd: await realpath(workspace), timeoutMs, signal: ctx.signal });
+        const result = await runShell(command, { cwd: await realpath(workspace), timeoutMs, signal: ctx.signal, sandbox: opts.sandbox, maxFileBytes: opts.quota.limitBytes });
+        if ((await opts.quota.remaining()) > 0) return result;
+        const error = quotaExceeded(opts.quota.limitBytes);
+        return { ...result, error: { code: error.code, message: error.message } };
       },
     }),
   };

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { AppError } from '../../common/errors.js';
 import { defineTool, type AgentToolSet } from './types.js';
 import { isSensitiveName, resolveWorkspacePath } from '../files/guard.js';
+import type { WorkspaceQuota } from '../files/quota.js';
 
 export const READ_MAX_BYTES = 100_000;
 export const WRITE_MAX_CHARS = 1_000_000;
@@ -13,7 +14,7 @@ const LIST_SKIP = new Set(['.git', 'node_modules', '__pycache__']);
 
 const RelPath = z.string().min(1).max(1024).describe('Workspace-relative path');
 
-export function fileTools(workspace: string): AgentToolSet {
+export function fileTools(workspace: string, quota: WorkspaceQuota): AgentToolSet {
   return {
     read_file: defineTool({
       description: `Read a text file of the workspace (at most ${READ_MAX_BYTES} bytes are returned).`,
@@ -49,6 +50,7 @@ export function fileTools(workspace: string): AgentToolSet {
         const file = target.absolute;
         const info = await stat(file).catch(() => undefined);
         if (info?.isDirectory()) throw new AppError(400, 'NOT_A_FILE', `${rel} is a directory`);
+        await quota.ensureRoom(Buffer.byteLength(content));
         await mkdir(path.dirname(file), { recursive: true });
         // Re-check after creating parents: nothing may have turned the target into an escape.
         const checked = await resolveWorkspacePath(workspace, rel, { forWrite: true });

@@ -1,4 +1,6 @@
 /** The tool sets the agent composes: a chat run gets the workspace tools (plus exec unless disabled). */
+import type { AgentConfig } from '../config.js';
+import { WorkspaceQuota } from '../files/quota.js';
 import { execTool } from './exec.js';
 import { fileTools } from './files.js';
 import type { AgentToolSet } from './types.js';
@@ -6,14 +8,11 @@ import type { AgentToolSet } from './types.js';
 export type { AgentTool, AgentToolSet, ToolContext } from './types.js';
 export { defineTool } from './types.js';
 
-export interface WorkspaceToolOptions {
-  workspace: string;
-  exec: { enabled: boolean; timeoutMs: number };
-}
-
-export function workspaceTools(opts: WorkspaceToolOptions): AgentToolSet {
+export function workspaceTools(config: Pick<AgentConfig, 'workspace' | 'workspaceQuotaBytes' | 'chat'>): AgentToolSet {
+  const quota = new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes);
+  const { execEnabled, execTimeoutMs, execSandbox } = config.chat;
   return {
-    ...fileTools(opts.workspace),
-    ...(opts.exec.enabled ? execTool(opts.workspace, { timeoutMs: opts.exec.timeoutMs }) : {}),
+    ...fileTools(config.workspace, quota),
+    ...(execEnabled ? execTool(config.workspace, { timeoutMs: execTimeoutMs, sandbox: execSandbox, quota }) : {}),
   };
 }
