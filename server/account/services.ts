@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { Logger } from '../common/log.js';
-import { EgressGateway, egressRoutes } from './agents/egress-gateway.js';
+import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/launcher.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
@@ -47,7 +47,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
       : new LocalProvisioner(registry, log, {
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
-          agentEnv: agentEnvironment(process.env),
+          agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
           launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
           workspaceQuotaMb: async (userId) => {
             const user = await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } });

@@ -73,7 +73,7 @@ describe('what a local agent inherits', () => {
       REDIS_URL: 'redis://r',
       TELEGRAM_BOT_TOKEN: 't',
     });
-    expect(Object.keys(env).sort()).toEqual(['AGENT_EXEC', 'HEARTBEAT_INTERVAL', 'MODEL', 'PATH', 'SUBAGENT_TIMEOUT']);
+    expect(Object.keys(env).sort()).toEqual(['AGENT_EXEC', 'HEARTBEAT_INTERVAL', 'PATH', 'SUBAGENT_TIMEOUT']);
   });
 });
 

@@ -18,7 +18,6 @@ import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
 
 let account: TestAccount;
 let model: ScriptedModel;
-const savedModel = process.env.MODEL;
 
 beforeAll(async () => {
   model = await startScriptedModel({
@@ -28,15 +27,11 @@ beforeAll(async () => {
       return { text: `echo: ${text}` };
     },
   });
-  // Local agents inherit MODEL from the account service's environment.
-  process.env.MODEL = model.modelSpec;
-  account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0' });
+  account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec });
 });
 afterAll(async () => {
   await account?.stop();
   await model?.close();
-  if (savedModel === undefined) delete process.env.MODEL;
-  else process.env.MODEL = savedModel;
 });
 
 const guest = async (deviceId: string): Promise<Pair> => {

@@ -47,6 +47,18 @@ export function egressRoutes(settings: EgressSettings): EgressRoute[] {
   return routes;
 }
 
+/**
+ * The model and Telegram settings a local agent gets: the same ones the routes above were made
+ * from, so what an agent calls is always what its gateway allows (keys stay out).
+ */
+export function agentModelEnvironment(settings: EgressSettings): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { TELEGRAM_API_ROOT: settings.telegramApiRoot };
+  if (settings.model) env.MODEL = settings.model;
+  if (settings.openaiBaseUrl) env.OPENAI_BASE_URL = settings.openaiBaseUrl;
+  if (settings.anthropicBaseUrl) env.ANTHROPIC_BASE_URL = settings.anthropicBaseUrl;
+  return env;
+}
+
 /** `host:port` as the agent sends it, for an origin. */
 function hostKey(origin: URL): string {
   const port = origin.port || (origin.protocol === 'https:' ? '443' : '80');

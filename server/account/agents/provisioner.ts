@@ -66,10 +66,11 @@ interface Running {
 }
 
 /**
- * What a local agent inherits from the account service's environment: model and runtime settings.
- * Never a key or secret: provider keys are added by the egress gateway on the way out.
+ * What a local agent inherits from the account service's environment: runtime settings. Never a
+ * key or secret (provider keys are added by the egress gateway on the way out); the model settings
+ * come from the account's configuration (egress-gateway.ts, agentModelEnvironment).
  */
-const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|MODEL|OPENAI_BASE_URL|ANTHROPIC_BASE_URL|TELEGRAM_API_ROOT|HEARTBEAT_\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
+const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
 
 export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
