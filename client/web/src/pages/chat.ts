@@ -86,8 +86,28 @@ export function chatPage(): HTMLElement {
     subscription = mine;
   };
 
+  // Send waits while the chat loads (history and a running reply arriving after a new message
+  // would be shown twice) and while a message is on its way.
+  let loading = 0;
+  let sending = false;
+  let fits = true;
+  const updateSend = () => {
+    send.disabled = loading > 0 || sending || !fits;
+  };
+
   // ----- opening a chat: history, then the running reply if there is one -----
   async function open(id: string): Promise<void> {
+    loading++;
+    updateSend();
+    try {
+      await load(id);
+    } finally {
+      loading--;
+      updateSend();
+    }
+  }
+
+  async function load(id: string): Promise<void> {
     end();
     chatId = id;
     setCurrentChat(id);
@@ -133,9 +153,9 @@ export function chatPage(): HTMLElement {
   /** Whether the message fits; if not, says by how much, next to the field. */
   const checkLength = (message: string): boolean => {
     const over = message.length - MESSAGE_MAX_CHARS;
-    const fits = over <= 0;
+    fits = over <= 0;
     input.setAttribute('aria-invalid', String(!fits));
-    send.disabled = !fits;
+    updateSend();
     inputError.textContent = fits
       ? ''
       : `Your message is ${message.length.toLocaleString('en')} characters; the limit is ${MESSAGE_MAX_CHARS.toLocaleString('en')}. Remove ${over.toLocaleString('en')} to send it.`;
@@ -159,14 +179,18 @@ export function chatPage(): HTMLElement {
       input.focus();
       return;
     }
+    // The message stays in the composer until it can go.
+    if (send.disabled) return;
     alert.clear();
     // A new message cancels a running reply (the agent does that); its stream ends with `done`.
     const id = chatId;
     end();
     const shown = transcript.user(message);
     input.value = '';
-    send.disabled = true;
+    sending = true;
+    updateSend();
     status.textContent = 'Sending…';
+    let failure: unknown;
     try {
       const started = await api.agent.chat.start.mutate({ message, chat_id: id });
       touchChat(id, titleFrom(message));
@@ -177,14 +201,16 @@ export function chatPage(): HTMLElement {
       follow((cb) => live.agent.chat.stream.subscribe({ chat_id: id, lastEventId: started.last_event_id }, cb));
     } catch (error) {
       // Nothing was sent: the message goes back to the composer rather than being lost.
+      failure = error;
       shown.remove();
       if (!input.value) input.value = message;
       if (chatId === id) status.textContent = '';
-      send.disabled = false;
-      alert.fail(error, send);
-      return;
+    } finally {
+      sending = false;
+      updateSend();
     }
-    send.disabled = false;
+    // After updateSend: a rate limit's countdown keeps Send disabled until it may be retried.
+    if (failure !== undefined) alert.fail(failure, send);
   };
 
   // ----- stop, clear and delete -----
