@@ -28,9 +28,10 @@ beforeAll(async () => {
       return { text: `got ${text.length} characters` };
     },
   });
-  // Local agents inherit MODEL from the account service's environment.
+  // Local agents reach the model as the account service is configured (its environment, and
+  // its configuration where calls go through its egress gateway).
   process.env.MODEL = model.modelSpec;
-  account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0' });
+  account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec });
   api = `${account.url}/api/v1`;
 });
 afterAll(async () => {
