@@ -5,6 +5,7 @@
  * - `write a file`: calls write_file (notes/hello.txt), then send_file, then says it is done;
  * - `start a helper`: calls spawn_subagent with the task `count to three`, then says so;
  * - `count to three` (the subagent's own task): answers `one, two, three`;
+ * - a message over 1,000 characters: says how many characters arrived (the long-message test);
  * - anything else: a short greeting in a few chunks.
  */
 import { lastUserText, startScriptedModel, toolResults, type ModelRequest, type ScriptedStep } from '../../test/support/scripted-model.js';
@@ -25,6 +26,7 @@ function respond(request: ModelRequest): ScriptedStep {
     return { text: 'A helper is on it.' };
   }
   if (text === 'count to three') return { text: 'one, two, three' };
+  if (text.length > 1_000) return { text: `Received ${text.length} characters.` };
   return { text: ['Hello! ', 'I am your agent. ', 'How can I help?'], delayMs: 50 };
 }
 

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearerTrpcClient } from '../../server/account/agents/client.js';
 import type { AgentRouter } from '../../server/agent/router.js';
 import type { ChatEvent } from '../../server/agent/chat/schemas.js';
-import { startChatRig, type ChatRig } from './helpers.js';
+import { lastUserText } from '../support/scripted-model.js';
+import { startChatRig, until, type ChatRig } from './helpers.js';
 
 let rig: ChatRig;
 let client: TRPCClient<AgentRouter>;
@@ -70,6 +71,49 @@ describe('chat over tRPC', () => {
     const again = await collect((h) => client.chat.send.subscribe({ message: 'abc', chat_id: 't3', lastEventId: first[0]!.id }, h));
     expect(again).toEqual(first.slice(1));
     expect(rig.model.requests.length).toBe(requests);
+  });
+
+  it('chat.start takes a 32,000-character message in a POST body; chat.stream follows the run from last_event_id', async () => {
+    const message = 'é'.repeat(16_000) + 'z'.repeat(16_000);
+    rig.model.queue({ text: ['got ', 'it'] });
+    const started = await client.chat.start.mutate({ message, chat_id: 't4' });
+    expect(started).toEqual({ chat_id: 't4', run_id: expect.stringMatching(/^[0-9a-f]{12}$/), last_event_id: `${started.run_id}-0` });
+    const got = await collect((h) => client.chat.stream.subscribe({ chat_id: 't4', lastEventId: started.last_event_id }, h));
+    expect(got.map((g) => g.event)).toEqual([{ type: 'text', content: 'got ' }, { type: 'text', content: 'it' }, { type: 'done' }]);
+    expect(got[0]!.id).toBe(`${started.run_id}-1`);
+    expect(lastUserText(rig.model.requests.at(-1)!)).toBe(message);
+    expect((await client.chat.history.query({ chat_id: 't4' })).messages[0]).toEqual({ type: 'text', content: message, name: 'user' });
+  });
+
+  it('chat.stream from last_event_id still gets the whole reply when the run ended before it joined', async () => {
+    rig.model.queue({ text: ['quick'] });
+    const started = await client.chat.start.mutate({ message: 'fast', chat_id: 't5' });
+    await until(async () => !(await client.chat.active.query({ chat_id: 't5' })).active);
+    const got = await collect((h) => client.chat.stream.subscribe({ chat_id: 't5', lastEventId: started.last_event_id }, h));
+    expect(got.map((g) => g.event)).toEqual([{ type: 'text', content: 'quick' }, { type: 'done' }]);
+  });
+
+  it.each([
+    ['one character over the bound', { message: 'x'.repeat(32_001), chat_id: 't6' }],
+    ['a blank message', { message: ' \n ', chat_id: 't6' }],
+    ['a chat id with a slash', { message: 'hi', chat_id: '../t6' }],
+  ])('chat.start refuses %s with 400 VALIDATION_FAILED and starts nothing', async (_name, input) => {
+    const requests = rig.model.requests.length;
+    const error = await client.chat.start.mutate(input).catch((e: unknown) => e);
+    expect((error as TRPCClientError<AgentRouter>).data).toMatchObject({ code: 'VALIDATION_FAILED', httpStatus: 400 });
+    expect(rig.model.requests.length).toBe(requests);
+    expect(await client.chat.active.query({ chat_id: 't6' })).toEqual({ active: false, user_message: '' });
+  });
+
+  it('chat.stop ends the run with error "stopped"; a second stop is 409 RUN_NOT_ACTIVE', async () => {
+    rig.model.queue({ text: ['partial'], hang: true });
+    const started = await client.chat.start.mutate({ message: 'go on', chat_id: 't7' });
+    const reply = collect((h) => client.chat.stream.subscribe({ chat_id: 't7', lastEventId: started.last_event_id }, h));
+    await until(() => rig.model.openStreams() === 1);
+    await client.chat.stop.mutate({ chat_id: 't7' });
+    expect((await reply).map((g) => g.event).slice(-2)).toEqual([{ type: 'error', content: 'stopped' }, { type: 'done' }]);
+    const again = await client.chat.stop.mutate({ chat_id: 't7' }).catch((e: unknown) => e);
+    expect((again as TRPCClientError<AgentRouter>).data).toMatchObject({ code: 'RUN_NOT_ACTIVE', httpStatus: 409 });
   });
 
   it('refuses a bad chat id and a bad limit with the machine code', async () => {

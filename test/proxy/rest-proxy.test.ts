@@ -126,5 +126,13 @@ describe('guest message quota', () => {
     expect(over.status).toBe(429);
     expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(3600);
     expect(await over.json()).toMatchObject({ code: 'GUEST_QUOTA' });
+    // The web client's way to send (tRPC, message in a POST body) draws on the same quota.
+    const started = await fetch(`${account.url}/trpc/agent.chat.start`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pair.access_token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { message: 'hi', chat_id: 'quota' } }),
+    });
+    expect(started.status).toBe(429);
+    expect(JSON.stringify(await started.json())).toContain('GUEST_QUOTA');
   }, 120_000);
 });

@@ -20,7 +20,7 @@
 import { tracked, type TrackedEnvelope } from '@trpc/server';
 import { TRPCClientError } from '@trpc/client';
 import { z } from 'zod';
-import { ChatIdInput, ChatMessageInput, ChatStreamInput, HistoryInput, type ChatEvent } from '../../agent/chat/schemas.js';
+import { ChatIdInput, ChatMessageInput, ChatStartInput, ChatStreamInput, HistoryInput, type ChatEvent } from '../../agent/chat/schemas.js';
 import { TreeInput } from '../../agent/files/schemas.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery } from '../../agent/messenger/schemas.js';
 import { RunIdInput } from '../../agent/subagents/schemas.js';
@@ -110,6 +110,9 @@ export const agentProxyRouter = router({
 
   chat: router({
     send: forward.subscription<typeof ChatMessageInput, ChatEvent>(ChatMessageInput, (agent, input, cb) => agent.chat.send.subscribe(input, cb), messageAction),
+    // The web client's way to send: the message in a POST body, the reply followed with `stream`.
+    start: forward.mutation(ChatStartInput, (agent, input) => agent.chat.start.mutate(input), 'chat.message'),
+    stop: forward.mutation(ChatIdInput, (agent, input) => agent.chat.stop.mutate(input)),
     stream: forward.subscription<typeof ChatStreamInput, ChatEvent>(ChatStreamInput, (agent, input, cb) => agent.chat.stream.subscribe(input, cb)),
     active: forward.query(ChatIdInput, (agent, input) => agent.chat.active.query(input)),
     history: forward.query(HistoryInput, (agent, input) => agent.chat.history.query(input)),

@@ -1,7 +1,8 @@
 /**
  * Chat history in `agent.db`: the user message at once, assistant entries as they complete.
  * History entries are user text (`name: 'user'`), assistant text (no name; `cut` when a run was
- * interrupted), `tool_use`, and `file` with only its path.
+ * interrupted), `tool_use`, `file` with only its path, and `error` for the one marker a run
+ * leaves behind when it was stopped on request (`content: 'stopped'`, after the partial reply).
  *
  * The `chat_messages` table (its schema and migrations are Prisma's) is read and written with
  * prepared statements on the store's own better-sqlite3 connection (`AgentStore.sql`), not
@@ -15,12 +16,15 @@ import type { Database, Statement } from 'better-sqlite3';
 import type { ContextMessage, HistoryEntry } from './loop.js';
 import type { ChatEvent } from './schemas.js';
 
+/** What a run writes: the loop's entries, plus the marker of a run stopped on request. */
+export type StoredEntry = HistoryEntry | { type: 'error'; content: string };
+
 type Row = { type: string; name: string | null; content: string | null; toolName: string | null; input: string | null; path: string | null; cut: 0 | 1 };
 
 interface NewRow {
   chatId: string;
   runId: string;
-  type: 'text' | 'tool_use' | 'file';
+  type: 'text' | 'tool_use' | 'file' | 'error';
   name: string | null;
   content: string | null;
   toolName: string | null;
@@ -56,6 +60,8 @@ function toEvent(row: Row): ChatEvent | undefined {
       return { type: 'tool_use', name: row.toolName ?? '', input: row.input ?? '{}' };
     case 'file':
       return { type: 'file', path: row.path ?? '' };
+    case 'error':
+      return { type: 'error', content: row.content ?? '' };
     default:
       return undefined;
   }
@@ -71,6 +77,7 @@ export class ChatHistory {
   private readonly insertRows: (rows: NewRow[]) => void;
   private readonly lastRowsOf: Statement<[string, number], Row>;
   private readonly deleteChat: Statement<[string]>;
+  private readonly anyRowOf: Statement<[string], { one: 1 }>;
   private batch: { rows: NewRow[]; written: Promise<void> } | undefined;
   private tail: Promise<unknown> = Promise.resolve();
 
@@ -86,13 +93,19 @@ export class ChatHistory {
       `SELECT type, name, content, tool_name AS toolName, input, path, cut FROM chat_messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?`,
     );
     this.deleteChat = sql.prepare('DELETE FROM chat_messages WHERE chat_id = ?');
+    this.anyRowOf = sql.prepare('SELECT 1 AS one FROM chat_messages WHERE chat_id = ? LIMIT 1');
+  }
+
+  /** Whether the chat has any history (a chat id never used, or emptied, has none). */
+  has(chatId: string): boolean {
+    return this.anyRowOf.get(chatId) !== undefined;
   }
 
   saveUserMessage(chatId: string, content: string, runId: string): Promise<void> {
     return this.write(newRow(chatId, runId, { type: 'text', name: 'user', content }));
   }
 
-  saveEntry(chatId: string, runId: string, entry: HistoryEntry): Promise<void> {
+  saveEntry(chatId: string, runId: string, entry: StoredEntry): Promise<void> {
     switch (entry.type) {
       case 'text':
         return this.write(newRow(chatId, runId, { type: 'text', content: entry.content, cut: entry.cut ? 1 : 0 }));
@@ -100,6 +113,8 @@ export class ChatHistory {
         return this.write(newRow(chatId, runId, { type: 'tool_use', toolName: entry.name, input: entry.input }));
       case 'file':
         return this.write(newRow(chatId, runId, { type: 'file', path: entry.path, content: entry.caption }));
+      case 'error':
+        return this.write(newRow(chatId, runId, { type: 'error', content: entry.content }));
     }
   }
 

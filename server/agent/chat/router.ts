@@ -2,14 +2,30 @@
  * Chat procedures. The two subscriptions are the single source of chat events (REST SSE and
  * tRPC clients both read them); the rest are JSON endpoints placed by their `openapi` meta.
  */
+import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
-import { ActiveRun, ChatDeleted, ChatHistory, ChatIdInput, ChatMessageInput, ChatStreamInput, HistoryInput } from './schemas.js';
+import { ActiveRun, ChatDeleted, ChatHistory, ChatIdInput, ChatMessageInput, ChatStartInput, ChatStreamInput, HistoryInput, RunStarted } from './schemas.js';
 
 export const chatRouter = router({
   // The runtime's own iterables, not re-yielded by a generator here: one layer less per event.
   send: agentProcedure.input(ChatMessageInput).subscription(({ input, ctx, signal }) => ctx.services.chat.send(input, signal ?? new AbortController().signal)),
 
   stream: agentProcedure.input(ChatStreamInput).subscription(({ input, ctx, signal }) => ctx.services.chat.stream(input, signal ?? new AbortController().signal)),
+
+  // tRPC only: REST clients send with `POST /chat`, whose body already carries the message.
+  start: agentProcedure
+    .input(ChatStartInput)
+    .output(RunStarted)
+    .mutation(({ input, ctx }) => ctx.services.chat.startRun(input)),
+
+  stop: agentProcedure
+    .meta({
+      openapi: { method: 'POST', path: '/chat/{chat_id}/stop', summary: 'Stop the active run (204); its stream and history end with error "stopped". 409 when no run is active, 404 for an unknown chat' },
+      rest: { kind: 'empty' },
+    })
+    .input(ChatIdInput)
+    .output(z.void())
+    .mutation(({ input, ctx }) => ctx.services.chat.stop(input.chat_id)),
 
   active: agentProcedure
     .meta({ openapi: { method: 'GET', path: '/chat/{chat_id}/active', summary: 'Whether a run is active for the chat' } })

@@ -6,6 +6,11 @@
  * A run: cancel the chat's previous run (and wait for it to settle), save the user message,
  * then in the background build the prompt, run the model loop with the workspace tools under
  * a timeout, save each completed entry, and end with `done` once history is written.
+ *
+ * `startRun` + `stream` is the same as `send`, split so that the message can travel in a POST
+ * body (a mutation) while the reply is followed by a subscription that carries only ids.
+ * `stop` ends a run on request: the abort reaches the model call and the tools (exec kills its
+ * process group), and the run ends with `error` "stopped" in the stream and in history.
  */
 import { tracked } from '@trpc/server';
 import { AppError } from '../../common/errors.js';
@@ -13,18 +18,21 @@ import type { Logger } from '../../common/log.js';
 import type { AgentConfig } from '../config.js';
 import { workspaceTools } from '../tools/index.js';
 import type { AgentToolSet } from '../tools/types.js';
-import type { ChatHistory } from './history.js';
-import { runModelLoop, type HistoryEntry } from './loop.js';
+import type { ChatHistory, StoredEntry } from './history.js';
+import { runModelLoop } from './loop.js';
 import { createLanguageModel, NO_MODEL_REPLY, type ChatModel } from './model.js';
 import { buildSystemPrompt } from './prompt.js';
 import { parseEventId, Run, RunRegistry, type StreamItem } from './runs.js';
-import type { ChatEvent, ChatMessageInput, ChatStreamInput } from './schemas.js';
+import { STOPPED, type ChatEvent, type ChatMessageInput, type ChatStartInput, type ChatStreamInput, type RunStarted } from './schemas.js';
 
 class RunCancelled extends Error {
   override name = 'RunCancelled';
 }
 class RunTimedOut extends Error {
   override name = 'RunTimedOut';
+}
+class RunStopped extends Error {
+  override name = 'RunStopped';
 }
 
 export interface ChatRuntimeDeps {
@@ -97,7 +105,7 @@ export class ChatRuntime {
     const chat = config.chat;
     // Writes land in queue order; `done` waits for the last one.
     let writes: Promise<void> = Promise.resolve();
-    const persist = (entry: HistoryEntry) => {
+    const persist = (entry: StoredEntry) => {
       writes = history.saveEntry(run.chatId, run.id, entry).catch((error: unknown) => log.error({ err: error, chatId: run.chatId }, 'history write failed'));
     };
     const emit = (event: ChatEvent) => run.push(event);
@@ -124,7 +132,11 @@ export class ChatRuntime {
         });
         if (result.status === 'aborted') {
           const reason: unknown = run.signal.reason;
-          if (reason instanceof RunTimedOut) emit({ type: 'error', content: `The run timed out after ${chat.runTimeoutMs / 1000} s` });
+          if (reason instanceof RunStopped) {
+            // After the cut text the loop has already queued, so history reads as the stream did.
+            emit({ type: 'error', content: STOPPED });
+            persist({ type: 'error', content: STOPPED });
+          } else if (reason instanceof RunTimedOut) emit({ type: 'error', content: `The run timed out after ${chat.runTimeoutMs / 1000} s` });
           else if (!(reason instanceof RunCancelled)) emit({ type: 'error', content: 'The run was stopped' });
         }
         if (result.status === 'failed') log.warn({ chatId: run.chatId, runId: run.id, error: result.error }, 'chat run failed');
@@ -158,6 +170,29 @@ export class ChatRuntime {
       return;
     }
     yield* run.follow(0, signal, this.keepaliveMs);
+  }
+
+  /** `chat.start`: a new run, whose events `stream` follows from `last_event_id`. */
+  async startRun(input: ChatStartInput): Promise<RunStarted> {
+    const run = await this.start(input.chat_id, input.message);
+    return { chat_id: input.chat_id, run_id: run.id, last_event_id: run.eventId(0) };
+  }
+
+  /**
+   * `POST /chat/{chat_id}/stop`: ends the active run and resolves once its `done` is buffered
+   * and its history written. 409 when no run is active (a second stop, or a run that already
+   * ended), 404 for a chat with neither a run nor history.
+   */
+  stop(chatId: string): Promise<void> {
+    return this.withChatLock(chatId, async () => {
+      const run = this.registry.activeRun(chatId);
+      if (!run || run.ended) {
+        if (!this.deps.history.has(chatId)) throw new AppError(404, 'CHAT_NOT_FOUND', 'No such chat');
+        throw new AppError(409, 'RUN_NOT_ACTIVE', 'No reply is running in this chat');
+      }
+      run.cancel(new RunStopped('stopped on request'));
+      await run.finished;
+    });
   }
 
   /** `GET /chat/{chat_id}/stream`: `stream_meta`, the buffer from the start, live events, `done`. */

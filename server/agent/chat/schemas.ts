@@ -1,5 +1,8 @@
 /** Wire shapes of the chat API (spec: "Chat event"), shared by tRPC, the bridge and OpenAPI. */
 import { z } from 'zod';
+import { MESSAGE_MAX_CHARS } from './limits.js';
+
+export { MESSAGE_MAX_CHARS, STOPPED } from './limits.js';
 
 /** Bounded length and charset: chat ids appear in paths, logs and the database. */
 export const ChatId = z
@@ -9,7 +12,6 @@ export const ChatId = z
   .regex(/^[\w.:@-]+$/, 'chat_id may hold letters, digits and _ . : @ -');
 
 /** Messages are bounded (32,000 characters) and must hold something besides whitespace. */
-export const MESSAGE_MAX_CHARS = 32_000;
 export const ChatMessageText = z
   .string()
   .max(MESSAGE_MAX_CHARS)
@@ -22,12 +24,23 @@ export const ChatMessageText = z
  */
 export const LastEventId = z.string().max(200).optional();
 
-export const ChatMessageInput = z.object({
+/** `chat.start`: the message travels in a POST body; the reply is followed with `chat.stream`. */
+export const ChatStartInput = z.object({
   message: ChatMessageText,
   chat_id: ChatId,
-  lastEventId: LastEventId,
 });
+export type ChatStartInput = z.infer<typeof ChatStartInput>;
+
+export const ChatMessageInput = ChatStartInput.extend({ lastEventId: LastEventId });
 export type ChatMessageInput = z.infer<typeof ChatMessageInput>;
+
+/**
+ * A started run. `last_event_id` (`<run_id>-0`) given to `chat.stream` as `lastEventId` (or to
+ * `GET /chat/{chat_id}/stream` as `Last-Event-ID`) follows this run from its first event, even
+ * when it has already ended (for the stream grace period).
+ */
+export const RunStarted = z.object({ chat_id: ChatId, run_id: z.string(), last_event_id: z.string() });
+export type RunStarted = z.infer<typeof RunStarted>;
 
 export const ChatStreamInput = z.object({ chat_id: ChatId, lastEventId: LastEventId });
 export type ChatStreamInput = z.infer<typeof ChatStreamInput>;

@@ -3,6 +3,7 @@
  * arrive (a text delta extends the assistant message in progress). An ordered list with
  * role="log", so screen readers hear new messages without losing their place.
  */
+import { STOPPED } from '../../../../server/agent/chat/limits.js';
 import { h } from '../dom.js';
 import { downloadFile, previewFile } from './files.js';
 import type { ChatEvent } from './types.js';
@@ -24,9 +25,9 @@ export class Transcript {
     return item;
   }
 
-  user(content: string): void {
+  user(content: string): HTMLElement {
     this.endTurn();
-    this.add(h('li', { class: 'msg user', 'data-role': 'user' }, h('span', { class: 'who' }, 'You'), h('p', {}, content)));
+    return this.add(h('li', { class: 'msg user', 'data-role': 'user' }, h('span', { class: 'who' }, 'You'), h('p', {}, content)));
   }
 
   note(content: string, source: string): void {
@@ -38,7 +39,10 @@ export class Transcript {
   event(event: ChatEvent): void {
     switch (event.type) {
       case 'text':
-        if (event.name === 'user') return this.user(event.content);
+        if (event.name === 'user') {
+          this.user(event.content);
+          return;
+        }
         if (!this.text) {
           this.textContent = '';
           const body = h('p', { class: 'body' });
@@ -73,6 +77,7 @@ export class Transcript {
         return;
       case 'error':
         this.text = null;
+        if (event.content === STOPPED) return this.stopped();
         this.add(h('li', { class: 'msg error', role: 'alert', 'data-role': 'error' }, `Error: ${event.content}`));
         return;
       case 'stream_meta':
@@ -86,6 +91,19 @@ export class Transcript {
 
   endTurn(): void {
     this.text = null;
+  }
+
+  /**
+   * A reply stopped on request (live, or its marker in history). History also flags the partial
+   * text as cut; "stopped" says more, so the generic "(cut short)" note before it goes.
+   */
+  private stopped(): void {
+    const last = this.el.lastElementChild;
+    if (last?.getAttribute('data-role') === 'assistant') {
+      last.querySelector('.cut')?.remove();
+      last.setAttribute('data-stopped', 'true');
+    }
+    this.add(h('li', { class: 'msg stopped', 'data-role': 'stopped' }, 'Reply stopped.'));
   }
 
   private fileItem(path: string, caption?: string): HTMLElement {

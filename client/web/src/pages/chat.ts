@@ -1,11 +1,17 @@
 /**
  * Chat: the chats of this browser (localStorage) and a "New chat"; the open chat's history, its
- * running reply resumed after a reload (`agent.chat.active` → `agent.chat.stream`), new messages
- * streamed event by event (`agent.chat.send`; the tRPC link resumes with `lastEventId` after a
- * network blip). Stop: the agent cancels a run when a new message arrives or the chat is
- * deleted, so "Stop" offers exactly that.
+ * running reply resumed after a reload (`agent.chat.active` → `agent.chat.stream`).
+ *
+ * Sending: the message goes in the body of a POST (`agent.chat.start`), never in a URL (a long
+ * message in a subscription's query string is refused by servers and proxies); the reply is then
+ * followed with `agent.chat.stream` from the run's first event (the tRPC link resumes with
+ * `lastEventId` after a network blip). Messages over the agent's bound are refused here, inline.
+ *
+ * Stop (button or Escape) ends the run on the agent (`agent.chat.stop`); the chat and its partial
+ * reply stay, marked stopped. Clearing the chat is a separate action, confirmed first.
  */
-import { api, live } from '../api.js';
+import { MESSAGE_MAX_CHARS } from '../../../../server/agent/chat/limits.js';
+import { api, errorCode, live } from '../api.js';
 import { currentChat, listChats, newChatId, removeChat, setCurrentChat, titleFrom, touchChat } from '../agent/chats.js';
 import { onPending } from '../agent/pending.js';
 import { Transcript } from '../agent/transcript.js';
@@ -44,11 +50,10 @@ export function chatPage(): HTMLElement {
   const aside = h('nav', { class: 'chats', 'aria-label': 'Chats' }, newChat, list);
 
   // ----- streaming -----
-  const stopBox = h('div', { class: 'stop-box', hidden: true, role: 'group', 'aria-label': 'Stop the reply' });
   const stop = h('button', { type: 'button', hidden: true, 'data-testid': 'stop' }, 'Stop');
   const setStreaming = (on: boolean) => {
     stop.hidden = !on;
-    if (!on) stopBox.hidden = true;
+    stop.disabled = false;
     status.textContent = on ? 'The agent is replying…' : '';
     form.setAttribute('aria-busy', String(on));
   };
@@ -81,8 +86,28 @@ export function chatPage(): HTMLElement {
     subscription = mine;
   };
 
+  // Send waits while the chat loads (history and a running reply arriving after a new message
+  // would be shown twice) and while a message is on its way.
+  let loading = 0;
+  let sending = false;
+  let fits = true;
+  const updateSend = () => {
+    send.disabled = loading > 0 || sending || !fits;
+  };
+
   // ----- opening a chat: history, then the running reply if there is one -----
   async function open(id: string): Promise<void> {
+    loading++;
+    updateSend();
+    try {
+      await load(id);
+    } finally {
+      loading--;
+      updateSend();
+    }
+  }
+
+  async function load(id: string): Promise<void> {
     end();
     chatId = id;
     setCurrentChat(id);
@@ -90,6 +115,8 @@ export function chatPage(): HTMLElement {
     transcript.clear();
     alert.clear();
     deleteButton.disabled = !listChats().some((c) => c.id === id);
+    clearButton.disabled = deleteButton.disabled;
+    clearBox.hidden = true;
     status.textContent = 'Loading…';
     try {
       const [history, active] = await Promise.all([api.agent.chat.history.query({ chat_id: id, limit: 200 }), api.agent.chat.active.query({ chat_id: id })]);
@@ -111,44 +138,112 @@ export function chatPage(): HTMLElement {
   }
 
   // ----- sending -----
-  const input = h('textarea', { id: 'chat-input', name: 'message', rows: 3, required: true, maxLength: 32000, placeholder: 'Ask your agent…' });
+  // No `maxLength`: the browser would cut a pasted message silently; over the bound it says so instead.
+  const input = h('textarea', { id: 'chat-input', name: 'message', rows: 3, required: true, placeholder: 'Ask your agent…', 'aria-describedby': 'chat-input-error' });
+  const inputError = h('p', { id: 'chat-input-error', class: 'field-error', 'data-testid': 'message-error', 'aria-live': 'polite' });
   const send = h('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
-  const form = h('form', { class: 'composer', 'aria-label': 'Send a message' }, h('label', { for: 'chat-input' }, 'Message'), input, h('div', { class: 'row' }, send, stop));
+  const form = h(
+    'form',
+    { class: 'composer', 'aria-label': 'Send a message' },
+    h('label', { for: 'chat-input' }, 'Message'),
+    input,
+    inputError,
+    h('div', { class: 'row' }, send, stop),
+  );
+  /** Whether the message fits; if not, says by how much, next to the field. */
+  const checkLength = (message: string): boolean => {
+    const over = message.length - MESSAGE_MAX_CHARS;
+    fits = over <= 0;
+    input.setAttribute('aria-invalid', String(!fits));
+    updateSend();
+    inputError.textContent = fits
+      ? ''
+      : `Your message is ${message.length.toLocaleString('en')} characters; the limit is ${MESSAGE_MAX_CHARS.toLocaleString('en')}. Remove ${over.toLocaleString('en')} to send it.`;
+    return fits;
+  };
+  input.oninput = () => checkLength(input.value.trim());
   input.onkeydown = (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       form.requestSubmit();
+    } else if (e.key === 'Escape' && !stop.hidden) {
+      e.preventDefault();
+      void stopReply();
     }
   };
-  form.onsubmit = (e) => {
+  form.onsubmit = async (e) => {
     e.preventDefault();
     const message = input.value.trim();
     if (!message) return;
+    if (!checkLength(message)) {
+      input.focus();
+      return;
+    }
+    // The message stays in the composer until it can go.
+    if (send.disabled) return;
     alert.clear();
-    input.value = '';
-    transcript.user(message);
-    touchChat(chatId, titleFrom(message));
-    deleteButton.disabled = false;
-    renderList();
     // A new message cancels a running reply (the agent does that); its stream ends with `done`.
     const id = chatId;
-    follow((cb) => live.agent.chat.send.subscribe({ message, chat_id: id }, cb));
+    end();
+    const shown = transcript.user(message);
+    input.value = '';
+    sending = true;
+    updateSend();
+    status.textContent = 'Sending…';
+    let failure: unknown;
+    try {
+      const started = await api.agent.chat.start.mutate({ message, chat_id: id });
+      touchChat(id, titleFrom(message));
+      if (chatId !== id) return;
+      deleteButton.disabled = false;
+      clearButton.disabled = false;
+      renderList();
+      follow((cb) => live.agent.chat.stream.subscribe({ chat_id: id, lastEventId: started.last_event_id }, cb));
+    } catch (error) {
+      // Nothing was sent: the message goes back to the composer rather than being lost.
+      failure = error;
+      shown.remove();
+      if (!input.value) input.value = message;
+      if (chatId === id) status.textContent = '';
+    } finally {
+      sending = false;
+      updateSend();
+    }
+    // After updateSend: a rate limit's countdown keeps Send disabled until it may be retried.
+    if (failure !== undefined) alert.fail(failure, send);
   };
 
-  // ----- stop and delete -----
-  const stopAndClear = h('button', { type: 'button', class: 'danger' }, 'Stop and clear this chat');
-  const keepGoing = h('button', { type: 'button' }, 'Keep going');
-  stopBox.append(
-    h('p', {}, 'Your agent stops a reply when you send a new message, or when the chat is cleared. Type a new message, or:'),
-    h('div', { class: 'row' }, stopAndClear, keepGoing),
+  // ----- stop, clear and delete -----
+  async function stopReply(): Promise<void> {
+    stop.disabled = true;
+    try {
+      // The stream itself reports the end: `error` "stopped", then `done`.
+      await api.agent.chat.stop.mutate({ chat_id: chatId });
+    } catch (error) {
+      // The reply ended on its own meanwhile: nothing to stop.
+      if (errorCode(error) === 'RUN_NOT_ACTIVE' || errorCode(error) === 'CHAT_NOT_FOUND') return;
+      stop.disabled = false;
+      alert.fail(error);
+    }
+  }
+  stop.onclick = () => void stopReply();
+
+  const clearButton = h('button', { type: 'button', 'data-testid': 'clear-chat' }, 'Clear chat');
+  const confirmClear = h('button', { type: 'button', class: 'danger' }, 'Clear');
+  const cancelClear = h('button', { type: 'button' }, 'Cancel');
+  const clearBox = h(
+    'div',
+    { class: 'confirm-box', hidden: true, role: 'group', 'aria-label': 'Clear this chat', 'data-testid': 'clear-confirm' },
+    h('p', {}, 'Clear this chat? Its messages are deleted for good (a running reply is stopped first).'),
+    h('div', { class: 'row' }, confirmClear, cancelClear),
   );
-  stop.onclick = () => {
-    stopBox.hidden = false;
-    keepGoing.focus();
+  clearButton.onclick = () => {
+    clearBox.hidden = false;
+    cancelClear.focus();
   };
-  keepGoing.onclick = () => {
-    stopBox.hidden = true;
-    input.focus();
+  cancelClear.onclick = () => {
+    clearBox.hidden = true;
+    clearButton.focus();
   };
   const clear = async () => {
     const id = chatId;
@@ -156,11 +251,13 @@ export function chatPage(): HTMLElement {
     const { deleted } = await api.agent.chat.delete.mutate({ chat_id: id });
     return deleted;
   };
-  stopAndClear.onclick = async () => {
+  confirmClear.onclick = async () => {
+    clearBox.hidden = true;
     try {
       await clear();
       transcript.clear();
-      status.textContent = 'Stopped; the chat is empty.';
+      status.textContent = 'The chat is empty.';
+      input.focus();
     } catch (error) {
       alert.fail(error);
     }
@@ -190,11 +287,11 @@ export function chatPage(): HTMLElement {
   const main = h(
     'div',
     { class: 'chat-main' },
-    h('div', { class: 'chat-head' }, pageHeading('Chat'), deleteButton),
+    h('div', { class: 'chat-head' }, pageHeading('Chat'), h('div', { class: 'row spread' }, clearButton, deleteButton)),
+    clearBox,
     transcript.el,
     status,
     alert.el,
-    stopBox,
     form,
   );
   void open(chatId);
