@@ -14,6 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 import type { Logger } from '../../common/log.js';
 import { agentEntry } from './agent-entry.js';
 import type { EgressGateway, OpenGateway } from './egress-gateway.js';
@@ -24,7 +25,9 @@ import {
   createAgentCgroup,
   detectCgroups,
   probeSandbox,
+  SANDBOX_ARGS_FD,
   sandboxArgs,
+  sandboxArgsData,
   sandboxedCommand,
   type AgentCgroup,
   type CgroupMode,
@@ -120,12 +123,9 @@ export class AgentLauncher {
       if (sandboxed) {
         cgroup = createAgentCgroup(this.cgroupMode, name, this.options);
         const limitsByRlimit = this.cgroupMode === 'none' ? [`--max-old-space-size=${Math.floor(this.options.memoryBytes / 1024 / 1024 / 2)}`] : [];
-        const spec = sandboxedCommand(this.options.bwrap, cgroup, this.options.maxOpenFiles, sandboxArgs({ workspace, runDir }, this.options), [
-          command[0] as string,
-          ...limitsByRlimit,
-          ...command.slice(1),
-        ]);
-        child = spawn(spec.file, spec.args, { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit'] });
+        const spec = sandboxedCommand(this.options.bwrap, cgroup, this.options.maxOpenFiles, [command[0] as string, ...limitsByRlimit, ...command.slice(1)]);
+        child = spawn(spec.file, spec.args, { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
+        (child.stdio[SANDBOX_ARGS_FD] as Writable).end(sandboxArgsData(sandboxArgs({ workspace, runDir }, this.options)));
       } else {
         child = spawn(command[0] as string, command.slice(1), { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit'] });
       }

@@ -29,7 +29,8 @@ import { REPO_ROOT } from '../../common/build.js';
  * secret, which opens nothing its user could not open through the account service anyway.) The agent passes these to bwrap
  * itself (AGENT_EXEC_SANDBOX), so they are defined here, next to the outer policy.
  */
-export const EXEC_SANDBOX_ARGS = ['--unshare-all', '--die-with-parent', '--uid', '1000', '--gid', '1000', '--bind', '/', '/', '--tmpfs', '/run'];
+// A fresh /dev: device nodes bound in from a user namespace's bind of / cannot be opened.
+export const EXEC_SANDBOX_ARGS = ['--unshare-all', '--die-with-parent', '--uid', '1000', '--gid', '1000', '--bind', '/', '/', '--dev', '/dev', '--tmpfs', '/run'];
 
 /** Where the sandbox sees its own files. */
 export const SANDBOX_WORKSPACE = '/workspace';
@@ -176,15 +177,23 @@ export function createAgentCgroup(mode: CgroupMode, name: string, limits: Resour
   };
 }
 
+/** The file descriptor bwrap reads its options from (`--args`). */
+export const SANDBOX_ARGS_FD = 3;
+
 /**
  * The process to spawn for a sandboxed agent: a shell that moves itself into the agent's
  * cgroups and then becomes bwrap (so bwrap and all it starts are inside them from the first
- * instruction), with open files bounded by rlimit.
+ * instruction), with open files bounded by rlimit. bwrap reads its options from SANDBOX_ARGS_FD
+ * (`sandboxArgsData`), not its command line: the sandbox's pid 1 is bwrap, and its command line
+ * would show the agent the host paths of its mounts.
  */
-export function sandboxedCommand(bwrap: string, cgroup: AgentCgroup, maxOpenFiles: number, bwrapArgs: string[], command: string[]): { file: string; args: string[] } {
+export function sandboxedCommand(bwrap: string, cgroup: AgentCgroup, maxOpenFiles: number, command: string[]): { file: string; args: string[] } {
   const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; ulimit -n "$OPEN_FILES" || exit 97; exec "$@"';
   return {
     file: '/bin/sh',
-    args: ['-c', join.replace('$OPEN_FILES', String(maxOpenFiles)), 'agent-sandbox', ...cgroup.procsFiles, '--', bwrap, ...bwrapArgs, '--', ...command],
+    args: ['-c', join.replace('$OPEN_FILES', String(maxOpenFiles)), 'agent-sandbox', ...cgroup.procsFiles, '--', bwrap, '--args', String(SANDBOX_ARGS_FD), '--', ...command],
   };
 }
+
+/** bwrap's options as `--args` reads them: each one NUL-terminated. */
+export const sandboxArgsData = (args: string[]): string => args.map((arg) => `${arg}\0`).join('');

@@ -103,7 +103,7 @@ export function execTool(workspace: string, opts: { timeoutMs: number; sandbox?:
         const result = await runShell(command, { cwd: await realpath(workspace), timeoutMs, signal: ctx.signal, sandbox: opts.sandbox, maxFileBytes: opts.quota.limitBytes });
         if ((await opts.quota.remaining()) > 0) return result;
         const error = quotaExceeded(opts.quota.limitBytes);
-        return { ...result, error: { code: error.code, message: error.message } };
+        return { ...result, error: { code: error.appCode, message: error.message } };
       },
     }),
   };
