@@ -10,6 +10,7 @@ import { createHttpApp, finishHttpApp, listen, type RunningServer } from '../../
 import { createLogger } from '../../server/common/log.js';
 import { serveWebClient } from '../../server/account/web.js';
 import { startTestAccount, startTestAgent, tempDir, type TestAccount, type TestAgent } from '../support/servers.js';
+import { testDeviceId } from '../support/devices.js';
 
 const FRONTEND = 'http://127.0.0.1:5999';
 
@@ -48,7 +49,7 @@ describe('security headers', () => {
       [`${account.url}/.well-known/jwks.json`, {}],
       [`${account.url}/api/v1/auth/me`, {}],
       [`${account.url}/api/v1/nope`, {}],
-      [`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"device_id":"h"}' }],
+      [`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('h') }) }],
       [`${account.url}/trpc/tokens.me`, {}],
     ] as const) {
       const res = await fetch(url, init);
