@@ -69,7 +69,7 @@ describe('REST proxy to the user own agent', () => {
     const token = await fullUser('proxy-headers');
     const res = await fetch(`${api}/agent/health`, { headers: asUser(token) });
     expect(res.status).toBe(200);
-    const agent = await account.services.store.db.agent.findFirst({ where: { user: { identities: { some: { subject: 'proxy-headers' } } } } });
+    const agent = await account.services.store.db.agent.findFirst({ where: { user: { identities: { some: { subject: testDeviceId('proxy-headers') } } } } });
     const secret = agent ? (await account.services.agents.registry.byName(agent.name))?.secret : undefined;
     expect(secret).toBeTruthy();
     const all = JSON.stringify([...res.headers]);
