@@ -44,7 +44,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   const api = express.Router();
   mountAccountBridge(api, services, contextFor, config.baseUrl);
   app.use('/api/v1', api);
-  if (!serveWebClient(app)) log.warn('web client not built (npm run build:web): only the APIs are served');
+  if (!serveWebClient(app, undefined, config.captcha?.provider)) log.warn('web client not built (npm run build:web): only the APIs are served');
   finishHttpApp(app);
   const server = await listen(app, config.host, config.port);
   log.info({ url: server.url, store: services.store.kind }, 'account service listening');

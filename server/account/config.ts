@@ -3,6 +3,10 @@ import { z } from 'zod';
 import { httpUrl, logLevel, optionalString, parseConfig, port } from '../common/config.js';
 import { parseModelSpec } from '../agent/chat/model-spec.js';
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
+import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js';
+
+const count = (fallback: number, min: number, max: number) =>
+  z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
 
 const intSetting = (fallback: number, { min, max }: { min: number; max: number }) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
@@ -60,8 +64,12 @@ const schema = z
     DEV_OUTBOX: optionalString.pipe(z.enum(['0', '1']).optional()),
     NODE_ENV: optionalString,
     RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
+    IPV6_SUBNET: count(64, 32, 128),
+    GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000),
+    GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000),
     LOG_LEVEL: logLevel,
     ...oauthEnv,
+    ...captchaEnv,
   })
   .superRefine((env, ctx) => {
     // The outbox page shows every sign-in link and code: never where real people sign in.
@@ -74,6 +82,7 @@ const schema = z
       }
     }
     if (env.DEV_OUTBOX === '1' && env.SMTP_URL) ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'lists the local outbox, which is not used when SMTP_URL is set' });
+    for (const [name, message] of captchaProblems(env)) ctx.addIssue({ code: 'custom', path: [name], message });
   })
   .transform((env) => {
     const baseUrl = (env.BASE_URL ?? `http://${env.HOST === '0.0.0.0' ? '127.0.0.1' : env.HOST}:${env.PORT}`).replace(/\/$/, '');
@@ -87,6 +96,13 @@ const schema = z
       frontendUrl: (env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''),
       redisUrl: env.REDIS_URL,
       rateLimitMultiplier: env.RATE_LIMIT_MULTIPLIER,
+      /** Rate limits count an IPv6 client on this prefix length (ratelimit/client-key.ts). */
+      ipv6Subnet: env.IPV6_SUBNET,
+      /** New guests per client per day and service-wide per hour (ratelimit/policy.ts). */
+      guestSignupsPerDay: env.GUEST_SIGNUPS_PER_DAY,
+      guestSignupsPerHour: env.GUEST_SIGNUPS_PER_HOUR,
+      /** Unset: no CAPTCHA (captcha/). */
+      captcha: captchaConfig(env),
       agentProvisioner: env.AGENT_PROVISIONER,
       agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
       agentSecretsKey: env.AGENT_SECRETS_KEY,

@@ -15,6 +15,7 @@ import { EmailSignIn } from './auth/email/service.js';
 import type { AccountConfig } from './config.js';
 import { OAuthProviders } from './auth/oauth/providers.js';
 import { RateLimits } from './ratelimit/limits.js';
+import { Captcha } from './captcha/siteverify.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
@@ -31,6 +32,8 @@ export interface AccountServices {
   email: EmailSignIn;
   /** Provider A and B for browser OAuth and native ID tokens (discovery cached). */
   oauth: OAuthProviders;
+  /** Unset when CAPTCHA_PROVIDER is not. */
+  captcha: Captcha | undefined;
   close(): Promise<void>;
 }
 
@@ -39,7 +42,12 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
   const keys = await loadSigningKeys(config.signingKeysFile);
   const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
-  const rateLimits = new RateLimits(config.redisUrl, config.rateLimitMultiplier);
+  const rateLimits = new RateLimits({
+    redisUrl: config.redisUrl,
+    multiplier: config.rateLimitMultiplier,
+    ipv6Subnet: config.ipv6Subnet,
+    limits: { 'guest.signups.client.daily': config.guestSignupsPerDay, 'guest.signups.hourly': config.guestSignupsPerHour },
+  });
   const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
   const provisioner =
     config.agentProvisioner === 'static'
@@ -68,6 +76,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     mail,
     email,
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
+    captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
     async close() {
       await provisioner.close();
       await mail.close();
