@@ -14,6 +14,7 @@ import { lastUserText, startScriptedModel, type ScriptedModel } from '../support
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { events, openSse, readFrames } from '../support/sse.js';
 import { until } from '../chat/helpers.js';
+import { testDeviceId } from '../support/devices.js';
 
 let account: TestAccount;
 let model: ScriptedModel;
@@ -42,7 +43,7 @@ afterAll(async () => {
 });
 
 const guest = async (deviceId: string): Promise<Pair> => {
-  const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) });
+  const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
   return (await res.json()) as Pair;
 };
 const bearer = (pair: Pair) => ({ authorization: `Bearer ${pair.access_token}` });
