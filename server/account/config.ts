@@ -34,6 +34,9 @@ const schema = z
     AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }),
     AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }),
     AGENT_EGRESS_ALLOW: optionalString,
+    MODEL_DAILY_TOKENS: intSetting(2_000_000, { min: 0, max: Number.MAX_SAFE_INTEGER }),
+    MODEL_DAILY_TOKENS_GUEST: intSetting(200_000, { min: 0, max: Number.MAX_SAFE_INTEGER }),
+    MODEL_DAILY_TOKENS_GUESTS_TOTAL: intSetting(0, { min: 0, max: Number.MAX_SAFE_INTEGER }),
     AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }),
     AGENT_WORKSPACE_QUOTA_MB_GUEST: intSetting(100, { min: 1, max: 1_048_576 }),
     // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
@@ -117,6 +120,8 @@ const schema = z
       },
       /** Disk quota of a workspace, by who owns it (a guest who signs up gets the larger one at the agent's next start). */
       workspaceQuotaMb: { account: env.AGENT_WORKSPACE_QUOTA_MB, guest: env.AGENT_WORKSPACE_QUOTA_MB_GUEST },
+      /** Tokens per UTC day; 0: no ceiling (agents/model-usage.ts). */
+      modelBudget: { account: env.MODEL_DAILY_TOKENS, guest: env.MODEL_DAILY_TOKENS_GUEST, guestsTotal: env.MODEL_DAILY_TOKENS_GUESTS_TOTAL },
       egress: {
         model: env.MODEL,
         modelApiKey: env.MODEL_API_KEY,

@@ -3,9 +3,12 @@
  * Domain modules take what they need from here as explicit arguments.
  */
 import path from 'node:path';
+import { Counter } from 'prom-client';
 import type { Logger } from '../common/log.js';
+import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/launcher.js';
+import { ModelBudget } from './agents/model-usage.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
 import { loadSecretBox } from './agents/secrets.js';
@@ -34,6 +37,10 @@ export interface AccountServices {
   oauth: OAuthProviders;
   /** Unset when CAPTCHA_PROVIDER is not. */
   captcha: Captcha | undefined;
+  /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
+  metrics: ServiceMetrics;
+  /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
+  modelBudget: ModelBudget;
   close(): Promise<void>;
 }
 
@@ -48,6 +55,18 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     ipv6Subnet: config.ipv6Subnet,
     limits: { 'guest.signups.client.daily': config.guestSignupsPerDay, 'guest.signups.hourly': config.guestSignupsPerHour },
   });
+  const metrics = createMetrics('account');
+  const modelTokens = new Counter({
+    name: 'model_tokens_total',
+    help: 'Model tokens spent by local agents, by direction and kind of user',
+    labelNames: ['direction', 'user'],
+    registers: [metrics.registry],
+  });
+  const isGuest = async (userId: string) => (await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } }))?.isGuest ?? true;
+  const modelBudget = new ModelBudget(store.sql, config.modelBudget, isGuest, (usage, guest) => {
+    modelTokens.inc({ direction: 'in', user: guest ? 'guest' : 'account' }, usage.tokensIn);
+    modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
+  });
   const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
   const provisioner =
     config.agentProvisioner === 'static'
@@ -56,11 +75,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
-          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
-          workspaceQuotaMb: async (userId) => {
-            const user = await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } });
-            return user?.isGuest ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account;
-          },
+          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelBudget), log),
+          workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
         });
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
@@ -73,6 +89,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     tokens,
     rateLimits,
     agents: { registry, provisioner },
+    metrics,
+    modelBudget,
     mail,
     email,
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),

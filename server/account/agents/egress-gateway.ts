@@ -6,18 +6,37 @@
  * operator's provider keys live here, not in the sandbox: the gateway sets them on the way out
  * and drops whatever credentials the agent sent for that origin. Everything else gets 403
  * EGRESS_DENIED. Answers stream back as they arrive (model streams, Telegram long polls).
+ *
+ * Calls to the model are metered (model-usage.ts): refused with 429 while the owner's daily
+ * budget is spent, and their token usage is read from the answer as it passes and recorded.
  */
 import { rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { parseModelSpec } from '../../agent/chat/model-spec.js';
+import { UsageScanner, type TokenUsage } from './model-usage.js';
 
 export interface EgressRoute {
   /** `https://api.openai.com`, `http://127.0.0.1:11434` … */
   origin: URL;
   /** Set on every request to this origin, replacing any the agent sent. */
   credentials: Record<string, string>;
+  /** The model provider: calls are metered against the owner's budget. */
+  model?: boolean;
+}
+
+/** Who an agent's gateway serves. */
+export interface GatewayOwner {
+  agentId: string;
+  userId?: string;
+}
+
+/** The budget the gateway holds model calls against (model-usage.ts). */
+export interface ModelMeter {
+  check(userId: string): Promise<void>;
+  record(userId: string, usage: TokenUsage): Promise<void>;
 }
 
 export interface EgressSettings {
@@ -37,11 +56,11 @@ const bearer = (key: string | undefined): Record<string, string> => (key ? { aut
 /** The allowlist and the credentials each origin gets, from the configuration. */
 export function egressRoutes(settings: EgressSettings): EgressRoute[] {
   const routes: EgressRoute[] = [];
-  const add = (origin: string, credentials: Record<string, string> = {}) => routes.push({ origin: new URL(new URL(origin).origin), credentials });
+  const add = (origin: string, credentials: Record<string, string> = {}, model = false) => routes.push({ origin: new URL(new URL(origin).origin), credentials, model });
   const spec = settings.model ? parseModelSpec(settings.model) : undefined;
-  if (spec?.provider === 'openai-compatible') add(spec.baseURL, bearer(settings.modelApiKey));
-  if (spec?.provider === 'openai') add(settings.openaiBaseUrl ?? 'https://api.openai.com', bearer(settings.openaiApiKey));
-  if (spec?.provider === 'anthropic') add(settings.anthropicBaseUrl ?? 'https://api.anthropic.com', settings.anthropicApiKey ? { 'x-api-key': settings.anthropicApiKey } : {});
+  if (spec?.provider === 'openai-compatible') add(spec.baseURL, bearer(settings.modelApiKey), true);
+  if (spec?.provider === 'openai') add(settings.openaiBaseUrl ?? 'https://api.openai.com', bearer(settings.openaiApiKey), true);
+  if (spec?.provider === 'anthropic') add(settings.anthropicBaseUrl ?? 'https://api.anthropic.com', settings.anthropicApiKey ? { 'x-api-key': settings.anthropicApiKey } : {}, true);
   add(settings.telegramApiRoot);
   for (const entry of settings.allow) add(entry.includes('://') ? entry : `https://${entry}`);
   return routes;
@@ -85,7 +104,11 @@ export interface OpenGateway {
 export class EgressGateway {
   private readonly routes = new Map<string, EgressRoute>();
 
-  constructor(routes: EgressRoute[], private readonly log: Logger) {
+  constructor(
+    routes: EgressRoute[],
+    private readonly log: Logger,
+    private readonly meter?: ModelMeter,
+  ) {
     // First route wins: the model's credentials are not replaced by an AGENT_EGRESS_ALLOW entry for the same origin.
     for (const route of routes) if (!this.routes.has(hostKey(route.origin))) this.routes.set(hostKey(route.origin), route);
   }
@@ -96,9 +119,9 @@ export class EgressGateway {
   }
 
   /** Serves one agent's gateway on `socketPath` until closed. */
-  async open(socketPath: string, agentId: string): Promise<OpenGateway> {
+  async open(socketPath: string, owner: GatewayOwner): Promise<OpenGateway> {
     rmSync(socketPath, { force: true });
-    const server = http.createServer((req, res) => this.forward(req, res, agentId));
+    const server = http.createServer((req, res) => void this.forward(req, res, owner));
     server.requestTimeout = 0; // long polls and model streams
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -113,7 +136,8 @@ export class EgressGateway {
     };
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, agentId: string): void {
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse, owner: GatewayOwner): Promise<void> {
+    const { agentId } = owner;
     const host = (req.headers.host ?? '').toLowerCase();
     const route = this.routes.get(host.includes(':') ? host : `${host}:80`);
     if (!route || !req.url?.startsWith('/')) {
@@ -121,6 +145,18 @@ export class EgressGateway {
       return deny(res, 403, 'EGRESS_DENIED', `${host || 'This host'} is not on this service's egress allowlist`);
     }
     const { origin, credentials } = route;
+    const metered = route.model && owner.userId && this.meter ? { userId: owner.userId, meter: this.meter } : undefined;
+    if (metered) {
+      try {
+        await metered.meter.check(metered.userId);
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        // OpenAI's shape for a spent quota, which clients know not to retry.
+        res.writeHead(error.status, { 'content-type': 'application/json', ...error.headers });
+        res.end(JSON.stringify({ error: { message: `${error.appCode}: ${error.message}`, type: 'insufficient_quota', code: error.appCode } }));
+        return;
+      }
+    }
     const dropCredentials = Object.keys(credentials).length > 0;
     const upstream = (origin.protocol === 'https:' ? https : http).request({
       protocol: origin.protocol,
@@ -132,6 +168,14 @@ export class EgressGateway {
     });
     upstream.on('response', (answer) => {
       res.writeHead(answer.statusCode ?? 502, forwarded(answer.headers, false));
+      if (metered && (answer.statusCode ?? 0) < 300) {
+        const scanner = new UsageScanner();
+        answer.on('data', (chunk: Buffer) => scanner.push(chunk));
+        // Recorded when the answer is complete, or as far as it came when the agent stopped reading.
+        answer.once('close', () => {
+          metered.meter.record(metered.userId, scanner.end()).catch((error: unknown) => this.log.error({ err: error, agentId }, 'recording model usage failed'));
+        });
+      }
       answer.pipe(res);
       answer.on('error', () => res.destroy());
     });

@@ -36,7 +36,7 @@ type ActionOf<I> = AgentAction | ((input: I) => AgentAction);
 /** The caller's own agent, after the guest policy admitted the action. */
 async function agentOf<I>(ctx: UserContext, action: ActionOf<I> | undefined, input: I): Promise<AgentClient> {
   const name = typeof action === 'function' ? action(input) : (action ?? 'other');
-  await admitAgentAction(name, ctx.user, ctx.services.rateLimits);
+  await admitAgentAction(name, ctx.user, ctx.services.rateLimits, ctx.services.modelBudget);
   return agentClient(await ctx.services.agents.provisioner.agentFor(ctx.user.userId));
 }
 
