@@ -34,6 +34,7 @@ const schema = z
     AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }),
     AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }),
     AGENT_EGRESS_ALLOW: optionalString,
+    AGENT_EXEC_NETWORK: z.preprocess((v) => (v === '' || v === undefined ? 'none' : v), z.enum(['none', 'allowlist'])),
     MODEL_DAILY_TOKENS: intSetting(2_000_000, { min: 0, max: Number.MAX_SAFE_INTEGER }),
     MODEL_DAILY_TOKENS_GUEST: intSetting(200_000, { min: 0, max: Number.MAX_SAFE_INTEGER }),
     MODEL_DAILY_TOKENS_GUESTS_TOTAL: intSetting(0, { min: 0, max: Number.MAX_SAFE_INTEGER }),
@@ -117,6 +118,7 @@ const schema = z
         cpuPercent: env.AGENT_CPU_PERCENT,
         maxOpenFiles: env.AGENT_MAX_OPEN_FILES,
         tmpBytes: env.AGENT_TMP_MB * 1024 * 1024,
+        execNetwork: env.AGENT_EXEC_NETWORK,
       },
       /** Disk quota of a workspace, by who owns it (a guest who signs up gets the larger one at the agent's next start). */
       workspaceQuotaMb: { account: env.AGENT_WORKSPACE_QUOTA_MB, guest: env.AGENT_WORKSPACE_QUOTA_MB_GUEST },

@@ -7,12 +7,18 @@
  * and drops whatever credentials the agent sent for that origin. Everything else gets 403
  * EGRESS_DENIED. Answers stream back as they arrive (model streams, Telegram long polls).
  *
+ * With AGENT_EXEC_NETWORK=allowlist, exec commands reach the same gateway through the agent's
+ * relay (server/agent/net/exec-relay.ts) as through an HTTP proxy: absolute-form requests
+ * (`GET http://host/path`) and CONNECT tunnels (https) to allow-listed hosts; nothing else.
+ *
  * Calls to the model are metered (model-usage.ts): refused with 429 while the owner's daily
  * budget is spent, and their token usage is read from the answer as it passes and recorded.
  */
 import { rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { parseModelSpec } from '../../agent/chat/model-spec.js';
@@ -122,6 +128,7 @@ export class EgressGateway {
   async open(socketPath: string, owner: GatewayOwner): Promise<OpenGateway> {
     rmSync(socketPath, { force: true });
     const server = http.createServer((req, res) => void this.forward(req, res, owner));
+    server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => this.tunnel(req, client, head, owner));
     server.requestTimeout = 0; // long polls and model streams
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -136,11 +143,40 @@ export class EgressGateway {
     };
   }
 
+  /** The allowed route for `host:port` (port 80 when missing). */
+  private routeFor(hostPort: string): EgressRoute | undefined {
+    const host = hostPort.toLowerCase();
+    return this.routes.get(host.includes(':') ? host : `${host}:80`);
+  }
+
+  /** CONNECT host:port: a raw tunnel to an allow-listed host, no credentials added (TLS is end to end). */
+  private tunnel(req: http.IncomingMessage, client: Duplex, head: Buffer, owner: GatewayOwner): void {
+    const target = req.url ?? '';
+    const route = /^[^\s/]+:\d+$/.test(target) ? this.routeFor(target) : undefined;
+    if (!route) {
+      this.log.warn({ agentId: owner.agentId, host: target, method: 'CONNECT' }, 'egress refused: host not on the allowlist');
+      client.end('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_DENIED: not on this service\'s egress allowlist\n');
+      return;
+    }
+    const upstream = net.connect(Number(route.origin.port || (route.origin.protocol === 'https:' ? 443 : 80)), route.origin.hostname, () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+    client.on('close', () => upstream.destroy());
+  }
+
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, owner: GatewayOwner): Promise<void> {
     const { agentId } = owner;
-    const host = (req.headers.host ?? '').toLowerCase();
-    const route = this.routes.get(host.includes(':') ? host : `${host}:80`);
-    if (!route || !req.url?.startsWith('/')) {
+    // Origin form from the agent itself (destination in Host); absolute form from exec's proxy clients.
+    const absolute = req.url && !req.url.startsWith('/') ? URL.parse(req.url) : null;
+    const host = absolute ? `${absolute.hostname}:${absolute.port || (absolute.protocol === 'https:' ? 443 : 80)}` : (req.headers.host ?? '');
+    const path = absolute ? `${absolute.pathname}${absolute.search}` : req.url;
+    const route = this.routeFor(host);
+    if (!route || !path?.startsWith('/') || (absolute && absolute.protocol !== 'http:')) {
       this.log.warn({ agentId, host, method: req.method }, 'egress refused: host not on the allowlist');
       return deny(res, 403, 'EGRESS_DENIED', `${host || 'This host'} is not on this service's egress allowlist`);
     }
@@ -163,7 +199,7 @@ export class EgressGateway {
       hostname: origin.hostname,
       port: origin.port || undefined,
       method: req.method,
-      path: req.url,
+      path,
       headers: { ...forwarded(req.headers, dropCredentials), host: origin.host, ...credentials },
     });
     upstream.on('response', (answer) => {

@@ -19,7 +19,9 @@ import type { Logger } from '../../common/log.js';
 import { agentEntry } from './agent-entry.js';
 import type { EgressGateway, OpenGateway } from './egress-gateway.js';
 import {
+  EXEC_PROXY,
   EXEC_SANDBOX_ARGS,
+  EXEC_SANDBOX_ARGS_WITH_EGRESS,
   SANDBOX_RUN_DIR,
   SANDBOX_WORKSPACE,
   createAgentCgroup,
@@ -43,6 +45,8 @@ export interface LauncherOptions extends ResourceLimits {
   maxOpenFiles: number;
   /** Size of each sandbox's private /tmp (memory-backed, counted in its memory limit). */
   tmpBytes: number;
+  /** AGENT_EXEC_NETWORK: `none` (default) or `allowlist` (the agent's egress allowlist, through its gateway). */
+  execNetwork: 'none' | 'allowlist';
 }
 
 export type LaunchMode = 'sandboxed' | 'no-exec' | 'unsandboxed';
@@ -126,7 +130,7 @@ export class AgentLauncher {
       AGENT_EGRESS_SOCKET: path.join(seen.runDir, EGRESS_SOCKET),
       AGENT_WORKSPACE: seen.workspace,
       ...(mode === 'no-exec' ? { AGENT_EXEC: 'off' } : {}),
-      ...(sandboxed ? { PATH: SANDBOX_PATH, AGENT_EXEC_SANDBOX: JSON.stringify([this.options.bwrap, ...EXEC_SANDBOX_ARGS]) } : {}),
+      ...(sandboxed ? { PATH: SANDBOX_PATH, ...this.execSettings() } : {}),
     };
     const command = [process.execPath, ...agentEntry().args];
     let cgroup: AgentCgroup = { procsFiles: [], remove() {} };
@@ -149,6 +153,13 @@ export class AgentLauncher {
     this.launches.set(child, { runDir, gateway, cgroup });
     child.once('exit', () => void this.release(child));
     return { child, url: unixAgentUrl(path.join(runDir, SOCKET)) };
+  }
+
+  /** How a sandboxed agent runs exec: the nested sandbox, and its proxy when commands may use the allowlist. */
+  private execSettings(): NodeJS.ProcessEnv {
+    const { bwrap, execNetwork } = this.options;
+    if (execNetwork === 'allowlist') return { AGENT_EXEC_SANDBOX: JSON.stringify([bwrap, ...EXEC_SANDBOX_ARGS_WITH_EGRESS]), AGENT_EXEC_PROXY: EXEC_PROXY };
+    return { AGENT_EXEC_SANDBOX: JSON.stringify([bwrap, ...EXEC_SANDBOX_ARGS]) };
   }
 
   /**

@@ -33,6 +33,13 @@ import { REPO_ROOT } from '../../common/build.js';
 // A fresh /dev: device nodes bound in from a user namespace's bind of / cannot be opened.
 export const EXEC_SANDBOX_ARGS = ['--unshare-all', '--die-with-parent', '--uid', '1000', '--gid', '1000', '--bind', '/', '/', '--dev', '/dev', '--tmpfs', '/run'];
 
+/**
+ * AGENT_EXEC_NETWORK=allowlist: the same, but in the agent's network namespace, where the only way
+ * out is the agent's relay to its egress gateway (EXEC_PROXY), which commands get as their proxy.
+ */
+export const EXEC_SANDBOX_ARGS_WITH_EGRESS = [...EXEC_SANDBOX_ARGS, '--share-net'];
+export const EXEC_PROXY = 'http://127.0.0.1:3128';
+
 const run = promisify(execFile);
 
 /** Where the sandbox sees its own files. */
