@@ -143,7 +143,7 @@ describe('PATCH /chats/{chat_id}', () => {
   });
 
   it('needs the agent secret for both paths', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }] as Array<Record<string, string>>) {
       expect((await fetch(`${rig.agent.url}/chats`, { headers })).status).toBe(401);
       const res = await fetch(`${rig.agent.url}/chats/target-chat`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/json' }, body: '{"title":"x"}' });
       expect(res.status).toBe(401);

@@ -105,7 +105,7 @@ describe('the chat list through the proxy', () => {
   it('needs a valid access token: nothing reaches an agent without one', async () => {
     const pair = await guest('chats-auth');
     await chat(pair, 'kept', 'keep this title');
-    for (const headers of [{}, { authorization: 'Bearer not.a.token' }, { authorization: `Bearer ${pair.refresh_token}` }]) {
+    for (const headers of [{}, { authorization: 'Bearer not.a.token' }, { authorization: `Bearer ${pair.refresh_token}` }] as Array<Record<string, string>>) {
       expect((await fetch(`${api}/agent/chats`, { headers })).status).toBe(401);
       expect((await restRename('kept', { title: 'x' }, headers)).status).toBe(401);
     }

@@ -6,7 +6,7 @@ import { account } from '../api.js';
 import { dismissPending, onPending, startPendingPoll, stopPendingPoll, storedPending } from '../agent/pending.js';
 import { alertBox, h } from '../dom.js';
 import { go, navigate, onLeave } from '../router.js';
-import { clearTokens, saveTokens, type TokenPair } from '../session.js';
+import { clearTokens, forgetAccountData, saveTokens, type TokenPair } from '../session.js';
 import { emailForm } from '../signin/email.js';
 import { walletMethod } from '../signin/wallet.js';
 import { oauthButtons } from '../signin/oauth.js';
@@ -24,6 +24,7 @@ export function signedOut(): void {
   stopPendingPoll();
   forgetMe();
   clearTokens();
+  forgetAccountData();
   navigate('/');
 }
 
