@@ -1,7 +1,7 @@
 /**
  * A chat transcript: user and assistant messages, tool calls and files, rendered as events
- * arrive (a text delta extends the assistant message in progress). An ordered list with
- * role="log", so screen readers hear new messages without losing their place.
+ * arrive (a text delta extends the assistant message in progress). An ordered list inside a
+ * role="log" region, so screen readers hear new messages without losing their place.
  *
  * Assistant text is Markdown, rendered through the sanitizer (markdown.ts); everything else (the
  * user's words, tool input, file names) only ever becomes text nodes. The list follows the
@@ -18,21 +18,23 @@ import type { ChatEvent } from './types.js';
 const NEAR_BOTTOM_PX = 48;
 
 export class Transcript {
-  readonly el = h('ol', { class: 'transcript', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation', 'data-testid': 'transcript', tabIndex: 0 });
+  /** The messages; `view` is the scrolling, focusable log around them. */
+  private readonly el = h('ol', { class: 'messages' });
+  readonly view = h('div', { class: 'transcript', role: 'log', 'aria-label': 'Conversation', 'data-testid': 'transcript', tabIndex: 0 }, this.el);
   readonly jump = h('button', { type: 'button', class: 'jump small', hidden: true, 'data-testid': 'jump-latest' }, 'Jump to latest ↓');
   /** The assistant message in progress, its raw text, and whether a render is queued. */
   private text: { body: HTMLElement; raw: string; queued: boolean } | null = null;
   private following = true;
 
   constructor() {
-    this.el.addEventListener('scroll', () => {
-      this.following = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight <= NEAR_BOTTOM_PX;
+    this.view.addEventListener('scroll', () => {
+      this.following = this.view.scrollHeight - this.view.scrollTop - this.view.clientHeight <= NEAR_BOTTOM_PX;
       if (this.following) this.jump.hidden = true;
     });
     this.jump.onclick = () => {
       this.following = true;
       this.toBottom();
-      this.el.focus();
+      this.view.focus();
     };
   }
 
@@ -44,7 +46,7 @@ export class Transcript {
   }
 
   private toBottom(): void {
-    this.el.scrollTop = this.el.scrollHeight;
+    this.view.scrollTop = this.view.scrollHeight;
     this.jump.hidden = true;
   }
 

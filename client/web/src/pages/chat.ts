@@ -468,7 +468,7 @@ export function chatPage(): HTMLElement {
     renameBox,
     clearBox,
     connection,
-    h('div', { class: 'transcript-wrap' }, transcript.el, transcript.jump),
+    h('div', { class: 'transcript-wrap' }, transcript.view, transcript.jump),
     status,
     alert.el,
     form,

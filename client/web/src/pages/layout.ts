@@ -57,6 +57,16 @@ function inbox(): HTMLElement {
   return box;
 }
 
+/** Past the navigation to the page; focus moves without a new history entry (the router would re-render). */
+function skipLink(): HTMLElement {
+  const link = h('a', { class: 'skip-link', href: '#content' }, 'Skip to content');
+  link.onclick = (e) => {
+    e.preventDefault();
+    document.getElementById('content')?.focus();
+  };
+  return link;
+}
+
 export function layout(page: () => HTMLElement): HTMLElement {
   startPendingPoll();
   const who = h('p', { 'data-testid': 'signed-in', class: 'who' }, 'Signed in.');
@@ -101,10 +111,11 @@ export function layout(page: () => HTMLElement): HTMLElement {
   return h(
     'div',
     { class: 'shell' },
+    skipLink(),
     h('header', { class: 'top' }, h('div', { class: 'row spread' }, h('span', { class: 'brand' }, 'Your agent'), h('div', { class: 'row' }, who, signOutButton)), nav),
     guestBanner,
     inbox(),
-    h('main', { id: 'content' }, page()),
+    h('main', { id: 'content', tabIndex: -1 }, page()),
   );
 }
 
