@@ -1,4 +1,4 @@
-import AxeBuilder from '@axe-core/playwright';
+import { AxeBuilder } from '@axe-core/playwright';
 import { expect, test, type Browser, type Page } from '@playwright/test';
 import { agentProcesses, killNow } from './support/agents.js';
 import { XSS_FILE } from './support/xss.js';
@@ -28,6 +28,8 @@ async function signInAsGuest(page: Page, device: string): Promise<void> {
 }
 
 async function send(page: Page, message: string): Promise<void> {
+  // Send waits while the chat loads (the agent may still be starting).
+  await expect(page.getByTestId('send')).toBeEnabled({ timeout: 20_000 });
   await composer(page).fill(message);
   await composer(page).press('Enter');
 }
@@ -117,8 +119,9 @@ test('Markdown renders; model output, file names and titles never run script or 
 });
 
 test('the agent killed mid-reply: the page says so, marks the reply cut off, and the next message goes through', async ({ page }) => {
-  await signInAsGuest(page, `e2e-kill-${Date.now()}`);
+  // The page starts the account's agent as soon as it lists the chats, at sign-in.
   const before = new Set(agentProcesses().keys());
+  await signInAsGuest(page, `e2e-kill-${Date.now()}`);
   await send(page, 'hello');
   await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);
   const mine = [...agentProcesses()].filter(([agent]) => !before.has(agent));
@@ -244,7 +247,7 @@ test('axe finds no serious or critical violation on any page, at desktop and at 
     await page.setViewportSize({ width, height: 800 });
     for (const path of pages) {
       await page.goto(path);
-      await expect(page.locator('h1')).toBeVisible();
+      await expect(page.locator('h1.page-title')).toBeVisible();
       await expect(page.getByText('Loading…')).toHaveCount(0);
       expect(await axeProblems(page), `${path} at ${width}`).toEqual([]);
       expect(await overflow(page), `${path} at ${width}`).toBe(0);

@@ -55,6 +55,13 @@ purify.addHook('afterSanitizeAttributes', (node) => {
 export function renderMarkdown(text: string): DocumentFragment {
   const html = marked.parse(text) as string;
   const fragment = purify.sanitize(html, { ALLOWED_TAGS, ALLOWED_ATTR, RETURN_DOM_FRAGMENT: true, ALLOW_DATA_ATTR: false, ALLOW_ARIA_ATTR: false });
+  // The model's headings sit under the page's own (h1) and the message: h1 → h3 … h6.
+  for (const heading of fragment.querySelectorAll('h1, h2, h3, h4, h5, h6')) {
+    const level = Math.min(6, Number(heading.tagName[1]) + 2);
+    const lower = document.createElement(`h${level}`);
+    lower.append(...heading.childNodes);
+    heading.replaceWith(lower);
+  }
   for (const code of fragment.querySelectorAll('pre > code')) {
     const language = /language-([\w+-]+)/.exec(code.className)?.[1];
     const source = code.textContent ?? '';
@@ -64,12 +71,16 @@ export function renderMarkdown(text: string): DocumentFragment {
       code.classList.add('hljs');
     }
     const pre = code.parentElement as HTMLElement;
-    pre.replaceWith(codeBlock(pre, source, language));
+    const block = codeBlock(source, language);
+    pre.before(block);
+    pre.tabIndex = 0;
+    block.append(pre);
   }
   return fragment;
 }
 
-function codeBlock(pre: HTMLElement, source: string, language: string | undefined): HTMLElement {
+/** The frame of a code block: its language and a copy button (the `pre` goes in after). */
+function codeBlock(source: string, language: string | undefined): HTMLElement {
   const copy = h('button', { type: 'button', class: 'small copy', 'aria-label': `Copy ${language ?? 'code'}` }, 'Copy');
   copy.onclick = async () => {
     try {
@@ -80,6 +91,5 @@ function codeBlock(pre: HTMLElement, source: string, language: string | undefine
     }
     setTimeout(() => (copy.textContent = 'Copy'), 2000);
   };
-  pre.tabIndex = 0;
-  return h('div', { class: 'code-block' }, h('div', { class: 'code-head' }, h('span', {}, language ?? 'code'), copy), pre);
+  return h('div', { class: 'code-block' }, h('div', { class: 'code-head' }, h('span', {}, language ?? 'code'), copy));
 }

@@ -122,10 +122,15 @@ export function chatPage(): HTMLElement {
     status.textContent = on ? 'The agent is replying…' : '';
     form.setAttribute('aria-busy', String(on));
   };
+  /** Forgets the current subscription before ending it: unsubscribing calls its `onComplete`. */
+  const unfollow = () => {
+    const current = subscription;
+    subscription = null;
+    current?.unsubscribe();
+  };
   const end = () => {
     clearTimeout(retryTimer);
-    subscription?.unsubscribe();
-    subscription = null;
+    unfollow();
     setStreaming(false);
   };
 
@@ -134,7 +139,7 @@ export function chatPage(): HTMLElement {
    * A drop hands over to `resume`, which continues after the last event that arrived.
    */
   const follow = (id: string, lastEventId?: string) => {
-    subscription?.unsubscribe();
+    unfollow();
     setStreaming(true);
     let last = lastEventId;
     let resuming = lastEventId !== undefined;
@@ -145,8 +150,7 @@ export function chatPage(): HTMLElement {
     };
     const dropped = () => {
       if (subscription !== mine) return;
-      mine.unsubscribe();
-      subscription = null;
+      unfollow();
       resume(id, last);
     };
     const mine = live.agent.chat.stream.subscribe(
@@ -367,7 +371,8 @@ export function chatPage(): HTMLElement {
   }
   stop.onclick = () => void stopReply();
 
-  const renameButton = h('button', { type: 'button', 'data-testid': 'rename-chat' }, 'Rename');
+  // Disabled until the list says the open chat is in it.
+  const renameButton = h('button', { type: 'button', 'data-testid': 'rename-chat', disabled: true }, 'Rename');
   const titleInput = h('input', { id: 'chat-title', name: 'title', maxLength: CHAT_TITLE_MAX_CHARS, required: true, autocomplete: 'off' });
   const cancelRename = h('button', { type: 'button' }, 'Cancel');
   const renameBox = h(
@@ -399,7 +404,7 @@ export function chatPage(): HTMLElement {
     }
   };
 
-  const clearButton = h('button', { type: 'button', 'data-testid': 'clear-chat' }, 'Clear chat');
+  const clearButton = h('button', { type: 'button', 'data-testid': 'clear-chat', disabled: true }, 'Clear chat');
   const confirmClear = h('button', { type: 'button', class: 'danger' }, 'Clear');
   const cancelClear = h('button', { type: 'button' }, 'Cancel');
   const clearBox = h(
@@ -434,7 +439,7 @@ export function chatPage(): HTMLElement {
       alert.fail(error);
     }
   };
-  const deleteButton = h('button', { type: 'button', class: 'danger', 'data-testid': 'delete-chat' }, 'Delete chat');
+  const deleteButton = h('button', { type: 'button', class: 'danger', 'data-testid': 'delete-chat', disabled: true }, 'Delete chat');
   deleteButton.onclick = async () => {
     try {
       await clear();
@@ -458,7 +463,7 @@ export function chatPage(): HTMLElement {
     unlisten();
     clearInterval(listTimer);
     clearTimeout(retryTimer);
-    subscription?.unsubscribe();
+    unfollow();
   });
 
   const main = h(
