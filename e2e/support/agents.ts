@@ -1,8 +1,8 @@
 /**
  * The e2e product's local agent processes, found under its data directory
  * (playwright.config.ts: test-results/e2e-data), so a spec can kill one the way a crash would.
- * Each agent is the outermost process that names its workspace (the sandbox's bind mounts, or
- * the agent's own environment when it runs unsandboxed).
+ * Each agent is the outermost process of its cgroup (`agent-sandbox/<agent id>.<launch>`, when
+ * sandboxed) or that names its workspace in its environment (when it runs unsandboxed).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -22,7 +22,12 @@ export function agentProcesses(): Map<string, number[]> {
   const agentOf = new Map<number, string>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const words = [...read(`/proc/${entry}/cmdline`).split('\0'), ...read(`/proc/${entry}/environ`).split('\0')];
+    const sandboxed = /agent-sandbox\/([\w-]+)\.\d+/.exec(read(`/proc/${entry}/cgroup`));
+    if (sandboxed) {
+      agentOf.set(Number(entry), sandboxed[1]!);
+      continue;
+    }
+    const words = read(`/proc/${entry}/environ`).split('\0');
     const hit = words.map((w) => w.slice(w.indexOf(AGENTS))).find((w) => w.startsWith(AGENTS));
     if (hit) agentOf.set(Number(entry), hit.slice(AGENTS.length).split('/')[0]!);
   }
