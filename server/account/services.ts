@@ -3,12 +3,13 @@
  * Domain modules take what they need from here as explicit arguments.
  */
 import path from 'node:path';
-import { Counter } from 'prom-client';
+import { Counter, Histogram } from 'prom-client';
 import type { Logger } from '../common/log.js';
 import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/launcher.js';
-import { ModelBudget } from './agents/model-usage.js';
+import { AuthMetrics } from './auth-metrics.js';
+import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
 import { loadSecretBox } from './agents/secrets.js';
@@ -39,6 +40,8 @@ export interface AccountServices {
   captcha: Captcha | undefined;
   /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
   metrics: ServiceMetrics;
+  /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
+  authMetrics: AuthMetrics;
   /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
   modelBudget: ModelBudget;
   close(): Promise<void>;
@@ -49,13 +52,15 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
   const keys = await loadSigningKeys(config.signingKeysFile);
   const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
+  const metrics = createMetrics('account');
+  const authMetrics = new AuthMetrics(metrics.registry);
   const rateLimits = new RateLimits({
+    onRefused: (name) => authMetrics.refused(name),
     redisUrl: config.redisUrl,
     multiplier: config.rateLimitMultiplier,
     ipv6Subnet: config.ipv6Subnet,
     limits: { 'guest.signups.client.daily': config.guestSignupsPerDay, 'guest.signups.hourly': config.guestSignupsPerHour },
   });
-  const metrics = createMetrics('account');
   const modelTokens = new Counter({
     name: 'model_tokens_total',
     help: 'Model tokens spent by local agents, by direction and kind of user',
@@ -63,10 +68,22 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     registers: [metrics.registry],
   });
   const isGuest = async (userId: string) => (await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } }))?.isGuest ?? true;
+  const modelCalls = new Histogram({
+    name: 'model_call_duration_seconds',
+    help: "Local agents' model calls through the egress gateway, from request to the answer's end, by status class",
+    labelNames: ['status'],
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [metrics.registry],
+  });
   const modelBudget = new ModelBudget(store.sql, config.modelBudget, isGuest, (usage, guest) => {
     modelTokens.inc({ direction: 'in', user: guest ? 'guest' : 'account' }, usage.tokensIn);
     modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
   });
+  const modelMeter = {
+    check: (userId: string) => modelBudget.check(userId),
+    record: (userId: string, usage: TokenUsage) => modelBudget.record(userId, usage),
+    observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
+  };
   const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
   const provisioner =
     config.agentProvisioner === 'static'
@@ -75,7 +92,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
-          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelBudget), log),
+          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelMeter), log),
           workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
         });
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
@@ -90,6 +107,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     rateLimits,
     agents: { registry, provisioner },
     metrics,
+    authMetrics,
     modelBudget,
     mail,
     email,

@@ -33,7 +33,9 @@ export const clientKeyOf = (ctx: AccountContext): string => ctx.services.rateLim
 export const rateLimited = (name: RateLimitName) =>
   t.middleware(async ({ ctx, next }) => {
     await ctx.services.rateLimits.consume(name, clientKeyOf(ctx), ctx.request.setHeader);
-    return next();
+    const result = await next();
+    ctx.services.authMetrics.outcome(name, result.ok ? undefined : (result.error.cause ?? result.error));
+    return result;
   });
 
 /** When CAPTCHA_PROVIDER is set, the call needs a passed check in `x-captcha-response` (captcha/siteverify.ts). */

@@ -39,10 +39,12 @@ export interface GatewayOwner {
   userId?: string;
 }
 
-/** The budget the gateway holds model calls against (model-usage.ts). */
+/** The budget the gateway holds model calls against (model-usage.ts), and where call times go (metrics). */
 export interface ModelMeter {
   check(userId: string): Promise<void>;
   record(userId: string, usage: TokenUsage): Promise<void>;
+  /** A metered call ended: its duration and HTTP status (0: no answer). */
+  observe?(seconds: number, status: number): void;
 }
 
 export interface EgressSettings {
@@ -194,6 +196,9 @@ export class EgressGateway {
       }
     }
     const dropCredentials = Object.keys(credentials).length > 0;
+    const started = performance.now();
+    let status = 0;
+    if (metered) res.once('close', () => metered.meter.observe?.((performance.now() - started) / 1000, status));
     const upstream = (origin.protocol === 'https:' ? https : http).request({
       protocol: origin.protocol,
       hostname: origin.hostname,
@@ -203,7 +208,8 @@ export class EgressGateway {
       headers: { ...forwarded(req.headers, dropCredentials), host: origin.host, ...credentials },
     });
     upstream.on('response', (answer) => {
-      res.writeHead(answer.statusCode ?? 502, forwarded(answer.headers, false));
+      status = answer.statusCode ?? 502;
+      res.writeHead(status, forwarded(answer.headers, false));
       if (metered && (answer.statusCode ?? 0) < 300) {
         const scanner = new UsageScanner();
         answer.on('data', (chunk: Buffer) => scanner.push(chunk));
