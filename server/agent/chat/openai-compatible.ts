@@ -23,7 +23,7 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LanguageModelV3CallOptions, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { gatewayTarget } from '../net/egress.js';
-import type { ChatModel } from './model.js';
+import type { ChatModel } from './chat-model.js';
 
 export interface OpenAICompatibleOptions {
   /** e.g. `http://127.0.0.1:11434/v1` (no trailing slash). */
