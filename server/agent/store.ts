@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import Database from 'better-sqlite3';
-import { applyMigrations, type MigrationSource } from '../common/migrations.js';
+import { applyMigrations, migrationsUpToDate, type MigrationSource, type RecordedMigration } from '../common/migrations.js';
 import { PrismaClient } from '../generated/agent/client.js';
 
 export type AgentDb = PrismaClient;
@@ -39,14 +39,34 @@ export function agentDbAdapter(file: string): PrismaBetterSqlite3 {
   return new PrismaBetterSqlite3({ url: `file:${file}`, timeout: 5_000 });
 }
 
+function recordedMigrations(raw: Database.Database): RecordedMigration[] {
+  const table = raw.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get();
+  if (!table) return [];
+  return raw.prepare('SELECT migration_name, finished_at, rolled_back_at FROM _prisma_migrations').all() as RecordedMigration[];
+}
+
+/**
+ * Sets WAL and brings the file up to `source`'s migrations; returns the ones it applied. An agent
+ * starts at every first call after an idle stop, so the usual case (nothing to apply) is read
+ * from `_prisma_migrations` here, without the schema engine.
+ */
+export async function migrateAgentDb(file: string, source: MigrationSource = agentMigrations): Promise<string[]> {
+  const raw = new Database(file);
+  let upToDate: boolean;
+  try {
+    // WAL is a property of the file: set it once, before any pooled connection opens it.
+    raw.pragma('journal_mode = WAL');
+    upToDate = await migrationsUpToDate(source, recordedMigrations(raw));
+  } finally {
+    raw.close();
+  }
+  // Prisma's migration engine wants the file to itself (it fails as busy with another connection open).
+  return upToDate ? [] : applyMigrations(source, agentDbAdapter(file));
+}
+
 export async function openAgentStore(workspace: string): Promise<AgentStore> {
   const file = path.join(workspace, AGENT_DB_FILE);
-  // WAL is a property of the file: set it once, before any pooled connection opens it.
-  const raw = new Database(file);
-  raw.pragma('journal_mode = WAL');
-  raw.close();
-  // Prisma's migration engine wants the file to itself (it fails as busy with another connection open).
-  const appliedMigrations = await applyMigrations(agentMigrations, agentDbAdapter(file));
+  const appliedMigrations = await migrateAgentDb(file);
   const sql = new Database(file, { timeout: 0 });
   sql.pragma('synchronous = NORMAL');
   const db = new PrismaClient({ adapter: agentDbAdapter(file) });
