@@ -5,10 +5,12 @@
  * `prisma migrate dev --create-only` does, diffing the committed migrations (replayed on an
  * in-memory shadow database) against the schema.
  *
- * The engine costs about 30 MB and a few hundred ms to instantiate, so a store that opens at
- * every process start asks `migrationsUpToDate` first, over its own driver, and loads the
- * engine only when something is left to apply (or something is off that the engine must judge).
+ * The engine costs about 30 MB and a few hundred ms to instantiate, and what it leaves behind
+ * stays for the life of the process, so a store that opens at every process start asks
+ * `migrationsUpToDate` first, over its own driver, and loads the engine only when something is
+ * left to apply (or something is off that the engine must judge).
  */
+import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -92,6 +94,16 @@ async function withEngine<T>(source: MigrationSource, factory: SqlMigrationAware
 async function migrationNames(source: MigrationSource): Promise<string[]> {
   const entries = await readdir(source.migrationsDir, { withFileTypes: true }).catch(() => []);
   return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+}
+
+/** The committed migrations with their SQL, oldest first, and the checksum Prisma records for each. */
+export async function readMigrationScripts(source: MigrationSource): Promise<Array<{ name: string; sql: string; checksum: string }>> {
+  return Promise.all(
+    (await migrationNames(source)).map(async (name) => {
+      const sql = await readFile(path.join(source.migrationsDir, name, 'migration.sql'), 'utf8');
+      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+    }),
+  );
 }
 
 async function readMigrations(source: MigrationSource): Promise<MigrationList> {

@@ -1,15 +1,15 @@
 /**
- * The agent store's start-up migration check: the schema engine runs only when a migration is
- * missing (or an attempt failed), and a store that is up to date opens without it. The engine's
- * JS glue is wrapped to count how often an engine is created; everything else is the real thing
- * on a real SQLite file.
+ * The agent store's migrations at start: a new (empty) database is installed without the schema
+ * engine and ends up exactly as the engine would leave it; an up-to-date one opens without it;
+ * a missing or failed migration goes to the engine. The engine's JS glue is wrapped to count
+ * how often an engine is created; everything else is the real thing on real SQLite files.
  */
 import { cp, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { agentMigrations, migrateAgentDb, openAgentStore } from '../../server/agent/store.js';
-import type { MigrationSource } from '../../server/common/migrations.js';
+import { agentDbAdapter, agentMigrations, migrateAgentDb, openAgentStore } from '../../server/agent/store.js';
+import { applyMigrations, type MigrationSource } from '../../server/common/migrations.js';
 import { tempDir } from '../support/servers.js';
 
 const engine = vi.hoisted(() => ({ starts: 0 }));
@@ -39,39 +39,75 @@ async function dir(prefix: string): Promise<string> {
 }
 
 /** The agent's migrations plus one more, as a later release would ship them. */
-async function withExtraMigration(): Promise<MigrationSource> {
+async function withExtraMigration(sql = 'CREATE TABLE "probes" ("id" INTEGER NOT NULL PRIMARY KEY);\n'): Promise<MigrationSource> {
   const root = await dir('agent-prisma');
   await cp(path.dirname(agentMigrations.schemaPath), root, { recursive: true });
   const source = { schemaPath: path.join(root, 'schema.prisma'), migrationsDir: path.join(root, 'migrations') };
   await mkdir(path.join(source.migrationsDir, '20300101000000_probe'));
-  await writeFile(path.join(source.migrationsDir, '20300101000000_probe', 'migration.sql'), 'CREATE TABLE "probes" ("id" INTEGER NOT NULL PRIMARY KEY);\n');
+  await writeFile(path.join(source.migrationsDir, '20300101000000_probe', 'migration.sql'), sql);
   return source;
 }
 
-const tables = (file: string) => {
+function read<T>(file: string, sql: string): T[] {
   const db = new Database(file, { readonly: true });
   try {
-    return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name);
+    return db.prepare(sql).all() as T[];
   } finally {
     db.close();
   }
-};
+}
+
+const tables = (file: string) => read<{ name: string }>(file, "SELECT name FROM sqlite_master WHERE type = 'table'").map((t) => t.name);
+const schemaOf = (file: string) => read(file, 'SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name');
+interface MigrationRow {
+  id: string;
+  checksum: string;
+  migration_name: string;
+  started_at: string;
+  finished_at: string | null;
+  rolled_back_at: string | null;
+  logs: string | null;
+  applied_steps_count: number;
+}
+const recorded = (file: string) => read<MigrationRow>(file, 'SELECT * FROM _prisma_migrations ORDER BY started_at');
 
 describe('agent store migrations at start', { timeout: 60_000 }, () => {
-  it('a fresh workspace is migrated by the engine; reopening it does not start the engine', async () => {
+  it('a new workspace is installed without the engine, and reopening it does not start the engine either', async () => {
     const workspace = await dir('agent-ws');
     const before = engine.starts;
     const first = await openAgentStore(workspace);
     expect(first.appliedMigrations).toEqual(['20261122185109_init']);
-    expect(engine.starts).toBe(before + 1);
     await first.db.chatMessage.create({ data: { chatId: 'c', type: 'user', content: 'kept' } });
     await first.close();
 
     const again = await openAgentStore(workspace);
     expect(again.appliedMigrations).toEqual([]);
-    expect(engine.starts).toBe(before + 1);
     expect(await again.db.chatMessage.count()).toBe(1);
     await again.close();
+    expect(engine.starts).toBe(before);
+  });
+
+  it('the direct install leaves the database as the engine does: same schema, same record', async () => {
+    const direct = path.join(await dir('agent-db'), 'agent.db');
+    const byEngine = path.join(await dir('agent-db'), 'agent.db');
+    await migrateAgentDb(direct);
+    expect(await applyMigrations(agentMigrations, agentDbAdapter(byEngine))).toEqual(['20261122185109_init']);
+    expect(schemaOf(direct)).toEqual(schemaOf(byEngine));
+    const [ours] = recorded(direct);
+    const [theirs] = recorded(byEngine);
+    const shape = (row: MigrationRow) => ({ ...row, id: expect.stringMatching(/^[0-9a-f-]{36}$/), started_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/), finished_at: expect.stringMatching(/\+00:00$/) });
+    expect(ours).toEqual(shape(theirs!));
+    expect(theirs).toEqual(shape(ours!));
+    expect(ours!.checksum).toBe(theirs!.checksum);
+  });
+
+  it('a failing migration leaves a new database empty, so the next start installs it cleanly', async () => {
+    const file = path.join(await dir('agent-db'), 'agent.db');
+    const broken = await withExtraMigration('CREATE TABLE "probes" ("id" INTEGER NOT NULL PRIMARY KEY);\nTHIS IS NOT SQL;\n');
+    await expect(migrateAgentDb(file, broken)).rejects.toThrow(/syntax error/);
+    expect(schemaOf(file)).toEqual([]);
+    expect(await migrateAgentDb(file)).toEqual(['20261122185109_init']);
+    expect(recorded(file).map((row) => row.migration_name)).toEqual(['20261122185109_init']);
   });
 
   it('a database that lacks a newer migration gets it through the engine, then opens without it', async () => {
@@ -82,6 +118,7 @@ describe('agent store migrations at start', { timeout: 60_000 }, () => {
     expect(await migrateAgentDb(file, source)).toEqual(['20300101000000_probe']);
     expect(engine.starts).toBe(before + 1);
     expect(tables(file)).toContain('probes');
+    expect(recorded(file).map((row) => row.migration_name)).toEqual(['20261122185109_init', '20300101000000_probe']);
     expect(await migrateAgentDb(file, source)).toEqual([]);
     expect(engine.starts).toBe(before + 1);
   });
@@ -89,6 +126,7 @@ describe('agent store migrations at start', { timeout: 60_000 }, () => {
   it('a failed attempt on record is left to the engine, which refuses to go on', async () => {
     const file = path.join(await dir('agent-db'), 'agent.db');
     const source = await withExtraMigration();
+    await migrateAgentDb(file);
     await migrateAgentDb(file, source);
     // As a crash in the middle of the migration leaves it: started, never finished.
     const db = new Database(file);
