@@ -6,12 +6,12 @@
  * after another, as new guests' first calls start them: a new workspace each, spawn → first
  * `/health` answer timed (the cold start), then one chat message answered by a scripted model on
  * loopback. Then they all sit idle and each one's RSS is read from /proc after
- * BENCH_IDLE_SECONDS (30): V8 gives back the young generation it grew during start-up once a
+ * BENCH_IDLE_SECONDS (45; 30 with BENCH_QUICK=1): V8 gives back the young generation it grew during start-up once a
  * process has been idle for a while (10–25 s here), and an idle agent lives for
  * AGENT_IDLE_TIMEOUT (30 min), so that is the figure that adds up on a host. RSS right at `/health`
  * is reported too. Then all are stopped and started again on their workspaces (an agent coming
  * back after its idle stop) and measured the same way. Sides alternate between rounds
- * (BENCH_AGENT_ROUNDS, 1 by default: about 4 minutes with 20 agents).
+ * (BENCH_AGENT_ROUNDS, 1 by default: about 5 minutes with 20 agents).
  *
  * The baseline is BENCH_BASELINE (a commit; default: the last one before lighter agents),
  * extracted with `git archive` into a temporary directory next to nothing else, with this tree's
@@ -30,7 +30,7 @@ import { median, root, rssOf, runIfEntry, stop, table } from './lib/harness.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const COUNT = Math.min(50, Number(process.env.BENCH_AGENTS ?? (QUICK ? 10 : 20)));
-const IDLE_SECONDS = Math.min(120, Number(process.env.BENCH_IDLE_SECONDS ?? 30));
+const IDLE_SECONDS = Math.min(120, Number(process.env.BENCH_IDLE_SECONDS ?? (QUICK ? 30 : 45)));
 const ROUNDS = Math.min(5, Number(process.env.BENCH_AGENT_ROUNDS ?? 1));
 /** The last commit before lighter agents (issue 28, item 7). */
 const BASELINE = process.env.BENCH_BASELINE ?? '56a8cf0';
