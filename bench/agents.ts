@@ -2,21 +2,21 @@
  * `npm run bench:agents` (and part of `npm run bench`): what an idle agent costs the host, this
  * tree's build side by side with a baseline's (the agent as it was before it got lighter).
  *
- * For each side, BENCH_AGENTS (20; 10 with BENCH_QUICK=1) compiled agent processes are started one
- * after another, as new guests' first calls start them: a new workspace each, spawn → first
+ * For each side, BENCH_AGENTS (20; 10 with BENCH_QUICK=1) compiled agent processes are started
+ * one after another, as new guests' first calls start them: a new workspace each, spawn → first
  * `/health` answer timed (the cold start), then one chat message answered by a scripted model on
  * loopback. Then they all sit idle and each one's RSS is read from /proc after
- * BENCH_IDLE_SECONDS (45; 30 with BENCH_QUICK=1): V8 gives back the young generation it grew during start-up once a
- * process has been idle for a while (10–25 s here), and an idle agent lives for
- * AGENT_IDLE_TIMEOUT (30 min), so that is the figure that adds up on a host. RSS right at `/health`
- * is reported too. Then all are stopped and started again on their workspaces (an agent coming
- * back after its idle stop) and measured the same way. Sides alternate between rounds
- * (BENCH_AGENT_ROUNDS, 1 by default: about 5 minutes with 20 agents).
+ * BENCH_IDLE_SECONDS (45; 30 with BENCH_QUICK=1): V8 gives back the young generation it grew
+ * during start-up once a process has been idle for a while (10–40 s here), and an idle agent
+ * lives for AGENT_IDLE_TIMEOUT (30 min), so that is the figure that adds up on a host. RSS right
+ * at `/health` is reported too. Then all are stopped and started again on their workspaces (an
+ * agent coming back after its idle stop) and measured the same way. Sides alternate between
+ * rounds (BENCH_AGENT_ROUNDS, 1 by default: about 5 minutes with 20 agents).
  *
  * The baseline is BENCH_BASELINE (a commit; default: the last one before lighter agents),
- * extracted with `git archive` into a temporary directory next to nothing else, with this tree's
- * node_modules linked in, its own Prisma client generated and its own build made there (kept
- * for the next run, per commit). Every agent listens on loopback only.
+ * extracted with `git archive` into a temporary directory, with this tree's node_modules linked
+ * in, its own Prisma client generated and its own build made there (kept for the next run, per
+ * commit). Every agent listens on loopback only.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';

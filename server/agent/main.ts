@@ -1,14 +1,13 @@
-import v8 from 'node:v8';
-import { ConfigError } from '../common/config.js';
-import { onShutdownSignal } from '../common/http.js';
-import { createLogger } from '../common/log.js';
-import { startAgent } from './app.js';
-import { loadAgentConfig } from './config.js';
+// The V8 settings first, and the agent itself through import(): they must hold while it loads.
+import './process-tuning.js';
 
-// Prisma's query compiler is Wasm. Its TurboFan tier-up leaves ~12 MB of compiler memory in every
-// agent for no measurable gain on the agent's few ORM queries (the chat history's hot path is
-// plain SQL); Liftoff's code is what runs anyway until tier-up. Set before the first query compiles it.
-v8.setFlagsFromString('--liftoff-only');
+const [{ ConfigError }, { onShutdownSignal }, { createLogger }, { startAgent }, { loadAgentConfig }] = await Promise.all([
+  import('../common/config.js'),
+  import('../common/http.js'),
+  import('../common/log.js'),
+  import('./app.js'),
+  import('./config.js'),
+]);
 
 try {
   const config = loadAgentConfig(process.env);
