@@ -138,12 +138,12 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
 
   mountJsonProcedures(table, agentRouter, contextFor);
 
-  let document: unknown;
+  let document: Promise<unknown> | undefined;
   table.add('get', '/openapi.json', [
-    (req, res) => {
+    async (req, res) => {
       if (!contextFor(req).authorized) throw unauthorized('Missing or invalid agent secret', 'INVALID_AGENT_SECRET');
       document ??= openApiDocument(agentRouter, table, { title: 'Agent API', version: AGENT_VERSION, baseUrl: '/' });
-      res.json(document);
+      res.json(await document);
     },
   ]);
   table.finish();
