@@ -24,6 +24,6 @@ export const emailRouter = router({
     .input(VerifyInput)
     .output(TokenPair)
     .mutation(({ ctx, input }) =>
-      ctx.services.email.verify(input.token !== undefined ? { token: input.token } : { email: input.email!, code: input.code! }, ctx.request.authorization),
+      ctx.services.email.verify(input, ctx.request.authorization),
     ),
 });
