@@ -70,6 +70,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     async close() {
       await provisioner.close();
+      await tokens.close();
       await mail.close();
       await rateLimits.close();
       await store.close();

@@ -34,6 +34,6 @@ export const rateLimited = (name: RateLimitName) =>
   });
 
 export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
-  const user = await ctx.services.tokens.authenticate(ctx.request.authorization);
+  const user = await ctx.services.tokens.authenticate(ctx.request.authorization, ctx.request);
   return next({ ctx: { user } }); // tRPC merges it into the context
 });

@@ -16,7 +16,7 @@ import type { Logger } from '../../../common/log.js';
 import type { AccountDb } from '../../store.js';
 import type { TokenPair } from '../../tokens/jwt.js';
 import type { TokenService } from '../../tokens/service.js';
-import { signInWithIdentity } from '../../users/identities.js';
+import { completeSignIn, signInTarget, type SignInRequest } from '../../users/sign-in.js';
 import { consumeEmailCode, consumeEmailToken, EMAIL_CODE_TTL_MS, issueEmailCode, sweepEmailCodes, type EmailCodeConfig } from './codes.js';
 import type { MailQueue, OutgoingMail } from './mail.js';
 import type { VerifyCredential } from './schemas.js';
@@ -73,11 +73,12 @@ export class EmailSignIn {
   }
 
   /**
-   * The guest to upgrade is settled before the code is touched, so a bad Authorization header
+   * The account to attach to (guest upgrade, linking) is settled before the code is touched, so a bad Authorization header
    * (401) leaves the code usable. A 409 IDENTITY_IN_USE comes after the consume: the code is spent.
    */
-  async verify(input: VerifyCredential, authorization: string | undefined, now = new Date()): Promise<TokenPair> {
-    const guestUserId = await this.deps.tokens.guestToUpgrade(authorization);
+  async verify(input: VerifyCredential, request: SignInRequest, now = new Date()): Promise<TokenPair> {
+    const call = { db: this.deps.db, tokens: this.deps.tokens, request };
+    const target = await signInTarget(call);
     let email: string | undefined;
     if ('token' in input) {
       email = input.token === null ? undefined : await consumeEmailToken(this.deps.db, this.deps.codes, input.token, now);
@@ -89,8 +90,7 @@ export class EmailSignIn {
       }
       email = address;
     }
-    const user = await signInWithIdentity(this.deps.db, { provider: 'email', subject: email, email, emailVerified: true }, guestUserId);
-    return this.deps.tokens.startSession(user);
+    return completeSignIn(call, { provider: 'email', subject: email, email, emailVerified: true }, target);
   }
 
   /** Expired rows go at most every 10 minutes per instance, after the answer. */
