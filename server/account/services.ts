@@ -44,7 +44,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
   const provisioner =
     config.agentProvisioner === 'static'
-      ? new StaticProvisioner(registry)
+      ? new StaticProvisioner(registry, log)
       : new LocalProvisioner(registry, log, {
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,

@@ -5,6 +5,7 @@ import { listSessions, revokeOwnSession } from '../tokens/sessions.js';
 import { rateLimited, router, userProcedure } from '../trpc.js';
 import { listActivity } from './activity.js';
 import { getAccount, unlinkIdentity, utc } from './account.js';
+import { deleteAccount } from './delete.js';
 import { Account, Activity, IdInput, Sessions } from './schemas.js';
 
 const reading = userProcedure.use(rateLimited('account.read'));
@@ -46,6 +47,12 @@ export const accountRouter = router({
     .input(IdInput)
     .output(z.void())
     .mutation(({ ctx, input }) => unlinkIdentity(ctx.services.store.db, ctx.user.userId, input.id, ctx.request.client)),
+
+  delete: changing
+    .meta({ openapi: { method: 'DELETE', path: '/account', summary: 'Delete the account, its methods, sessions, activity and agent (204); needs a sign-in within 10 minutes' }, rest: { kind: 'empty' } })
+    .input(z.void())
+    .output(z.void())
+    .mutation(({ ctx }) => deleteAccount(ctx.services, ctx.user.userId, ctx.user.sessionId)),
 
   activity: reading
     .meta({ openapi: { method: 'GET', path: '/account/activity', summary: 'Security activity of the last 90 days, newest first' } })
