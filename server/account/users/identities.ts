@@ -9,6 +9,7 @@
  *   address; an unverified address never links;
  * - otherwise a new account is created.
  */
+import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { conflict, unauthorized } from '../../common/errors.js';
 import { Prisma } from '../../generated/account/client.js';
@@ -22,6 +23,16 @@ export interface IdentityClaim {
   subject: string;
   email?: string | undefined;
   emailVerified?: boolean | undefined;
+  /** A passkey being registered: its credential is stored with its identity (auth/passkey). */
+  passkey?: NewPasskey | undefined;
+}
+
+export interface NewPasskey {
+  credentialId: string;
+  publicKey: Buffer;
+  counter: number;
+  transports: string;
+  name: string;
 }
 
 export interface SignedInUser {
@@ -54,6 +65,7 @@ export function identityLabel(identity: { provider: string; subject: string; ema
 }
 
 const identityData = (claim: IdentityClaim, now: Date) => ({
+  id: randomUUID(),
   provider: claim.provider,
   subject: claim.subject,
   email: claim.email ?? null,
@@ -79,12 +91,17 @@ export async function attachIdentity(
     const holder = await tx.user.findUnique({ where: { email: verifiedEmail }, select: { id: true } });
     if (holder && holder.id !== target.id) throw identityInUse();
   }
-  await tx.identity.create({ data: { ...identityData(claim, now), userId: target.id } });
+  const identity = await tx.identity.create({ data: { ...identityData(claim, now), userId: target.id }, select: { id: true } });
+  if (claim.passkey) {
+    const { credentialId, publicKey, counter, transports, name } = claim.passkey;
+    await tx.passkeyCredential.create({ data: { identityId: identity.id, userId: target.id, credentialId, publicKey: new Uint8Array(publicKey), counter: BigInt(counter), transports, name, createdAt: now } });
+    await tx.activityEvent.create({ data: activityRow(target.id, { type: 'passkey_added', detail: { name } }, client, now) });
+  }
   if (target.isGuest) await tx.identity.deleteMany({ where: { userId: target.id, provider: 'guest' } });
   if (target.isGuest || (verifiedEmail && !target.email)) {
     await tx.user.update({ where: { id: target.id }, data: { isGuest: false, ...(verifiedEmail && !target.email ? { email: verifiedEmail } : {}) } });
   }
-  const label = identityLabel({ ...claim, email: claim.email ?? null });
+  const label = identityLabel({ ...claim, email: claim.email ?? null, passkeyName: claim.passkey?.name });
   await tx.activityEvent.create({ data: activityRow(target.id, { type: 'identity_linked', detail: { method: claim.provider, label } }, client, now) });
   return { userId: target.id, guest: false, created: false };
 }

@@ -6,6 +6,8 @@ import { rateLimited, router, userProcedure } from '../trpc.js';
 import { listActivity } from './activity.js';
 import { getAccount, unlinkIdentity, utc } from './account.js';
 import { deleteAccount } from './delete.js';
+import { renamePasskey } from '../auth/passkey/service.js';
+import { RenamePasskeyInput } from '../auth/passkey/schemas.js';
 import { Account, Activity, IdInput, Sessions } from './schemas.js';
 
 const reading = userProcedure.use(rateLimited('account.read'));
@@ -53,6 +55,15 @@ export const accountRouter = router({
     .input(z.void())
     .output(z.void())
     .mutation(({ ctx }) => deleteAccount(ctx.services, ctx.user.userId, ctx.user.sessionId)),
+
+  renamePasskey: changing
+    .meta({ openapi: { method: 'PATCH', path: '/account/passkeys/{id}', summary: 'Rename a passkey (id: its identity id); answers the account' } })
+    .input(RenamePasskeyInput)
+    .output(Account)
+    .mutation(async ({ ctx, input }) => {
+      await renamePasskey(ctx.services.store.db, ctx.user.userId, input.id, input.name);
+      return getAccount(ctx.services.store.db, ctx.user.userId);
+    }),
 
   activity: reading
     .meta({ openapi: { method: 'GET', path: '/account/activity', summary: 'Security activity of the last 90 days, newest first' } })
