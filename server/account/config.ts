@@ -48,6 +48,7 @@ const schema = z
     // Passkeys (auth/passkey): the relying party id is a host name, the web client's or a parent domain of it.
     WEBAUTHN_RP_ID: optionalString.pipe(z.string().regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'must be a lower-case host name').optional()),
     WEBAUTHN_RP_NAME: optionalString.pipe(z.string().max(64).optional()),
+    WEBAUTHN_ORIGIN: optionalString.pipe(httpUrl.optional()),
     SMTP_URL: optionalString.pipe(
       z
         .url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' })
@@ -120,7 +121,8 @@ const schema = z
       /** Passkeys: responses must come from the web client's origin and name this relying party id. */
       passkey: (() => {
         const frontend = new URL((env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''));
-        return { rpId: env.WEBAUTHN_RP_ID ?? frontend.hostname, rpName: env.WEBAUTHN_RP_NAME ?? 'Agent Accounts', origin: frontend.origin };
+        const origin = env.WEBAUTHN_ORIGIN ? new URL(env.WEBAUTHN_ORIGIN).origin : frontend.origin;
+        return { rpId: env.WEBAUTHN_RP_ID ?? new URL(origin).hostname, rpName: env.WEBAUTHN_RP_NAME ?? 'Agent Accounts', origin };
       })(),
       /** Unset → mails are written to `outboxDir` instead of being sent. */
       smtpUrl: env.SMTP_URL,
