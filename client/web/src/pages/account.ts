@@ -34,17 +34,18 @@ const when = (utc: string | null) => (utc ? new Date(`${utc}Z`).toLocaleString()
 
 /**
  * A link (or a guest upgrade) answers a new session of the same account: keep it, and end the
- * session it replaces so the sessions list does not grow with every link.
+ * session it replaces (`previous`, any refresh token of it: logout ends the whole session) so the
+ * sessions list does not grow with every link. Some calls have already stored the new pair.
  */
-function linked(pair: TokenPair): void {
-  const previous = loadTokens()?.refresh_token;
+const linked = (previous: string | undefined) => (pair: TokenPair): void => {
   saveTokens(pair);
   forgetMe();
-  if (previous) void api.tokens.logout.mutate({ refresh_token: previous }, { context: { auth: 'none' } }).catch(() => undefined);
+  if (previous && previous !== pair.refresh_token) void api.tokens.logout.mutate({ refresh_token: previous }, { context: { auth: 'none' } }).catch(() => undefined);
   navigate('/account');
-}
+};
 
 function methodsSection(view: AccountView, alert: ReturnType<typeof alertBox>, reload: () => void): HTMLElement {
+  const done = linked(loadTokens()?.refresh_token);
   const rows = view.identities.map((identity) => {
     const remove = h('button', { type: 'button', class: 'small', 'aria-label': `Remove ${METHOD_NAMES[identity.method]} ${identity.label}` }, 'Remove');
     remove.onclick = async () => {
@@ -96,12 +97,12 @@ function methodsSection(view: AccountView, alert: ReturnType<typeof alertBox>, r
       : h('p', {}, view.guest ? 'You are using a guest account. Add a sign-in method to keep it: your agent and its files stay, and the guest limits are lifted.' : 'No sign-in methods.'),
     h('h3', {}, 'Add a method'),
     h('h4', {}, 'E-mail'),
-    emailForm(linked, 'link-email', account.linkEmail),
+    emailForm(done, 'link-email', account.linkEmail),
     h('h4', {}, 'Provider'),
     oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
-    walletMethod.render(linked),
+    walletMethod.render(done),
     h('h4', {}, 'Passkey'),
-    addPasskeyForm(linked),
+    addPasskeyForm(done),
   );
 }
 
