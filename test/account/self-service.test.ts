@@ -78,7 +78,7 @@ describe.each(kinds)('account self-service on %s', (kind) => {
       expect(res.status).toBe(200);
       expect(((await res.json()) as { result: { data: { json: AccountView } } }).result.data.json.identities[0]?.method).toBe('email');
       const doc = (await (await fetch(`${account.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-      expect(Object.keys(doc.paths['/account'] ?? {})).toEqual(['get']);
+      expect(Object.keys(doc.paths['/account'] ?? {}).sort()).toEqual(['delete', 'get']);
       expect(Object.keys(doc.paths['/account/sessions'] ?? {})).toEqual(['get']);
       expect(Object.keys(doc.paths['/account/sessions/{id}'] ?? {})).toEqual(['delete']);
       expect(Object.keys(doc.paths['/account/identities/{id}'] ?? {})).toEqual(['delete']);
@@ -267,5 +267,32 @@ describe.each(kinds)('account self-service on %s', (kind) => {
       expect(await pruneActivity(account.services.store.db)).toBeGreaterThanOrEqual(1);
       expect(await account.services.store.db.activityEvent.count({ where: { userId } })).toBe(1);
     });
+  });
+});
+
+describe('account self-service rate limits', () => {
+  let account: TestAccount;
+  let api: ReturnType<typeof accountApi>;
+
+  beforeAll(async () => {
+    account = await startTestAccount('pglite', { RATE_LIMIT_MULTIPLIER: '1' });
+    api = accountApi(account);
+  });
+  afterAll(async () => {
+    await account.stop();
+  });
+
+  it('changes are limited to 20 a minute per client, passkey calls to 10, with the usual 429 body', async () => {
+    const pair = await api.email(uniqueEmail('limits'));
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) statuses.push((await api.del('/account/sessions/00000000-0000-4000-8000-000000000000', bearer(pair))).status);
+    expect(statuses.slice(0, 20).every((s) => s === 404)).toBe(true);
+    expect(statuses[20]).toBe(429);
+    const limited = await api.del('/account/identities/00000000-0000-4000-8000-000000000000', bearer(pair));
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await limited.json()).toMatchObject({ code: 'RATE_LIMITED', detail: expect.any(String) });
+    for (let i = 0; i < 10; i++) expect((await api.post('/auth/passkey/login/options', {})).status).toBe(200);
+    expect((await api.post('/auth/passkey/login/options', {})).status).toBe(429);
   });
 });
