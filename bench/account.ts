@@ -66,13 +66,13 @@ async function countQueries(databaseUrl: string): Promise<Record<string, number>
   };
   const counts: Record<string, number> = {};
   try {
-    counts['guest sign-in, new device'] = await measure((i) => post('/auth/guest', { device_id: `count-new-${i}` }));
-    counts['guest sign-in, known device'] = await measure(() => post('/auth/guest', { device_id: 'count-new-0' }));
-    let pair = (await post('/auth/guest', { device_id: 'count-refresh' })) as Pair;
+    counts['guest sign-in, new device'] = await measure((i) => post('/auth/guest', { device_id: `count-new-device-${i}` }));
+    counts['guest sign-in, known device'] = await measure(() => post('/auth/guest', { device_id: 'count-new-device-0' }));
+    let pair = (await post('/auth/guest', { device_id: 'count-refresh-device' })) as Pair;
     counts['refresh'] = await measure(async () => {
       pair = (await post('/auth/refresh', { refresh_token: pair.refresh_token })) as Pair;
     });
-    const sessions = await Promise.all(Array.from({ length: 21 }, (_, i) => post('/auth/guest', { device_id: `count-me-${i}` }) as Promise<Pair>));
+    const sessions = await Promise.all(Array.from({ length: 21 }, (_, i) => post('/auth/guest', { device_id: `count-me-device-${i}` }) as Promise<Pair>));
     const me = (p: Pair) => fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${p.access_token}` } }).then((r) => r.json());
     counts['/auth/me, session not cached'] = await measure((i) => me(sessions[i + 1]!));
     counts['/auth/me, session cached (5 s)'] = await measure(() => me(sessions[0]!));
@@ -135,7 +135,7 @@ async function main() {
       url: accountUrl,
       connections: CONNECTIONS,
       duration: warmSeconds,
-      requests: [{ method: 'POST', path: '/api/v1/auth/guest', headers: json, setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `warm-${runId}-${device++}` }) }) }],
+      requests: [{ method: 'POST', path: '/api/v1/auth/guest', headers: json, setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `warm-device-${runId}-${device++}` }) }) }],
     });
     device = 0;
 
@@ -147,10 +147,10 @@ async function main() {
       });
 
     console.log('load:');
-    rows.push(await postEach('POST /auth/guest (new device)', '/api/v1/auth/guest', () => ({ device_id: `bench-${runId}-${device++}` }), harvest));
+    rows.push(await postEach('POST /auth/guest (new device)', '/api/v1/auth/guest', () => ({ device_id: `bench-device-${runId}-${device++}` }), harvest));
     const knownDevices = Math.min(device, 2000);
     let known = 0;
-    rows.push(await postEach('POST /auth/guest (known device)', '/api/v1/auth/guest', () => ({ device_id: `bench-${runId}-${known++ % knownDevices}` }), harvest));
+    rows.push(await postEach('POST /auth/guest (known device)', '/api/v1/auth/guest', () => ({ device_id: `bench-device-${runId}-${known++ % knownDevices}` }), harvest));
 
     // Access tokens for the protected call, taken before their refresh tokens are spent.
     const meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);

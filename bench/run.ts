@@ -169,15 +169,16 @@ async function scaleOut(usePostgres: boolean) {
   }
   const database = await createTestDatabase();
   cleanups.push(() => database.drop());
-  // Real limits (multiplier 1); the load comes from many addresses (X-Forwarded-For from a
-  // trusted loopback proxy), so it is not refused, and the exactness check uses one address.
-  const env = { DATABASE_URL: database.url, REDIS_URL: redisUrl, RATE_LIMIT_MULTIPLIER: '1', TRUST_PROXY: 'loopback' };
+  // Real per-client limits (multiplier 1); the load comes from many addresses (X-Forwarded-For
+  // from a trusted loopback proxy), so it is not refused, and the exactness check uses one
+  // address. The service-wide cap on new guests would stop a load of new guests after 2000: lifted.
+  const env = { DATABASE_URL: database.url, REDIS_URL: redisUrl, RATE_LIMIT_MULTIPLIER: '1', TRUST_PROXY: 'loopback', GUEST_SIGNUPS_PER_HOUR: '100000000' };
   const a = await startOurs(env);
   const b = await startOurs(env);
   let device = 0;
   const signIn = (url: string): autocannon.Options => ({
     url,
-    requests: [{ method: 'POST', path: '/api/v1/auth/guest', setupRequest: (req) => ({ ...req, headers: { ...json, 'x-forwarded-for': `10.${(device >> 16) & 255}.${(device >> 8) & 255}.${device & 255}` }, body: JSON.stringify({ device_id: `scale-${runId}-${device++}` }) }) }],
+    requests: [{ method: 'POST', path: '/api/v1/auth/guest', setupRequest: (req) => ({ ...req, headers: { ...json, 'x-forwarded-for': `10.${(device >> 16) & 255}.${(device >> 8) & 255}.${device & 255}` }, body: JSON.stringify({ device_id: `scale-device-${runId}-${device++}` }) }) }],
   });
   const both = async (name: string) => {
     const [ra, rb] = await Promise.all([load(`${name} (instance A)`, { ...signIn(a.url), connections: CONNECTIONS / 2, duration: SECONDS, quiet: true }), load(`${name} (instance B)`, { ...signIn(b.url), connections: CONNECTIONS / 2, duration: SECONDS, quiet: true })]);
@@ -197,7 +198,7 @@ async function scaleOut(usePostgres: boolean) {
   const ip = `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
   const statuses: number[] = [];
   for (let i = 0; i < 24; i++) {
-    const res = await fetch(`${(i % 2 ? b : a).url}/api/v1/auth/guest`, { method: 'POST', headers: { ...json, 'x-forwarded-for': ip }, body: JSON.stringify({ device_id: `exact-${runId}-${i}` }) });
+    const res = await fetch(`${(i % 2 ? b : a).url}/api/v1/auth/guest`, { method: 'POST', headers: { ...json, 'x-forwarded-for': ip }, body: JSON.stringify({ device_id: `exact-device-${runId}-${i}` }) });
     statuses.push(res.status);
   }
   const allowed = statuses.filter((s) => s === 200).length;

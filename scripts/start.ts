@@ -3,12 +3,15 @@
  * first when the sources are newer: scripts/build.ts). The account service runs with PGlite
  * under DATA_DIR (unless DATABASE_URL is set), serves the web client, and starts each user's
  * agent on first use (AGENT_PROVISIONER=local), with workspaces under DATA_DIR/agents/.
- * Agents inherit MODEL and provider keys from this environment.
+ * Agents run sandboxed (bubblewrap, installed here when missing: scripts/ensure-sandbox.sh); they
+ * get MODEL from this environment, and their model calls get the provider keys on the way out.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { buildIfStale } from './build.js';
+
+spawnSync('bash', [path.join(import.meta.dirname, 'ensure-sandbox.sh')], { stdio: 'inherit' });
 
 // The compiled services and the web client, rebuilt only when their sources changed.
 await buildIfStale({ web: true });

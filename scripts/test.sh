@@ -9,6 +9,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci
 fi
 bash scripts/ensure-chromium.sh
+bash scripts/ensure-sandbox.sh
 mkdir -p test-reports
 
 echo "== typecheck"

@@ -75,7 +75,7 @@ export function ourWorkload(url: string, runId: string) {
         method: 'POST',
         path: '/api/v1/auth/guest',
         headers: jsonHeaders,
-        setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `bench-${runId}-${device++}` }) }),
+        setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `bench-device-${runId}-${device++}` }) }),
         onResponse: (status, body) => {
           if (status === 200) pairs.push(JSON.parse(body) as Pair);
         },

@@ -9,7 +9,8 @@
  * for one caller — or, after 10 s, in the whole session being revoked as stolen.
  *
  *   const account = createAccountClient({ url: 'http://127.0.0.1:3000' });
- *   await account.signInAsGuest(deviceId);
+ *   await account.signInAsGuest(deviceId);           // keep one newDeviceId() per install
+ *   await account.signInAsGuest(deviceId, { captcha }); // when captchaConfig() says one is needed
  *   await account.requestEmailSignIn('me@example.com');
  *   await account.verifyEmail({ email: 'me@example.com', code: '123456' }); // upgrades the guest
  *   const me = await account.me();
@@ -105,6 +106,18 @@ function base64UrlJson(part: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A device id for guest sign-in: 122 random bits (a UUID v4). The device id is the guest's only
+ * credential, so the service refuses ids under 16 characters; store this one and reuse it.
+ */
+export const newDeviceId = (): string => crypto.randomUUID();
+
+/** Options of the sign-in calls the service may guard with a CAPTCHA (see `captchaConfig`). */
+export interface CaptchaOptions {
+  /** The token the provider's widget produced; sent as `x-captcha-response`. */
+  captcha?: string;
 }
 
 /** Reads (does not verify) the `guest` claim: only used to decide whether to offer a guest upgrade. */
@@ -213,7 +226,8 @@ export function createAccountClient(options: AccountClientOptions) {
         ...(options.fetch ? { fetch: options.fetch } : {}),
         headers: ({ op }) => {
           const authorization = op.context.authorization as string | undefined;
-          return authorization ? { authorization } : {};
+          const captcha = op.context.captcha as string | undefined;
+          return { ...(authorization ? { authorization } : {}), ...(captcha ? { 'x-captcha-response': captcha } : {}) };
         },
       }),
     ],
@@ -229,10 +243,16 @@ export function createAccountClient(options: AccountClientOptions) {
     trpc,
     storage,
 
-    signInAsGuest: async (deviceId: string) => signedIn(await trpc.auth.guest.signIn.mutate({ device_id: deviceId }, { context: { auth: 'none' } })),
+    /** `deviceId`: at least 16 characters, random or the platform's (`newDeviceId()`), the same on every sign-in of the device. */
+    signInAsGuest: async (deviceId: string, options: CaptchaOptions = {}) =>
+      signedIn(await trpc.auth.guest.signIn.mutate({ device_id: deviceId }, { context: { auth: 'none', captcha: options.captcha } })),
 
     /** Always the same message, whether or not the address has an account. */
-    requestEmailSignIn: (email: string) => trpc.auth.email.request.mutate({ email }, { context: { auth: 'none' } }),
+    requestEmailSignIn: (email: string, options: CaptchaOptions = {}) =>
+      trpc.auth.email.request.mutate({ email }, { context: { auth: 'none', captcha: options.captcha } }),
+
+    /** Whether guest and e-mail sign-in need a CAPTCHA token: `{provider: null}` when not. */
+    captchaConfig: () => trpc.auth.captcha.config.query(undefined, { context: { auth: 'none' } }),
 
     /** `{token}` from the link or `{email, code}`. A signed-in guest is upgraded in place. */
     verifyEmail: async (input: { token: string } | { email: string; code: string }) =>

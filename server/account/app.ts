@@ -6,7 +6,7 @@ import express from 'express';
 import { mountAccountBridge } from '../../rest-bridge/account.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
-import { createMetrics, metricsEndpoint } from '../common/metrics.js';
+import { metricsEndpoint } from '../common/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
@@ -24,7 +24,7 @@ export interface RunningAccount {
 
 export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel)): Promise<RunningAccount> {
   const services = await createAccountServices(config, log);
-  const metrics = createMetrics('account');
+  const { metrics } = services;
   const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics });
   // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
   const frontendOrigin = new URL(config.frontendUrl).origin;
@@ -44,7 +44,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   const api = express.Router();
   mountAccountBridge(api, services, contextFor, config.baseUrl);
   app.use('/api/v1', api);
-  if (!serveWebClient(app)) log.warn('web client not built (npm run build:web): only the APIs are served');
+  if (!serveWebClient(app, undefined, config.captcha?.provider)) log.warn('web client not built (npm run build:web): only the APIs are served');
   finishHttpApp(app);
   const server = await listen(app, config.host, config.port);
   log.info({ url: server.url, store: services.store.kind }, 'account service listening');

@@ -3,6 +3,10 @@ import { z } from 'zod';
 import { httpUrl, logLevel, optionalString, parseConfig, port } from '../common/config.js';
 import { parseModelSpec } from '../agent/chat/model-spec.js';
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
+import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js';
+
+const count = (fallback: number, min: number, max: number) =>
+  z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
 
 const intSetting = (fallback: number, { min, max }: { min: number; max: number }) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
@@ -30,6 +34,10 @@ const schema = z
     AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }),
     AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }),
     AGENT_EGRESS_ALLOW: optionalString,
+    AGENT_EXEC_NETWORK: z.preprocess((v) => (v === '' || v === undefined ? 'none' : v), z.enum(['none', 'allowlist'])),
+    MODEL_DAILY_TOKENS: intSetting(2_000_000, { min: 0, max: Number.MAX_SAFE_INTEGER }),
+    MODEL_DAILY_TOKENS_GUEST: intSetting(200_000, { min: 0, max: Number.MAX_SAFE_INTEGER }),
+    MODEL_DAILY_TOKENS_GUESTS_TOTAL: intSetting(0, { min: 0, max: Number.MAX_SAFE_INTEGER }),
     AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }),
     AGENT_WORKSPACE_QUOTA_MB_GUEST: intSetting(100, { min: 1, max: 1_048_576 }),
     // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
@@ -64,8 +72,12 @@ const schema = z
     DEV_OUTBOX: optionalString.pipe(z.enum(['0', '1']).optional()),
     NODE_ENV: optionalString,
     RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
+    IPV6_SUBNET: count(64, 32, 128),
+    GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000),
+    GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000),
     LOG_LEVEL: logLevel,
     ...oauthEnv,
+    ...captchaEnv,
   })
   .superRefine((env, ctx) => {
     // The outbox page shows every sign-in link and code: never where real people sign in.
@@ -78,6 +90,7 @@ const schema = z
       }
     }
     if (env.DEV_OUTBOX === '1' && env.SMTP_URL) ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'lists the local outbox, which is not used when SMTP_URL is set' });
+    for (const [name, message] of captchaProblems(env)) ctx.addIssue({ code: 'custom', path: [name], message });
   })
   .transform((env) => {
     const baseUrl = (env.BASE_URL ?? `http://${env.HOST === '0.0.0.0' ? '127.0.0.1' : env.HOST}:${env.PORT}`).replace(/\/$/, '');
@@ -91,6 +104,13 @@ const schema = z
       frontendUrl: (env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''),
       redisUrl: env.REDIS_URL,
       rateLimitMultiplier: env.RATE_LIMIT_MULTIPLIER,
+      /** Rate limits count an IPv6 client on this prefix length (ratelimit/client-key.ts). */
+      ipv6Subnet: env.IPV6_SUBNET,
+      /** New guests per client per day and service-wide per hour (ratelimit/policy.ts). */
+      guestSignupsPerDay: env.GUEST_SIGNUPS_PER_DAY,
+      guestSignupsPerHour: env.GUEST_SIGNUPS_PER_HOUR,
+      /** Unset: no CAPTCHA (captcha/). */
+      captcha: captchaConfig(env),
       agentProvisioner: env.AGENT_PROVISIONER,
       agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
@@ -102,9 +122,12 @@ const schema = z
         cpuPercent: env.AGENT_CPU_PERCENT,
         maxOpenFiles: env.AGENT_MAX_OPEN_FILES,
         tmpBytes: env.AGENT_TMP_MB * 1024 * 1024,
+        execNetwork: env.AGENT_EXEC_NETWORK,
       },
       /** Disk quota of a workspace, by who owns it (a guest who signs up gets the larger one at the agent's next start). */
       workspaceQuotaMb: { account: env.AGENT_WORKSPACE_QUOTA_MB, guest: env.AGENT_WORKSPACE_QUOTA_MB_GUEST },
+      /** Tokens per UTC day; 0: no ceiling (agents/model-usage.ts). */
+      modelBudget: { account: env.MODEL_DAILY_TOKENS, guest: env.MODEL_DAILY_TOKENS_GUEST, guestsTotal: env.MODEL_DAILY_TOKENS_GUESTS_TOTAL },
       egress: {
         model: env.MODEL,
         modelApiKey: env.MODEL_API_KEY,

@@ -1,6 +1,6 @@
 /**
  * What an account procedure may know about the HTTP request it serves, over REST and tRPC alike:
- * the request id, the Authorization header, the client address, cookies, and a way to set
+ * the request id, the Authorization header and other headers, the client address, cookies, and a way to set
  * response headers (RateLimit-*, Set-Cookie).
  *
  * It sits in the tRPC context as one object because tRPC copies the context at every middleware:
@@ -29,6 +29,12 @@ export class AccountRequest {
   get ip(): string {
     this.clientIp ??= this.req.ip ?? this.req.socket.remoteAddress ?? 'unknown';
     return this.clientIp;
+  }
+
+  /** A request header, its first value when repeated. */
+  header(name: string): string | undefined {
+    const value = this.req.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value[0] : value;
   }
 
   cookie(name: string): string | undefined {

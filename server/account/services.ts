@@ -3,9 +3,13 @@
  * Domain modules take what they need from here as explicit arguments.
  */
 import path from 'node:path';
+import { Counter, Histogram } from 'prom-client';
 import type { Logger } from '../common/log.js';
+import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/launcher.js';
+import { AuthMetrics } from './auth-metrics.js';
+import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
 import { loadSecretBox } from './agents/secrets.js';
@@ -15,6 +19,7 @@ import { EmailSignIn } from './auth/email/service.js';
 import type { AccountConfig } from './config.js';
 import { OAuthProviders } from './auth/oauth/providers.js';
 import { RateLimits } from './ratelimit/limits.js';
+import { Captcha } from './captcha/siteverify.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
@@ -32,6 +37,14 @@ export interface AccountServices {
   email: EmailSignIn;
   /** Provider A and B for browser OAuth and native ID tokens (discovery cached). */
   oauth: OAuthProviders;
+  /** Unset when CAPTCHA_PROVIDER is not. */
+  captcha: Captcha | undefined;
+  /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
+  metrics: ServiceMetrics;
+  /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
+  authMetrics: AuthMetrics;
+  /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
+  modelBudget: ModelBudget;
   close(): Promise<void>;
 }
 
@@ -40,7 +53,38 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
   const keys = await loadSigningKeys(config.signingKeysFile);
   const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
-  const rateLimits = new RateLimits(config.redisUrl, config.rateLimitMultiplier);
+  const metrics = createMetrics('account');
+  const authMetrics = new AuthMetrics(metrics.registry);
+  const rateLimits = new RateLimits({
+    onRefused: (name) => authMetrics.refused(name),
+    redisUrl: config.redisUrl,
+    multiplier: config.rateLimitMultiplier,
+    ipv6Subnet: config.ipv6Subnet,
+    limits: { 'guest.signups.client.daily': config.guestSignupsPerDay, 'guest.signups.hourly': config.guestSignupsPerHour },
+  });
+  const modelTokens = new Counter({
+    name: 'model_tokens_total',
+    help: 'Model tokens spent by local agents, by direction and kind of user',
+    labelNames: ['direction', 'user'],
+    registers: [metrics.registry],
+  });
+  const isGuest = async (userId: string) => (await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } }))?.isGuest ?? true;
+  const modelCalls = new Histogram({
+    name: 'model_call_duration_seconds',
+    help: "Local agents' model calls through the egress gateway, from request to the answer's end, by status class",
+    labelNames: ['status'],
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [metrics.registry],
+  });
+  const modelBudget = new ModelBudget(store.sql, config.modelBudget, isGuest, (usage, guest) => {
+    modelTokens.inc({ direction: 'in', user: guest ? 'guest' : 'account' }, usage.tokensIn);
+    modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
+  });
+  const modelMeter = {
+    check: (userId: string) => modelBudget.check(userId),
+    record: (userId: string, usage: TokenUsage) => modelBudget.record(userId, usage),
+    observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
+  };
   const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
   const provisioner =
     config.agentProvisioner === 'static'
@@ -49,11 +93,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
-          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
-          workspaceQuotaMb: async (userId) => {
-            const user = await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } });
-            return user?.isGuest ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account;
-          },
+          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelMeter), log),
+          workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
         });
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
@@ -71,9 +112,13 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     tokens,
     rateLimits,
     agents: { registry, provisioner },
+    metrics,
+    authMetrics,
+    modelBudget,
     mail,
     email,
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
+    captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
     async close() {
       clearInterval(pruning);
       await provisioner.close();

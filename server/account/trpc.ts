@@ -26,12 +26,23 @@ export const requestLog = (ctx: AccountContext): Logger => ctx.services.log.chil
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const publicProcedure = t.procedure;
-/** Counts the call against the named per-IP limit before the procedure runs. */
+/** The rate-limit bucket of the caller: its address, or its IPv6 prefix (ratelimit/client-key.ts). */
+export const clientKeyOf = (ctx: AccountContext): string => ctx.services.rateLimits.clientKey(ctx.request.ip);
+
+/** Counts the call against the named per-client limit before the procedure runs. */
 export const rateLimited = (name: RateLimitName) =>
   t.middleware(async ({ ctx, next }) => {
-    await ctx.services.rateLimits.consume(name, ctx.request.ip, ctx.request.setHeader);
-    return next();
+    await ctx.services.rateLimits.consume(name, clientKeyOf(ctx), ctx.request.setHeader);
+    const result = await next();
+    ctx.services.authMetrics.outcome(name, result.ok ? undefined : (result.error.cause ?? result.error));
+    return result;
   });
+
+/** When CAPTCHA_PROVIDER is set, the call needs a passed check in `x-captcha-response` (captcha/siteverify.ts). */
+export const captchaChecked = t.middleware(async ({ ctx, next }) => {
+  await ctx.services.captcha?.check(ctx.request.header('x-captcha-response'), ctx.request.ip);
+  return next();
+});
 
 export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
   const user = await ctx.services.tokens.authenticate(ctx.request.authorization, ctx.request);

@@ -12,6 +12,7 @@ import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
 import { agentRouter } from './router.js';
 import { createAgentServices, type AgentServices } from './services.js';
 import { sweepPartialUploads } from './files/upload.js';
+import { startExecRelay } from './net/exec-relay.js';
 import { createAgentContext } from './trpc.js';
 
 export interface RunningAgent {
@@ -34,6 +35,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   const swept = await sweepPartialUploads(config.workspace);
   if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');
   const server = await listen(app, config.host, config.port, config.socketPath);
+  const relay = config.chat.execProxy && config.egressSocket ? await startExecRelay(config.chat.execProxy, config.egressSocket) : undefined;
   log.info({ url: server.url, name: config.name, workspace: config.workspace }, 'agent listening');
   return {
     url: server.url,
@@ -44,6 +46,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
       await services.messenger.stop();
       await services.chat.close();
       await server.close();
+      await relay?.close();
       await services.close();
     },
   };

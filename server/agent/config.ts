@@ -45,6 +45,8 @@ const schema = z
         })
         .optional(),
     ),
+    // Set with AGENT_EXEC_NETWORK=allowlist: exec commands' HTTP(S) proxy, the relay to the egress gateway.
+    AGENT_EXEC_PROXY: optionalString.pipe(z.url({ protocol: /^http$/ }).optional()),
     AGENT_WORKSPACE_QUOTA_MB: z.preprocess((v) => (v === '' || v === undefined ? 1024 : v), z.coerce.number().int().min(1).max(1_048_576)),
     AGENT_RUN_TIMEOUT: seconds(600, { max: 86_400 }),
     AGENT_MAX_STEPS: z.preprocess((v) => (v === '' || v === undefined ? 20 : v), z.coerce.number().int().min(1).max(200)),
@@ -106,6 +108,7 @@ const schema = z
       execEnabled: env.AGENT_EXEC === 'on',
       execTimeoutMs: env.AGENT_EXEC_TIMEOUT * 1000,
       execSandbox: env.AGENT_EXEC_SANDBOX,
+      execProxy: env.AGENT_EXEC_PROXY,
       runTimeoutMs: env.AGENT_RUN_TIMEOUT * 1000,
       maxSteps: env.AGENT_MAX_STEPS,
       keepaliveMs: env.AGENT_KEEPALIVE_INTERVAL * 1000,

@@ -1,4 +1,4 @@
-import { chatRouter } from './chat/router.js';
+import { chatRouter, chatsRouter } from './chat/router.js';
 import { filesRouter } from './files/router.js';
 import { healthRouter } from './health/router.js';
 import { pendingRouter } from './pending/router.js';
@@ -9,6 +9,7 @@ import { router } from './trpc.js';
 export const agentRouter = router({
   health: healthRouter,
   chat: chatRouter,
+  chats: chatsRouter,
   files: filesRouter,
   subagents: subagentsRouter,
   pending: pendingRouter,

@@ -6,6 +6,7 @@ import { createAccountClient, errorCode, localTokenStorage, memoryTokenStorage, 
 import { LOGIN_EMAIL_MESSAGE } from '../../server/account/auth/email/service.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { signInSecrets, startSmtpSink, type SmtpSink } from '../support/smtp.js';
+import { testDeviceId } from '../support/devices.js';
 
 describe('account client SDK (Node, against a real service)', () => {
   let account: TestAccount;
@@ -26,7 +27,7 @@ describe('account client SDK (Node, against a real service)', () => {
     refreshSpy = vi.spyOn(account.services.tokens, 'refresh');
     return () => refreshSpy.mock.calls.length;
   };
-  const device = () => `sdk-${randomBytes(4).toString('hex')}`;
+  const device = () => testDeviceId(`sdk-${randomBytes(4).toString('hex')}`);
   const expire = async (storage: { get(): StoredTokens | null | Promise<StoredTokens | null>; set(t: StoredTokens | null): void | Promise<void> }) => {
     const tokens = (await storage.get())!;
     await storage.set({ ...tokens, access_expires_at: Date.now() - 1000 });

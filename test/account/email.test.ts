@@ -12,6 +12,7 @@ import { accountStoreKinds } from '../support/postgres.js';
 import { freePort, startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
 import { signInSecrets, startSmtpSink, type SmtpSink } from '../support/smtp.js';
 import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import { testDeviceId } from '../support/devices.js';
 
 const kinds = await accountStoreKinds();
 
@@ -286,7 +287,7 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
   });
 
   describe('guest upgrade', () => {
-    const guest = async (deviceId: string) => (await (await api.post('/auth/guest', { device_id: deviceId })).json()) as Pair;
+    const guest = async (deviceId: string) => (await (await api.post('/auth/guest', { device_id: testDeviceId(deviceId) })).json()) as Pair;
 
     it('attaches the address to the guest in place: same user id, guest flag cleared', async () => {
       const device = `dev-${randomBytes(4).toString('hex')}`;
@@ -419,7 +420,7 @@ describe('mail delivery', () => {
       expect(JSON.stringify(failure)).not.toContain('outage@example.com');
       // Still serving: another request, and another endpoint.
       expect((await api.post('/auth/login/email', { email: 'outage2@example.com' })).status).toBe(200);
-      expect((await api.post('/auth/guest', { device_id: 'after-outage' })).status).toBe(200);
+      expect((await api.post('/auth/guest', { device_id: testDeviceId('after-outage') })).status).toBe(200);
     } finally {
       await running.close();
     }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signInGuest } from '../../server/account/auth/guest/sign-in.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
+import { testDeviceId } from '../support/devices.js';
 
 const kinds = await accountStoreKinds();
 
@@ -14,7 +15,7 @@ describe.each(kinds)('guest sign-in fast path on %s', (kind) => {
   afterAll(() => account.stop());
 
   it('12 concurrent first sign-ins of one device: one account, twelve sessions, no orphan users', async () => {
-    const deviceId = `race-${randomBytes(4).toString('hex')}`;
+    const deviceId = testDeviceId(`race-${randomBytes(4).toString('hex')}`);
     const answers = await Promise.all(
       Array.from({ length: 12 }, () =>
         fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) }),

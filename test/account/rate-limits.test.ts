@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { redisReachable } from '../support/redis.js';
+import { testDeviceId } from '../support/devices.js';
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -16,16 +17,16 @@ describe('rate limits (memory store)', () => {
   it('allows exactly 10 guest sign-ins a minute per IP, then 429 with Retry-After and RateLimit-*', async () => {
     const from = { 'x-forwarded-for': '203.0.113.7' };
     const statuses: number[] = [];
-    for (let i = 0; i < 11; i++) statuses.push((await post(`${account.url}/api/v1/auth/guest`, { device_id: `rl-${i}` }, from)).status);
+    for (let i = 0; i < 11; i++) statuses.push((await post(`${account.url}/api/v1/auth/guest`, { device_id: testDeviceId(`rl-${i}`) }, from)).status);
     expect(statuses.slice(0, 10).every((s) => s === 200)).toBe(true);
-    const limited = await post(`${account.url}/api/v1/auth/guest`, { device_id: 'rl-x' }, from);
+    const limited = await post(`${account.url}/api/v1/auth/guest`, { device_id: testDeviceId('rl-x') }, from);
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(limited.headers.get('ratelimit-limit')).toBe('10');
     expect(limited.headers.get('ratelimit-remaining')).toBe('0');
     expect(await limited.json()).toMatchObject({ code: 'RATE_LIMITED', detail: expect.any(String) });
     // Another client is not affected.
-    expect((await post(`${account.url}/api/v1/auth/guest`, { device_id: 'rl-y' }, { 'x-forwarded-for': '203.0.113.8' })).status).toBe(200);
+    expect((await post(`${account.url}/api/v1/auth/guest`, { device_id: testDeviceId('rl-y') }, { 'x-forwarded-for': '203.0.113.8' })).status).toBe(200);
   });
 
   it('counts over tRPC the same way', async () => {
@@ -56,8 +57,8 @@ describe.runIf(await redisReachable())('rate limits shared through Redis by two 
   });
 
   it('20 refreshes a minute per IP in total across both instances', async () => {
-    // Redis outlives the test run: a fresh address keeps earlier runs' counters out of this one.
-    const from = { 'x-forwarded-for': `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}` };
+    // Redis outlives the test run: a fresh /64 (clients are counted per /64) keeps earlier runs' counters out of this one.
+    const from = { 'x-forwarded-for': `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}::1` };
     const statuses: number[] = [];
     for (let i = 0; i < 22; i++) {
       const target = i % 2 === 0 ? a : b;

@@ -12,6 +12,7 @@ import { TestBrowser } from '../support/browser.js';
 import { signInThroughBrowser, startOAuthStack, type OAuthStack } from '../support/oauth-stack.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import { testDeviceId } from '../support/devices.js';
 
 const kinds = await accountStoreKinds();
 
@@ -28,7 +29,7 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
   const me = async (pair: Pair) =>
     (await (await fetch(`${stack.api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string; guest: boolean };
   const signIn = async (provider: 'idpa' | 'idpb', login: string) => me(await exchange((await signInThroughBrowser(stack, provider, { login })).code));
-  const guest = async (device: string) => (await (await post('/auth/guest', { device_id: device })).json()) as Pair;
+  const guest = async (device: string) => (await (await post('/auth/guest', { device_id: testDeviceId(device) })).json()) as Pair;
   const trpc = (authorization?: string) =>
     createTRPCClient<AccountRouter>({ links: [httpLink({ url: `${stack.account.url}/trpc`, transformer: superjson, headers: () => (authorization ? { authorization } : {}) })] });
   const db = () => stack.account.services.store.db;

@@ -9,6 +9,7 @@ import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AccountRouter } from '../../server/account/router.js';
 import { MOBILE_CLIENT_IDS, signInThroughBrowser, startOAuthStack, WEB_CLIENT, type OAuthStack } from '../support/oauth-stack.js';
+import { testDeviceId } from '../support/devices.js';
 
 describe('native sign-in with a provider-A ID token', () => {
   let stack: OAuthStack;
@@ -90,7 +91,7 @@ describe('native sign-in with a provider-A ID token', () => {
   });
 
   it('upgrades a guest in place with the guest header; 409 when the identity is taken', async () => {
-    const guest = (await (await fetch(`${stack.api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: 'mobile-guest' }) })).json()) as { access_token: string };
+    const guest = (await (await fetch(`${stack.api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('mobile-guest') }) })).json()) as { access_token: string };
     const auth = { authorization: `Bearer ${guest.access_token}` };
     const before = (await (await fetch(`${stack.api}/auth/me`, { headers: auth })).json()) as { user_id: string };
     const taken = await mobile({ id_token: await token({ sub: 'native-1' }) }, auth);

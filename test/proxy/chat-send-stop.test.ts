@@ -14,6 +14,7 @@ import { lastUserText, startScriptedModel, type ScriptedModel } from '../support
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { events, openSse, readFrames } from '../support/sse.js';
 import { until } from '../chat/helpers.js';
+import { testDeviceId } from '../support/devices.js';
 
 let account: TestAccount;
 let model: ScriptedModel;
@@ -42,7 +43,7 @@ afterAll(async () => {
 });
 
 const guest = async (deviceId: string): Promise<Pair> => {
-  const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) });
+  const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
   return (await res.json()) as Pair;
 };
 const bearer = (pair: Pair) => ({ authorization: `Bearer ${pair.access_token}` });
@@ -58,7 +59,7 @@ describe('sending through the proxy', () => {
       return fetch(input, init);
     };
     const sdk = createAccountClient({ url: account.url, storage: memoryTokenStorage(), fetch: recording });
-    await sdk.signInAsGuest('send-sdk');
+    await sdk.signInAsGuest(testDeviceId('send-sdk'));
     const message = 'long message '.repeat(2_500).slice(0, 32_000);
     expect(message).toHaveLength(32_000);
 
@@ -76,7 +77,7 @@ describe('sending through the proxy', () => {
 
   it('refuses one character over the bound before any agent run', async () => {
     const sdk = createAccountClient({ url: account.url, storage: memoryTokenStorage() });
-    await sdk.signInAsGuest('send-over');
+    await sdk.signInAsGuest(testDeviceId('send-over'));
     const requests = model.requests.length;
     const error = await sdk.trpc.agent.chat.start.mutate({ message: 'x'.repeat(32_001), chat_id: 'over' }).catch((e: unknown) => e);
     expect(codeOf(error)).toMatchObject({ code: 'VALIDATION_FAILED', httpStatus: 400 });

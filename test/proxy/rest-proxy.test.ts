@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import { testDeviceId } from '../support/devices.js';
 
 describe('REST proxy to the user own agent', () => {
   let account: TestAccount;
   let api: string;
   const guest = async (deviceId: string): Promise<string> => {
-    const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) });
+    const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
     return ((await res.json()) as Pair).access_token;
   };
   const asUser = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -15,7 +16,7 @@ describe('REST proxy to the user own agent', () => {
     const token = await guest(deviceId);
     const me = (await (await fetch(`${api}/auth/me`, { headers: asUser(token) })).json()) as { user_id: string };
     await account.services.store.db.user.update({ where: { id: me.user_id }, data: { isGuest: false } });
-    const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) });
+    const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
     return ((await res.json()) as Pair).access_token;
   };
   const upload = (token: string, name: string, bytes: Buffer | string, dir?: string) => {
@@ -68,7 +69,7 @@ describe('REST proxy to the user own agent', () => {
     const token = await fullUser('proxy-headers');
     const res = await fetch(`${api}/agent/health`, { headers: asUser(token) });
     expect(res.status).toBe(200);
-    const agent = await account.services.store.db.agent.findFirst({ where: { user: { identities: { some: { subject: 'proxy-headers' } } } } });
+    const agent = await account.services.store.db.agent.findFirst({ where: { user: { identities: { some: { subject: testDeviceId('proxy-headers') } } } } });
     const secret = agent ? (await account.services.agents.registry.byName(agent.name))?.secret : undefined;
     expect(secret).toBeTruthy();
     const all = JSON.stringify([...res.headers]);
@@ -110,7 +111,7 @@ describe('guest message quota', () => {
 
   it('lets a guest send 50 messages a day, then answers 429 GUEST_QUOTA', async () => {
     const api = `${account.url}/api/v1`;
-    const pair = (await (await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: 'quota' }) })).json()) as Pair;
+    const pair = (await (await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('quota') }) })).json()) as Pair;
     const send = () =>
       fetch(`${api}/agent/chat`, {
         method: 'POST',

@@ -15,6 +15,7 @@ import type { RateLimits } from '../../server/account/ratelimit/limits.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import { testDeviceId } from '../support/devices.js';
 
 let account: TestAccount;
 let model: ScriptedModel;
@@ -35,7 +36,7 @@ afterAll(async () => {
 });
 
 const guest = async (deviceId: string): Promise<Pair> => {
-  const res = await fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) });
+  const res = await fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
   return (await res.json()) as Pair;
 };
 

@@ -10,6 +10,7 @@ import { createTestDatabase, postgresReachable, type TestDatabase } from '../sup
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import { testDeviceId } from '../support/devices.js';
 
 const reachable = await postgresReachable();
 
@@ -38,7 +39,7 @@ describe.skipIf(!reachable)('PostgreSQL outage under load', () => {
   it('503 during the outage, recovery after it, no half-rotated session', async () => {
     // Refresh chains: each worker keeps rotating its own session.
     const chains: Array<{ pair: Pair; lostDuringOutage?: string; lostAck?: boolean }> = [];
-    for (let i = 0; i < 8; i++) chains.push({ pair: (await (await post('/auth/guest', { device_id: `outage-${i}` })).json()) as Pair });
+    for (let i = 0; i < 8; i++) chains.push({ pair: (await (await post('/auth/guest', { device_id: testDeviceId(`outage-${i}`) })).json()) as Pair });
 
     const statuses = new Map<number, number>();
     const bad: string[] = [];
@@ -64,7 +65,7 @@ describe.skipIf(!reachable)('PostgreSQL outage under load', () => {
         // the new pair (as with any network failure), so its old token is spent. Checked below.
         else if (res.status === 401 && chain.lostDuringOutage === token && JSON.parse(text).code === 'INVALID_REFRESH_TOKEN') chain.lostAck = true;
         else if (res.status !== 503) bad.push(`refresh ${res.status} ${text} in phase ${phase}`);
-        await record(await post('/auth/guest', { device_id: `outage-load-${i}-${device++}` }));
+        await record(await post('/auth/guest', { device_id: testDeviceId(`outage-load-${i}-${device++}`) }));
         await record(await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${chain.pair.access_token}` } }));
         if (res.status === 503) await new Promise((r) => setTimeout(r, 20));
       }
@@ -81,7 +82,7 @@ describe.skipIf(!reachable)('PostgreSQL outage under load', () => {
     const until = Date.now() + 10_000;
     let recovered = false;
     while (Date.now() < until && !recovered) {
-      recovered = (await post('/auth/guest', { device_id: `outage-probe-${device++}` })).status === 200;
+      recovered = (await post('/auth/guest', { device_id: testDeviceId(`outage-probe-${device++}`) })).status === 200;
       if (!recovered) await new Promise((r) => setTimeout(r, 100));
     }
     await new Promise((r) => setTimeout(r, 1_000));

@@ -64,7 +64,8 @@ describe.runIf(hasRedisServer)('rate limits with Redis going down and coming bac
     }
     return statuses;
   };
-  const freshIp = () => `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
+  // A fresh /64 each time: clients are counted per /64.
+  const freshIp = () => `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}::1`;
   const count = (xs: number[], s: number) => xs.filter((x) => x === s).length;
 
   beforeAll(async () => {

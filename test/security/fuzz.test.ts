@@ -13,6 +13,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOAuthStack, type OAuthStack } from '../support/oauth-stack.js';
 import { startTestAgent, type TestAgent } from '../support/servers.js';
+import { testDeviceId } from '../support/devices.js';
 
 const TOTAL = Number(process.env.FUZZ_REQUESTS ?? 10_400);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
@@ -278,7 +279,7 @@ describe('fuzz from the OpenAPI documents', () => {
     accountDoc = (await (await fetch(`${stack.api}/openapi.json`)).json()) as Doc;
     agentDoc = (await (await fetch(`${agent.url}/openapi.json`, { headers: agent.auth })).json()) as Doc;
     for (let i = 0; i < 8; i++) {
-      const res = await fetch(`${stack.api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: `fuzz-${i}` }) });
+      const res = await fetch(`${stack.api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(`fuzz-${i}`) }) });
       accessTokens.push(((await res.json()) as { access_token: string }).access_token);
     }
   });

@@ -8,8 +8,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApp, finishHttpApp, listen, type RunningServer } from '../../server/common/http.js';
 import { createLogger } from '../../server/common/log.js';
-import { serveWebClient } from '../../server/account/web.js';
+import { serveWebClient, webCsp } from '../../server/account/web.js';
 import { startTestAccount, startTestAgent, tempDir, type TestAccount, type TestAgent } from '../support/servers.js';
+import { testDeviceId } from '../support/devices.js';
 
 const FRONTEND = 'http://127.0.0.1:5999';
 
@@ -48,7 +49,7 @@ describe('security headers', () => {
       [`${account.url}/.well-known/jwks.json`, {}],
       [`${account.url}/api/v1/auth/me`, {}],
       [`${account.url}/api/v1/nope`, {}],
-      [`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"device_id":"h"}' }],
+      [`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('h') }) }],
       [`${account.url}/trpc/tokens.me`, {}],
     ] as const) {
       const res = await fetch(url, init);
@@ -76,6 +77,21 @@ describe('security headers', () => {
       expect(csp).not.toContain('unsafe-eval');
       expect(csp).toContain("frame-ancestors 'none'");
       expect(csp).toContain("base-uri 'none'");
+      expect(csp).not.toMatch(/frame-src|https:/); // no CAPTCHA: nothing from elsewhere
+    }
+  });
+
+  it('with a CAPTCHA on, the CSP lets in its provider (script and frame) and nothing else', () => {
+    const turnstile = webCsp('turnstile');
+    expect(turnstile).toContain("script-src 'self' https://challenges.cloudflare.com;");
+    expect(turnstile).toContain('frame-src https://challenges.cloudflare.com;');
+    expect(turnstile).toContain("connect-src 'self';");
+    const hcaptcha = webCsp('hcaptcha');
+    expect(hcaptcha).toContain("script-src 'self' https://hcaptcha.com https://*.hcaptcha.com;");
+    expect(hcaptcha).toContain('frame-src https://hcaptcha.com https://*.hcaptcha.com;');
+    for (const csp of [turnstile, hcaptcha]) {
+      expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/);
+      expect(csp).toContain("frame-ancestors 'none'");
     }
   });
 

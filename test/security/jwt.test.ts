@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import { testDeviceId } from '../support/devices.js';
 
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
 const now = () => Math.floor(Date.now() / 1000);
@@ -22,7 +23,7 @@ describe.each(await accountStoreKinds())('JWT attacks on %s', (kind) => {
   let pair: Pair;
   const post = (path: string, body: unknown) => fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const me = (token: string) => fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${token}` } });
-  const guest = async (device: string) => (await (await post('/auth/guest', { device_id: device })).json()) as Pair;
+  const guest = async (device: string) => (await (await post('/auth/guest', { device_id: testDeviceId(device) })).json()) as Pair;
 
   /** A token signed with the service's own private key: only the claims or header are wrong. */
   const signed = (claims: JWTPayload, header: Record<string, unknown> = {}) => {

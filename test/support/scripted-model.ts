@@ -7,7 +7,7 @@
  *
  * Reused by the chat, subagent/heartbeat and messenger suites and by bench/chat.ts.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sleep } from '../../server/common/timers.js';
 
@@ -60,6 +60,8 @@ export interface ScriptedModel {
   modelSpec: string;
   /** Every request received, in order. */
   requests: ModelRequest[];
+  /** The HTTP headers of each request, in the same order. */
+  requestHeaders: IncomingHttpHeaders[];
   /** Replace the responder. */
   respond: (responder: Responder) => void;
   /** Steps to play in order for the next requests (before the responder is asked). */
@@ -99,6 +101,7 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 export async function startScriptedModel(opts: { responder?: Responder; port?: number } = {}): Promise<ScriptedModel> {
   const requests: ModelRequest[] = [];
+  const requestHeaders: IncomingHttpHeaders[] = [];
   const queued: ScriptedStep[] = [];
   let responder: Responder = opts.responder ?? (() => ({ text: 'ok' }));
   let open = 0;
@@ -162,6 +165,7 @@ export async function startScriptedModel(opts: { responder?: Responder; port?: n
       res.on('close', () => controller.abort());
       const request = JSON.parse(await readBody(req)) as ModelRequest;
       const index = requests.push(request) - 1;
+      requestHeaders.push(req.headers);
       open++;
       try {
         const step = queued.shift() ?? (await responder(request, index));
@@ -182,6 +186,7 @@ export async function startScriptedModel(opts: { responder?: Responder; port?: n
     baseUrl,
     modelSpec: `openai-compatible:${baseUrl}#scripted`,
     requests,
+    requestHeaders,
     respond: (r) => {
       responder = r;
     },

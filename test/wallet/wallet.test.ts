@@ -14,6 +14,7 @@ import type { AccountRouter } from '../../server/account/router.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import { testDeviceId } from '../support/devices.js';
 
 const kinds = await accountStoreKinds();
 
@@ -304,7 +305,7 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
   });
 
   describe('guest upgrade', () => {
-    const guest = async (deviceId: string) => (await (await post('/auth/guest', { device_id: deviceId })).json()) as Pair;
+    const guest = async (deviceId: string) => (await (await post('/auth/guest', { device_id: testDeviceId(deviceId) })).json()) as Pair;
 
     it('attaches the wallet to the signed-in guest in place', async () => {
       const g = await guest(`wallet-upgrade-${kind}`);

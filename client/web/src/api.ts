@@ -131,6 +131,14 @@ export function errorMessage(error: unknown): string {
   switch (code) {
     case 'RATE_LIMITED':
       return 'Too many attempts.';
+    case 'GUEST_SIGNUPS_PAUSED':
+      return 'New guest accounts are paused for a while. Signing in with e-mail, a provider or a wallet still works.';
+    case 'CAPTCHA_REQUIRED':
+      return 'Complete the check above first.';
+    case 'CAPTCHA_INVALID':
+      return 'The check above was not passed or has expired; solve it again.';
+    case 'CAPTCHA_UNAVAILABLE':
+      return 'The anti-robot check cannot be made right now. Try again in a moment.';
     case 'GUEST_QUOTA':
     case 'GUEST_LIMITED':
     case 'PAYLOAD_TOO_LARGE':

@@ -105,7 +105,7 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
  */
 export async function proxyToOwnAgent(services: AccountServices, req: Request, res: Response, target: { path: string; pathname: string }): Promise<void> {
   const user = await services.tokens.authenticate(req.headers.authorization, new AccountRequest(req));
-  const { maxBodyBytes } = await admitAgentRequest({ method: req.method, path: target.pathname, guest: user.guest, userId: user.userId }, services.rateLimits);
+  const { maxBodyBytes } = await admitAgentRequest({ method: req.method, path: target.pathname, guest: user.guest, userId: user.userId }, services.rateLimits, services.modelBudget);
   const agent = await services.agents.provisioner.agentFor(user.userId);
   await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes });
 }

@@ -167,7 +167,7 @@ export class LocalProvisioner implements AgentProvisioner {
       AGENT_SECRET_SHA256: '',
       AGENT_NAME: agent.name,
       ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
-    });
+    }, agent.userId ?? undefined);
     const running: Running = { child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
     this.running.set(agent.id, running);
     child.once('exit', (code, signal) => this.onExit(agent, running, code, signal));

@@ -1,4 +1,5 @@
 /** Sign-in methods, one folder each under auth/; every one ends in a session from `tokens`. */
+import { captchaRouter } from '../captcha/router.js';
 import { router } from '../trpc.js';
 import { emailRouter } from './email/router.js';
 import { guestRouter } from './guest/router.js';
@@ -14,4 +15,6 @@ export const authRouter = router({
   mobile: mobileRouter,
   wallet: walletRouter,
   passkey: passkeyRouter,
+  /** Not a method: whether the methods above need a CAPTCHA (captcha/). */
+  captcha: captchaRouter,
 });

@@ -8,7 +8,7 @@
  * (a shared, static agent is handed back instead: agents/provisioner.ts); 3. in one transaction,
  * the user row — identities, sessions, passkeys and activity go with it (ON DELETE CASCADE) — and
  * every row elsewhere that names the person: pending e-mail codes of their addresses, wallet
- * challenges of their addresses, OAuth states and auth codes, passkey challenges.
+ * challenges of their addresses, OAuth states and auth codes, passkey challenges, model-usage counters.
  */
 import { getAddress } from 'viem';
 import { forbidden } from '../../common/errors.js';
@@ -47,6 +47,8 @@ export async function deleteAccount(services: Pick<AccountServices, 'store' | 't
     await tx.authCode.deleteMany({ where: { userId } });
     await tx.oAuthState.deleteMany({ where: { guestUserId: userId } });
     await tx.webauthnChallenge.deleteMany({ where: { userId } });
+    // Model-usage counters are kept per user id: the id itself is personal data.
+    await tx.modelUsage.deleteMany({ where: { scope: userId } });
     await tx.user.delete({ where: { id: userId } });
   });
 }

@@ -6,7 +6,7 @@ import { account } from '../api.js';
 import { dismissPending, onPending, startPendingPoll, stopPendingPoll, storedPending } from '../agent/pending.js';
 import { h } from '../dom.js';
 import { go, navigate, onLeave } from '../router.js';
-import { clearTokens } from '../session.js';
+import { clearTokens, forgetAccountData } from '../session.js';
 import { oauthButtons } from '../signin/oauth.js';
 import { forgetMe, me } from '../who.js';
 
@@ -22,6 +22,7 @@ export function signedOut(): void {
   stopPendingPoll();
   forgetMe();
   clearTokens();
+  forgetAccountData();
   navigate('/');
 }
 
@@ -52,6 +53,16 @@ function inbox(): HTMLElement {
   onLeave(onPending(render));
   render();
   return box;
+}
+
+/** Past the navigation to the page; focus moves without a new history entry (the router would re-render). */
+function skipLink(): HTMLElement {
+  const link = h('a', { class: 'skip-link', href: '#content' }, 'Skip to content');
+  link.onclick = (e) => {
+    e.preventDefault();
+    document.getElementById('content')?.focus();
+  };
+  return link;
 }
 
 export function layout(page: () => HTMLElement): HTMLElement {
@@ -98,9 +109,10 @@ export function layout(page: () => HTMLElement): HTMLElement {
   return h(
     'div',
     { class: 'shell' },
+    skipLink(),
     h('header', { class: 'top' }, h('div', { class: 'row spread' }, h('span', { class: 'brand' }, 'Your agent'), h('div', { class: 'row' }, who, signOutButton)), nav),
     guestBanner,
     inbox(),
-    h('main', { id: 'content' }, page()),
+    h('main', { id: 'content', tabIndex: -1 }, page()),
   );
 }

@@ -5,6 +5,7 @@
  */
 import { account } from '../api.js';
 import { alertBox, h } from '../dom.js';
+import { captchaBox } from './captcha.js';
 import type { SignInMethod } from './method.js';
 
 /** `trade`: the SDK call that trades the code (sign-in by default; linking on the Account page). */
@@ -12,7 +13,8 @@ export function emailForm(done: Parameters<SignInMethod['render']>[0], idPrefix 
   const alert = alertBox();
   const email = h('input', { type: 'email', id: `${idPrefix}-address`, name: 'email', required: true, autocomplete: 'email', inputMode: 'email' });
   const request = h('button', { type: 'submit' }, 'Send me a sign-in code');
-  const requestForm = h('form', {}, h('label', { for: `${idPrefix}-address` }, 'E-mail address'), email, h('div', { class: 'row' }, request));
+  const captcha = captchaBox();
+  const requestForm = h('form', {}, h('label', { for: `${idPrefix}-address` }, 'E-mail address'), email, captcha.el, h('div', { class: 'row' }, request));
 
   const code = h('input', {
     type: 'text',
@@ -34,7 +36,9 @@ export function emailForm(done: Parameters<SignInMethod['render']>[0], idPrefix 
     alert.clear();
     request.disabled = true;
     try {
-      const { message } = await account.requestEmailSignIn(email.value.trim());
+      const sending = captcha.token();
+      captcha.reset(); // spent by this request, whatever its answer
+      const { message } = await account.requestEmailSignIn(email.value.trim(), { captcha: sending });
       sent.textContent = `${message} Enter the 6-digit code from the message, or open its link.`;
       codeForm.hidden = false;
       code.focus();

@@ -1,5 +1,6 @@
 import { TokenPair } from '../../tokens/schemas.js';
-import { publicProcedure, rateLimited, router } from '../../trpc.js';
+import { admitSignInMail } from '../../ratelimit/policy.js';
+import { captchaChecked, publicProcedure, rateLimited, router } from '../../trpc.js';
 import { LoginEmailInput, LoginEmailOutput, VerifyInput } from './schemas.js';
 import { LOGIN_EMAIL_MESSAGE } from './service.js';
 
@@ -9,10 +10,11 @@ export const emailRouter = router({
     .use(rateLimited('auth.login.email'))
     .meta({ openapi: { method: 'POST', path: '/auth/login/email', protect: false, summary: 'Mail a sign-in link and a 6-digit code' } })
     .input(LoginEmailInput)
+    .use(captchaChecked)
     .output(LoginEmailOutput)
     .mutation(async ({ ctx, input }) => {
-      // Per address too (design.md), so that one address cannot be flooded from many IPs.
-      await ctx.services.rateLimits.consume('auth.login.email.address', input.email);
+      // Per address too, so that one address cannot be flooded from many clients.
+      await admitSignInMail(ctx.services.rateLimits, input.email);
       await ctx.services.email.request(input.email);
       return { message: LOGIN_EMAIL_MESSAGE };
     }),

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { AppError } from '../../../common/errors.js';
 import { TokenPair } from '../../tokens/schemas.js';
-import { publicProcedure, rateLimited, requestLog, router, type AccountContext } from '../../trpc.js';
+import { clientKeyOf, publicProcedure, rateLimited, requestLog, router, type AccountContext } from '../../trpc.js';
 import { openSession, signInCall, signInTarget } from '../../users/sign-in.js';
 import { exchangeAuthCode } from './codes.js';
 import { bindingCookie, bindingCookieName, clearedBindingCookie } from './cookies.js';
@@ -58,7 +58,7 @@ function providerRoutes(provider: OAuthProvider) {
         ctx.request.setHeader('Set-Cookie', clearedBindingCookie(provider, ctx.services.config.baseUrl));
         const params = Object.fromEntries(Object.entries(input).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
         try {
-          await ctx.services.rateLimits.consume('auth.oauth', ctx.request.ip, ctx.request.setHeader);
+          await ctx.services.rateLimits.consume('auth.oauth', clientKeyOf(ctx), ctx.request.setHeader);
         } catch (error) {
           const code = error instanceof AppError && error.status === 429 ? 'rate_limited' : 'server_error';
           if (code === 'server_error') requestLog(ctx).error({ err: error }, 'rate limiter failed');

@@ -41,7 +41,7 @@ export const passkeyRouter = router({
     .mutation(async ({ ctx }) => ({ ...(await loginOptions(ctx.services.store.db, ctx.services.config.passkey)) })),
 
   loginVerify: publicProcedure
-    .use(rateLimited('auth.passkey'))
+    .use(rateLimited('auth.passkey.login'))
     .meta({ openapi: { method: 'POST', path: '/auth/passkey/login/verify', protect: false, summary: 'Sign in with the passkey assertion' } })
     .input(LoginVerifyInput)
     .output(TokenPair)
