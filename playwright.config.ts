@@ -22,6 +22,9 @@ const providerEnv = {
   // Short enough for e2e/oauth.spec.ts to wait out an expired code; the product's default is the spec's 60 s.
   AUTH_CODE_TTL_SECONDS: '8',
   MODEL: `openai-compatible:http://127.0.0.1:${modelPort}/v1#scripted`,
+  // Browsers refuse passkeys on an IP address: e2e/account.spec.ts uses the web client at localhost for them.
+  WEBAUTHN_RP_ID: 'localhost',
+  WEBAUTHN_ORIGIN: `http://localhost:${accountPort}`,
 };
 
 export default defineConfig({

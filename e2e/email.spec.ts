@@ -1,28 +1,10 @@
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
+import { mailTo } from './support/outbox.js';
 
 /**
  * E-mail sign-in in the web client against the product's local outbox (no SMTP_URL: each
  * message is also written as DATA_DIR/outbox/<id>.json; DATA_DIR is set by playwright.config.ts).
  */
-const outbox = path.resolve('test-results/e2e-data/outbox');
-
-async function mailTo(address: string): Promise<{ code: string; link: string }> {
-  for (let i = 0; i < 50; i++) {
-    const files = (await readdir(outbox).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort().reverse();
-    for (const file of files) {
-      const entry = JSON.parse(await readFile(path.join(outbox, file), 'utf8')) as { to: string; text: string };
-      if (entry.to !== address) continue;
-      const code = /\b(\d{6})\b/.exec(entry.text)?.[1];
-      const link = /(https?:\/\/\S+\/auth\/verify\?token=[A-Za-z0-9_-]+)/.exec(entry.text)?.[1];
-      if (code && link) return { code, link };
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`no mail to ${address}`);
-}
-
 const emailSection = (page: Page) => page.getByRole('region', { name: 'E-mail' });
 
 async function request(page: Page, address: string): Promise<void> {

@@ -258,6 +258,9 @@ export function createAccountClient(options: AccountClientOptions) {
     verifyEmail: async (input: { token: string } | { email: string; code: string }) =>
       signedIn(await trpc.auth.email.verify.mutate(input, { context: { auth: 'guest-upgrade' } })),
 
+    /** Like verifyEmail, but attaches the address to whichever account is signed in (linking), full or guest. */
+    linkEmail: async (input: { token: string } | { email: string; code: string }) => signedIn(await trpc.auth.email.verify.mutate(input, { context: { auth: 'user' } })),
+
     me: () => trpc.tokens.me.query(),
 
     /** A valid access token for calls to other services (refreshed single-flight), or null when signed out. */

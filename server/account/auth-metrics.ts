@@ -14,6 +14,7 @@ const SIGN_IN_METHOD: Partial<Record<RateLimitName, string>> = {
   'auth.exchange': 'oauth',
   'auth.mobile': 'idpa_native',
   'auth.wallet.verify': 'wallet',
+  'auth.passkey.login': 'passkey',
   'auth.guest': 'guest',
 };
 

@@ -53,6 +53,10 @@ const schema = z
     ),
     WALLET_CHAIN_ID: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER)),
     RPC_URL: optionalString.pipe(httpUrl.optional()),
+    // Passkeys (auth/passkey): the relying party id is a host name, the web client's or a parent domain of it.
+    WEBAUTHN_RP_ID: optionalString.pipe(z.string().regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'must be a lower-case host name').optional()),
+    WEBAUTHN_RP_NAME: optionalString.pipe(z.string().max(64).optional()),
+    WEBAUTHN_ORIGIN: optionalString.pipe(httpUrl.optional()),
     SMTP_URL: optionalString.pipe(
       z
         .url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' })
@@ -137,6 +141,12 @@ const schema = z
       /** SIWE (auth/wallet): the EIP-155 chain id in challenges; the JSON-RPC endpoint for smart-wallet signatures. */
       walletChainId: env.WALLET_CHAIN_ID,
       rpcUrl: env.RPC_URL,
+      /** Passkeys: responses must come from the web client's origin and name this relying party id. */
+      passkey: (() => {
+        const frontend = new URL((env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''));
+        const origin = env.WEBAUTHN_ORIGIN ? new URL(env.WEBAUTHN_ORIGIN).origin : frontend.origin;
+        return { rpId: env.WEBAUTHN_RP_ID ?? new URL(origin).hostname, rpName: env.WEBAUTHN_RP_NAME ?? 'Agent Accounts', origin };
+      })(),
       /** Unset → mails are written to `outboxDir` instead of being sent. */
       smtpUrl: env.SMTP_URL,
       mailFrom: env.MAIL_FROM ?? `Agent Accounts <no-reply@${new URL(baseUrl).hostname}>`,

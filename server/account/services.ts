@@ -23,6 +23,7 @@ import { Captcha } from './captcha/siteverify.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
+import { pruneActivity } from './users/activity.js';
 
 export interface AccountServices {
   config: AccountConfig;
@@ -87,7 +88,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
   const provisioner =
     config.agentProvisioner === 'static'
-      ? new StaticProvisioner(registry)
+      ? new StaticProvisioner(registry, log)
       : new LocalProvisioner(registry, log, {
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
@@ -98,6 +99,11 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
   if (!config.smtpUrl) log.info({ outbox: config.outboxDir }, 'no SMTP_URL: mail is written to the local outbox');
+  // Activity older than 90 days goes hourly, in the background; a failure only delays it.
+  const pruning = setInterval(() => {
+    pruneActivity(store.db).catch((error: unknown) => log.warn({ err: error }, 'pruning old activity failed'));
+  }, 60 * 60 * 1000);
+  pruning.unref();
   const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, frontendUrl: config.frontendUrl, log });
   return {
     config,
@@ -114,7 +120,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
     async close() {
+      clearInterval(pruning);
       await provisioner.close();
+      await tokens.close();
       await mail.close();
       await rateLimits.close();
       await store.close();

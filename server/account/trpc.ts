@@ -45,6 +45,6 @@ export const captchaChecked = t.middleware(async ({ ctx, next }) => {
 });
 
 export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
-  const user = await ctx.services.tokens.authenticate(ctx.request.authorization);
+  const user = await ctx.services.tokens.authenticate(ctx.request.authorization, ctx.request);
   return next({ ctx: { user } }); // tRPC merges it into the context
 });

@@ -12,7 +12,7 @@
  * answers; `close` releases local resources only — VMs outlive the account service.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
@@ -23,13 +23,26 @@ import { agentFetch, releaseAgentConnections } from './transport.js';
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */
   agentFor(userId: string): Promise<AgentEndpoint>;
+  /** The user's account is being deleted: stop its agent and delete its workspace, or hand a shared one back. */
+  deleteAgentOf(userId: string): Promise<void>;
   close(): Promise<void>;
 }
 
 const agentUnavailable = (detail: string) => new AppError(503, 'AGENT_UNAVAILABLE', detail);
 
 export class StaticProvisioner implements AgentProvisioner {
-  constructor(private readonly registry: AgentRegistry) {}
+  constructor(
+    private readonly registry: AgentRegistry,
+    private readonly log?: Logger,
+  ) {}
+
+  /** The registry keeps the agent for reuse; its workspace lives on its own VM, so the operator is told to wipe it. */
+  async deleteAgentOf(userId: string): Promise<void> {
+    const agent = await this.registry.forUser(userId);
+    if (!agent) return;
+    await this.registry.assign(agent.name, null);
+    this.log?.warn({ agent: agent.name }, 'account deleted: agent unassigned; wipe its workspace before assigning it again');
+  }
 
   async agentFor(userId: string): Promise<AgentEndpoint> {
     const agent = await this.registry.forUser(userId);
@@ -206,6 +219,25 @@ export class LocalProvisioner implements AgentProvisioner {
       });
       this.options.launcher.terminate(child);
     });
+  }
+
+  async deleteAgentOf(userId: string): Promise<void> {
+    await this.starting.get(userId)?.catch(() => undefined);
+    const agent = await this.registry.forUser(userId);
+    if (!agent) return;
+    if (agent.kind === 'local') {
+      clearTimeout(this.restarts.get(agent.id)?.timer);
+      this.restarts.delete(agent.id);
+      const running = this.running.get(agent.id);
+      this.running.delete(agent.id);
+      if (running) await this.stopProcess(running);
+      await this.stopping.get(agent.id);
+      await rm(path.dirname(this.workspaceOf(agent.id)), { recursive: true, force: true });
+      await this.registry.remove(agent.name);
+    } else {
+      await this.registry.assign(agent.name, null);
+    }
+    this.log.info({ agent: agent.name }, 'account deleted: agent stopped and removed');
   }
 
   /** The pids of running agents (for operators and tests). */

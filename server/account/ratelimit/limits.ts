@@ -23,6 +23,12 @@ export const RATE_LIMITS = {
   'auth.exchange': 10,
   'auth.wallet.challenge': 10,
   'auth.wallet.verify': 10,
+  /** Account self-service (users/router.ts): reads, and changes (unlink, revoke, delete). */
+  'account.read': 60,
+  'account.change': 20,
+  'auth.passkey': 10,
+  /** Passkey sign-in (login/verify): its own name, so metrics count it as a sign-in method. */
+  'auth.passkey.login': 10,
   'auth.guest': 10,
   'auth.refresh': 20,
   'auth.oauth': 30,
