@@ -6,7 +6,7 @@ import { loadAgentConfig } from './config.js';
 
 try {
   const config = loadAgentConfig(process.env);
-  const log = createLogger('agent', config.logLevel);
+  const log = createLogger('agent', config.logLevel, config.logPretty);
   const agent = await startAgent(config, log);
   onShutdownSignal(log, () => agent.close());
 } catch (error) {
