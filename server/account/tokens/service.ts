@@ -122,7 +122,7 @@ export class TokenService {
   }
 
   /**
-   * Guest upgrade (design.md): sign-in endpoints accept the guest's access token. No header →
+   * Guest upgrade (docs/api.md, Decisions): sign-in endpoints accept the guest's access token. No header →
    * no upgrade; a valid non-guest token is ignored; an invalid one is refused rather than guessed at.
    */
   async guestToUpgrade(authorization: string | undefined): Promise<string | undefined> {

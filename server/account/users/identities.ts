@@ -1,6 +1,6 @@
 /**
  * Accounts and the identities that sign into them (provider + subject), shared by every
- * sign-in method. The rules (design.md: "Guest upgrade"; issue: account linking):
+ * sign-in method. The rules (docs/api.md, Decisions: "Guest upgrade"):
  * - a known identity signs into its account;
  * - a guest who signs in with a new identity keeps their account: the identity is attached in
  *   place and the guest flag cleared; an identity owned by another account → 409 IDENTITY_IN_USE;

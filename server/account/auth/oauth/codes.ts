@@ -25,8 +25,8 @@ const invalidCode = () => unauthorized('The auth code is invalid, expired or alr
 const identityInUse = () => conflict('This sign-in method already belongs to another account', 'IDENTITY_IN_USE');
 
 /**
- * Consumes the code and answers whose session to start. With a guest's token (design.md:
- * guest upgrade) the guest must end up as that user: either the callback already upgraded this
+ * Consumes the code and answers whose session to start. With a guest's token (docs/api.md,
+ * Decisions: guest upgrade) the guest must end up as that user: either the callback already upgraded this
  * guest, or the callback created a fresh account for a new identity, which the guest then
  * adopts in place (the fresh, never-used account is removed). An identity of an older account
  * is never moved: 409 IDENTITY_IN_USE.

@@ -13,7 +13,7 @@ export const walletRouter = router({
     .output(WalletChallenge)
     .mutation(({ ctx, input }) => issueChallenge({ db: ctx.services.store.db, config: ctx.services.config, address: input.address, now: new Date() })),
 
-  /** `Authorization: Bearer <guest access token>` upgrades that guest in place (design.md). */
+  /** `Authorization: Bearer <guest access token>` upgrades that guest in place (docs/api.md, Decisions: guest upgrade). */
   verify: publicProcedure
     .use(rateLimited('auth.wallet.verify'))
     .meta({ openapi: { method: 'POST', path: '/auth/wallet/verify', protect: false, summary: 'Sign in with the signed challenge' } })
