@@ -40,7 +40,7 @@ test('signs in with the link: /auth/verify POSTs its token', async ({ page }) =>
 test('a rate-limited request counts down before it can be tried again', async ({ page }) => {
   const address = `limited-${Date.now()}@example.com`;
   await page.goto('/');
-  // 5 a minute per address and per IP (README: Rate limits): keep asking until one is refused with Retry-After.
+  // 5 a minute per address and per IP (docs/api.md, "Rate limits in detail"): keep asking until one is refused with Retry-After.
   for (let i = 0; i < 6; i++) {
     const answer = page.waitForResponse((res) => res.url().includes('auth.email.request'));
     await request(page, address);

@@ -22,7 +22,7 @@ export interface RunningAccount {
   close(): Promise<void>;
 }
 
-export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel)): Promise<RunningAccount> {
+export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel, config.logPretty)): Promise<RunningAccount> {
   const services = await createAccountServices(config, log);
   const { metrics } = services;
   const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics });

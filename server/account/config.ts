@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { httpUrl, logLevel, optionalString, parseConfig, port } from '../common/config.js';
+import { httpUrl, logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
 import { parseModelSpec } from '../agent/chat/model-spec.js';
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
 import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js';
@@ -11,74 +11,130 @@ const count = (fallback: number, min: number, max: number) =>
 const intSetting = (fallback: number, { min, max }: { min: number; max: number }) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
 
-const schema = z
-  .object({
-    PORT: port(3000),
-    HOST: z.string().min(1).default('127.0.0.1'),
-    DATA_DIR: z.string().min(1).default('./data'),
-    DATABASE_URL: optionalString.pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional()),
-    BASE_URL: optionalString.pipe(httpUrl.optional()),
-    FRONTEND_URL: optionalString.pipe(httpUrl.optional()),
-    REDIS_URL: optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()),
-    TRUST_PROXY: optionalString,
-    METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
-    SIGNING_KEYS_FILE: optionalString,
-    AGENT_PROVISIONER: z.enum(['local', 'static']).default('local'),
-    AGENT_IDLE_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
-    // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
-    AGENT_SANDBOX: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])),
-    AGENT_SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
-    AGENT_MEMORY_MB: intSetting(1024, { min: 128, max: 1_048_576 }),
-    AGENT_MAX_PROCESSES: intSetting(256, { min: 16, max: 100_000 }),
-    AGENT_CPU_PERCENT: intSetting(100, { min: 10, max: 10_000 }),
-    AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }),
-    AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }),
-    AGENT_EGRESS_ALLOW: optionalString,
-    AGENT_EXEC_NETWORK: z.preprocess((v) => (v === '' || v === undefined ? 'none' : v), z.enum(['none', 'allowlist'])),
-    MODEL_DAILY_TOKENS: intSetting(2_000_000, { min: 0, max: Number.MAX_SAFE_INTEGER }),
-    MODEL_DAILY_TOKENS_GUEST: intSetting(200_000, { min: 0, max: Number.MAX_SAFE_INTEGER }),
-    MODEL_DAILY_TOKENS_GUESTS_TOTAL: intSetting(0, { min: 0, max: Number.MAX_SAFE_INTEGER }),
-    AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }),
-    AGENT_WORKSPACE_QUOTA_MB_GUEST: intSetting(100, { min: 1, max: 1_048_576 }),
-    // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
-    MODEL: optionalString,
-    MODEL_API_KEY: optionalString,
-    OPENAI_API_KEY: optionalString,
-    OPENAI_BASE_URL: optionalString.pipe(httpUrl.optional()),
-    ANTHROPIC_API_KEY: optionalString,
-    ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()),
-    TELEGRAM_API_ROOT: optionalString.pipe(httpUrl.optional()),
-    AGENT_SECRETS_KEY: optionalString.pipe(
-      z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional(),
-    ),
-    WALLET_CHAIN_ID: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER)),
-    RPC_URL: optionalString.pipe(httpUrl.optional()),
-    // Passkeys (auth/passkey): the relying party id is a host name, the web client's or a parent domain of it.
-    WEBAUTHN_RP_ID: optionalString.pipe(z.string().regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'must be a lower-case host name').optional()),
-    WEBAUTHN_RP_NAME: optionalString.pipe(z.string().max(64).optional()),
-    WEBAUTHN_ORIGIN: optionalString.pipe(httpUrl.optional()),
-    SMTP_URL: optionalString.pipe(
-      z
-        .url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' })
-        .optional(),
-    ),
-    MAIL_FROM: optionalString.pipe(
+/**
+ * The account service's environment. Each variable's meaning lives on its schema (`.describe`, or
+ * `.meta` when the default or the allowed values need words): `npm run docs` turns them into
+ * docs/configuration.md and .env.example.
+ */
+export const accountEnv = z.object({
+  PORT: port(3000).describe('listen port'),
+  HOST: z.string().min(1).default('127.0.0.1').describe('listen address'),
+  DATA_DIR: z.string().min(1).default('./data').describe('embedded database, generated keys, local outbox'),
+  DATABASE_URL: optionalString
+    .pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional())
+    .meta({ description: '`postgres://…` for PostgreSQL (needed for several instances)', default: 'unset → embedded PGlite in `DATA_DIR/account-db`', values: '`postgres://` or `postgresql://` URL' }),
+  BASE_URL: optionalString.pipe(httpUrl.optional()).meta({ description: 'public address of this service (token issuer, links)', default: '`http://HOST:PORT`' }),
+  FRONTEND_URL: optionalString
+    .pipe(httpUrl.optional())
+    .meta({ description: "address of the web client (e-mail links, OAuth redirects); when its origin differs from `BASE_URL`'s, CORS allows that one origin (no other)", default: '`BASE_URL`' }),
+  REDIS_URL: optionalString
+    .pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional())
+    .meta({ description: '`redis://…` to share rate limits across instances', default: 'unset → in-memory counters', values: '`redis://` or `rediss://` URL' }),
+  TRUST_PROXY: optionalString.meta({ description: 'comma-separated proxy addresses whose `X-Forwarded-For` is believed', values: 'comma-separated addresses' }),
+  METRICS_TOKEN: optionalString
+    .pipe(z.string().min(16, 'must be at least 16 characters').optional())
+    .meta({ description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>`', default: 'unset → `/metrics` answers loopback callers only' }),
+  SIGNING_KEYS_FILE: optionalString.meta({ description: 'token signing keys (private Ed25519 JWKs, newest first); generated on first start', default: '`DATA_DIR/signing-keys.json`', values: 'a file path' }),
+  AGENT_PROVISIONER: z
+    .enum(['local', 'static'])
+    .default('local')
+    .describe('`local`: one agent process per user on this machine; `static`: agents registered with `npm run agents`'),
+  AGENT_IDLE_TIMEOUT: z
+    .preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0))
+    .describe('seconds without use before a `local` agent is stopped (`0`: never)'),
+  // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
+  AGENT_SANDBOX: z
+    .preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off']))
+    .describe('`off` runs local agents without their sandbox (warned at every start); without bubblewrap they run without `exec` ([security](security.md))'),
+  AGENT_SANDBOX_BWRAP: z.string().min(1).default('bwrap').describe('the bubblewrap binary'),
+  AGENT_MEMORY_MB: intSetting(1024, { min: 128, max: 1_048_576 }).describe("memory limit per agent in MB (its cgroup, `/tmp` included)"),
+  AGENT_MAX_PROCESSES: intSetting(256, { min: 16, max: 100_000 }).describe('processes and threads per agent'),
+  AGENT_CPU_PERCENT: intSetting(100, { min: 10, max: 10_000 }).describe('CPU share per agent, in percent of one core'),
+  AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }).describe('open files per agent'),
+  AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }).describe("size in MB of each sandbox's private `/tmp`"),
+  AGENT_EGRESS_ALLOW: optionalString.meta({
+    description: 'hosts (`api.example.com`, https) or origins (`http://10.0.0.5:8080`) agents may reach besides their model and Telegram',
+    values: 'comma-separated hosts or origins',
+  }),
+  AGENT_EXEC_NETWORK: z
+    .preprocess((v) => (v === '' || v === undefined ? 'none' : v), z.enum(['none', 'allowlist']))
+    .describe("`allowlist`: `exec` commands may reach the allow-listed hosts through the gateway as their HTTP(S) proxy (the risks: [security](security.md)); `none`: commands have no network"),
+  MODEL_DAILY_TOKENS: intSetting(2_000_000, { min: 0, max: Number.MAX_SAFE_INTEGER }).describe(
+    'model tokens (in + out) a full account may spend per UTC day through its local agent; `0`: no ceiling. Past it a chat message gets 429 `BUDGET_EXCEEDED` with Retry-After until midnight UTC, and a model call inside a run ends the run with an `error` event naming it',
+  ),
+  MODEL_DAILY_TOKENS_GUEST: intSetting(200_000, { min: 0, max: Number.MAX_SAFE_INTEGER }).describe('the same for a guest; `0`: no ceiling'),
+  MODEL_DAILY_TOKENS_GUESTS_TOTAL: intSetting(0, { min: 0, max: Number.MAX_SAFE_INTEGER }).meta({
+    description: "all guests together per UTC day; set it on any public deployment (e.g. a tenth of what you are willing to pay for a day); full accounts are unaffected",
+    default: '`0` (no ceiling)',
+  }),
+  AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }).describe("disk quota in MB of an account's workspace (507 `QUOTA_EXCEEDED`)"),
+  AGENT_WORKSPACE_QUOTA_MB_GUEST: intSetting(100, { min: 1, max: 1_048_576 }).describe("disk quota in MB of a guest's workspace"),
+  // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
+  MODEL: optionalString.meta({
+    description: "the local agents' model, same syntax as the agent's `MODEL`; agents get it without any key",
+    default: 'unset → agents answer that no model is configured',
+    values: '`openai-compatible:<base_url>#<model>`, `openai:<model>`, `anthropic:<model>`',
+  }),
+  MODEL_API_KEY: optionalString.describe('bearer key for an `openai-compatible:` model; stays in the account service, added to agents\' calls by the egress gateway'),
+  OPENAI_API_KEY: optionalString.describe('key for `openai:` models; added by the egress gateway'),
+  OPENAI_BASE_URL: optionalString.pipe(httpUrl.optional()).describe('another endpoint for `openai:` models'),
+  ANTHROPIC_API_KEY: optionalString.describe('key for `anthropic:` models; added by the egress gateway'),
+  ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()).describe('another endpoint for `anthropic:` models'),
+  TELEGRAM_API_ROOT: optionalString.pipe(httpUrl.optional()).meta({ description: "the Telegram Bot API the local agents' bots reach through the gateway", default: '`https://api.telegram.org`' }),
+  AGENT_SECRETS_KEY: optionalString
+    .pipe(z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional())
+    .meta({ description: 'the key that seals agent secrets in the registry', default: 'generated into `DATA_DIR/agent-secrets.key`', values: '32 bytes, base64' }),
+  WALLET_CHAIN_ID: z
+    .preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER))
+    .describe('EIP-155 chain id written into wallet (SIWE) challenges'),
+  RPC_URL: optionalString.pipe(httpUrl.optional()).meta({
+    description: 'JSON-RPC endpoint of that chain, used only to verify EIP-1271/ERC-6492 (smart-contract wallet) signatures',
+    default: 'unset → smart-wallet signatures refused (503)',
+  }),
+  // Passkeys (auth/passkey): the relying party id is a host name, the web client's or a parent domain of it.
+  WEBAUTHN_RP_ID: optionalString
+    .pipe(z.string().regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'must be a lower-case host name').optional())
+    .meta({
+      description: "passkeys' relying party id: that host or a parent domain of it (browsers refuse IP addresses: use a name, `localhost` included)",
+      default: 'the host of `WEBAUTHN_ORIGIN`',
+    }),
+  WEBAUTHN_RP_NAME: optionalString.pipe(z.string().max(64).optional()).meta({ description: 'the service name authenticators show', default: '`Agent Accounts`' }),
+  WEBAUTHN_ORIGIN: optionalString.pipe(httpUrl.optional()).meta({ description: "the only origin passkey answers may come from (the web client's)", default: "`FRONTEND_URL`'s origin" }),
+  SMTP_URL: optionalString.pipe(z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional()).meta({
+    description: '`smtp://user:pass@host:587` or `smtps://…:465` (nodemailer URL; options as query, e.g. `?ignoreTLS=true`)',
+    default: 'unset → local outbox `DATA_DIR/outbox/*.eml`',
+    values: '`smtp://` or `smtps://` URL',
+  }),
+  MAIL_FROM: optionalString
+    .pipe(
       z
         .string()
         .max(320)
         .regex(/^(?:[^<>\r\n]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/, 'must be an address, or "Name <address>"')
         .optional(),
-    ),
-    DEV_OUTBOX: optionalString.pipe(z.enum(['0', '1']).optional()),
-    NODE_ENV: optionalString,
-    RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
-    IPV6_SUBNET: count(64, 32, 128),
-    GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000),
-    GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000),
-    LOG_LEVEL: logLevel,
-    ...oauthEnv,
-    ...captchaEnv,
-  })
+    )
+    .meta({ description: 'sender of sign-in mail', default: "`Agent Accounts <no-reply@BASE_URL's host>`", values: '`address` or `Name <address>`' }),
+  DEV_OUTBOX: optionalString
+    .pipe(z.enum(['0', '1']).optional())
+    .describe('`1` serves `GET /dev/outbox` (and `/dev/outbox.json`) listing the local outbox; refused with `NODE_ENV=production` or with `SMTP_URL`'),
+  NODE_ENV: optionalString.describe('`production` refuses development-only settings (`DEV_OUTBOX`)'),
+  RATE_LIMIT_MULTIPLIER: z
+    .preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000))
+    .describe('scales every rate limit (the abuse limits too); for load tests and development only'),
+  IPV6_SUBNET: count(64, 32, 128).describe(
+    'prefix length an IPv6 client is counted on by every per-client limit; an IPv4-mapped address (`::ffff:a.b.c.d`) counts as the IPv4 address',
+  ),
+  GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000).describe('new guest accounts per client (IPv4 address or IPv6 prefix) per day; a returning device id is never refused'),
+  GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000).describe(
+    'new guest accounts per hour, service-wide; past it new guests get 429 `GUEST_SIGNUPS_PAUSED` (other sign-in methods and returning devices still work)',
+  ),
+  LOG_LEVEL: logLevel,
+  LOG_PRETTY: logPretty,
+  ...oauthEnv,
+  ...captchaEnv,
+});
+
+const schema = accountEnv
   .superRefine((env, ctx) => {
     // The outbox page shows every sign-in link and code: never where real people sign in.
     if (env.DEV_OUTBOX === '1' && env.NODE_ENV === 'production') ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'is not allowed when NODE_ENV=production' });
@@ -155,8 +211,9 @@ const schema = z
       devOutbox: env.DEV_OUTBOX === '1',
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
-    metricsToken: env.METRICS_TOKEN,
-    logLevel: env.LOG_LEVEL,
+      metricsToken: env.METRICS_TOKEN,
+      logLevel: env.LOG_LEVEL,
+      logPretty: env.LOG_PRETTY === '1',
       oauth: oauthConfig(env),
     };
   });

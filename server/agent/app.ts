@@ -21,7 +21,7 @@ export interface RunningAgent {
   close(): Promise<void>;
 }
 
-export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel)): Promise<RunningAgent> {
+export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel, config.logPretty)): Promise<RunningAgent> {
   const services = await createAgentServices(config, log);
   const metrics = createMetrics('agent');
   const app = createHttpApp(log, { metrics });
@@ -30,7 +30,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
   app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
   mountHealthRoutes(app, { database: async () => services.store.sql.prepare('SELECT 1').get() });
-  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
+  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization), { uploadIdleTimeoutSeconds: config.uploadIdleTimeoutSeconds });
   finishHttpApp(app);
   const swept = await sweepPartialUploads(config.workspace);
   if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');

@@ -11,7 +11,7 @@ const [{ ConfigError }, { onShutdownSignal }, { createLogger }, { startAgent }, 
 
 try {
   const config = loadAgentConfig(process.env);
-  const log = createLogger('agent', config.logLevel);
+  const log = createLogger('agent', config.logLevel, config.logPretty);
   const agent = await startAgent(config, log);
   onShutdownSignal(log, () => agent.close());
 } catch (error) {

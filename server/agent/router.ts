@@ -13,7 +13,7 @@ export const agentRouter = router({
   files: filesRouter,
   subagents: subagentsRouter,
   pending: pendingRouter,
-  // The same procedures under the generic name and the integration's (design.md: messenger paths).
+  // The same procedures under the generic name and the integration's (docs/api.md: messenger paths).
   messenger: messengerRouter,
   telegram: telegramRouter,
 });

@@ -1,5 +1,5 @@
 /**
- * Sessions are refresh-token families (design.md: "Refresh"). A session row holds a generation
+ * Sessions are refresh-token families (docs/security.md, "Tokens and sessions"). A session row holds a generation
  * counter; the refresh token carries the generation it may rotate. Rotation is one conditional
  * UPDATE, so of N concurrent refreshes of one token exactly one matches the row.
  *

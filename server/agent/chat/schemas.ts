@@ -47,7 +47,7 @@ export type ChatStreamInput = z.infer<typeof ChatStreamInput>;
 
 export const ChatIdInput = z.object({ chat_id: ChatId });
 
-/** design.md "Bounds": 1..1000, above clamped, below or non-integer → 400. */
+/** docs/api.md, "Bounds": 1..1000, above clamped, below or non-integer → 400. */
 export const HISTORY_LIMIT_DEFAULT = 50;
 export const HISTORY_LIMIT_MAX = 1000;
 export const HistoryInput = z.object({

@@ -1,6 +1,6 @@
 /**
- * E-mail sign-in (spec: POST /auth/login/email, POST /auth/verify-magic-link; design.md:
- * "E-mail login", "Guest upgrade").
+ * E-mail sign-in (spec: POST /auth/login/email, POST /auth/verify-magic-link; docs/api.md:
+ * "E-mail sign-in", and "Decisions" on guest upgrade).
  *
  * Request: the same work for every well-formed address — store a fresh code, queue one mail —
  * and the same answer. Nothing looks the address up (the account is created at the first
