@@ -124,6 +124,9 @@ export const accountEnv = z.object({
   IPV6_SUBNET: count(64, 32, 128).describe(
     'prefix length an IPv6 client is counted on by every per-client limit; an IPv4-mapped address (`::ffff:a.b.c.d`) counts as the IPv4 address',
   ),
+  GUEST_RETENTION_DAYS: count(30, 0, 36_500).describe(
+    'guests with no sign-in, refresh or session use for this many days are deleted with their agent and workspace by an hourly sweep; `0`: kept forever',
+  ),
   GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000).describe('new guest accounts per client (IPv4 address or IPv6 prefix) per day; a returning device id is never refused'),
   GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000).describe(
     'new guest accounts per hour, service-wide; past it new guests get 429 `GUEST_SIGNUPS_PAUSED` (other sign-in methods and returning devices still work)',
@@ -162,6 +165,7 @@ const schema = accountEnv
       rateLimitMultiplier: env.RATE_LIMIT_MULTIPLIER,
       /** Rate limits count an IPv6 client on this prefix length (ratelimit/client-key.ts). */
       ipv6Subnet: env.IPV6_SUBNET,
+      guestRetentionDays: env.GUEST_RETENTION_DAYS,
       /** New guests per client per day and service-wide per hour (ratelimit/policy.ts). */
       guestSignupsPerDay: env.GUEST_SIGNUPS_PER_DAY,
       guestSignupsPerHour: env.GUEST_SIGNUPS_PER_HOUR,

@@ -24,6 +24,7 @@ import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
 import { pruneActivity } from './users/activity.js';
+import { GuestRetention } from './users/retention.js';
 
 export interface AccountServices {
   config: AccountConfig;
@@ -45,6 +46,8 @@ export interface AccountServices {
   authMetrics: AuthMetrics;
   /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
   modelBudget: ModelBudget;
+  /** The hourly sweep of abandoned guests (users/retention.ts); unset with GUEST_RETENTION_DAYS=0. */
+  guestRetention?: GuestRetention;
   close(): Promise<void>;
 }
 
@@ -105,6 +108,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   }, 60 * 60 * 1000);
   pruning.unref();
   const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, frontendUrl: config.frontendUrl, log });
+  const guestRetention = config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner } }, config.guestRetentionDays, log) : undefined;
+  guestRetention?.start();
   return {
     config,
     log,
@@ -119,8 +124,10 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     email,
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
+    guestRetention,
     async close() {
       clearInterval(pruning);
+      await guestRetention?.stop();
       await provisioner.close();
       await tokens.close();
       await mail.close();

@@ -30,6 +30,12 @@ export interface AccountStore {
   /** `postgres` or `pglite`, for logs and for tests that must know. */
   kind: 'postgres' | 'pglite';
   appliedMigrations: string[];
+  /**
+   * Runs `work` unless another instance is doing work under the same `key` right now (a PostgreSQL
+   * advisory lock held on a connection of its own for the whole run); resolves false when skipped.
+   * PGlite serves one instance by construction, so there it always runs.
+   */
+  exclusively(key: number, work: () => Promise<void>): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -37,6 +43,7 @@ interface Opened {
   adapter: SqlMigrationAwareDriverAdapterFactory;
   driver: SqlDriver;
   kind: AccountStore['kind'];
+  exclusively: AccountStore['exclusively'];
   closeDriver(): Promise<void>;
 }
 
@@ -46,17 +53,36 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
     // An idle client that loses its server (restart, failover) must not crash the process.
     pool.on('error', () => undefined);
     const driver: SqlDriver = async ({ name, text }, values) => (await pool.query({ name, text, values })).rows;
-    return { adapter: new PrismaPg(pool), driver, kind: 'postgres', closeDriver: () => pool.end() };
+    const exclusively = async (key: number, work: () => Promise<void>) => {
+      const client = await pool.connect();
+      try {
+        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [key]);
+        if (!rows[0]?.locked) return false;
+        try {
+          await work();
+        } finally {
+          await client.query('SELECT pg_advisory_unlock($1)', [key]);
+        }
+        return true;
+      } finally {
+        client.release();
+      }
+    };
+    return { adapter: new PrismaPg(pool), driver, kind: 'postgres', exclusively, closeDriver: () => pool.end() };
   }
   const dir = path.join(dataDir, 'account-db');
   await mkdir(dir, { recursive: true });
   const client = await PGlite.create(dir);
   const driver: SqlDriver = async ({ text }, params) => (await client.query(text, params)).rows;
-  return { adapter: new PrismaPGlite(client), driver, kind: 'pglite', closeDriver: () => client.close() };
+  const exclusively = async (_key: number, work: () => Promise<void>) => {
+    await work();
+    return true;
+  };
+  return { adapter: new PrismaPGlite(client), driver, kind: 'pglite', exclusively, closeDriver: () => client.close() };
 }
 
 export async function openAccountStore(opts: { databaseUrl?: string; dataDir: string }): Promise<AccountStore> {
-  const { adapter, driver, kind, closeDriver } = await openDriver(opts.databaseUrl, opts.dataDir);
+  const { adapter, driver, kind, exclusively, closeDriver } = await openDriver(opts.databaseUrl, opts.dataDir);
   try {
     const appliedMigrations = await applyMigrations(accountMigrations, adapter);
     const db = new PrismaClient({ adapter });
@@ -65,6 +91,7 @@ export async function openAccountStore(opts: { databaseUrl?: string; dataDir: st
       sql: hotSql(driver),
       kind,
       appliedMigrations,
+      exclusively,
       async close() {
         await db.$disconnect();
         await closeDriver();

@@ -17,11 +17,19 @@ import type { AccountServices } from '../services.js';
 export const REAUTH_WINDOW_MS = 10 * 60 * 1000;
 
 export async function deleteAccount(services: Pick<AccountServices, 'store' | 'tokens' | 'agents'>, userId: string, sessionId: string, now = new Date()): Promise<void> {
-  const { db } = services.store;
-  const session = await db.session.findFirst({ where: { id: sessionId, userId }, select: { createdAt: true } });
+  const session = await services.store.db.session.findFirst({ where: { id: sessionId, userId }, select: { createdAt: true } });
   if (!session || now.getTime() - session.createdAt.getTime() > REAUTH_WINDOW_MS) {
     throw forbidden('Deleting the account needs a recent sign-in: sign in again, then delete within 10 minutes', 'REAUTH_REQUIRED');
   }
+  await removeUser(services, userId, now);
+}
+
+/**
+ * Removes a user and everything of theirs, in the order above; also what the guest retention
+ * sweep does to abandoned guests (retention.ts). Removing a user who is already gone is a no-op.
+ */
+export async function removeUser(services: Pick<AccountServices, 'store' | 'tokens' | 'agents'>, userId: string, now = new Date()): Promise<void> {
+  const { db } = services.store;
   const live = await db.session.findMany({ where: { userId }, select: { id: true } });
   await db.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
   services.tokens.sessions.markRevoked(live.map((s) => s.id));
