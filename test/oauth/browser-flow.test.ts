@@ -39,6 +39,10 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
   });
   afterAll(() => stack?.stop());
 
+  it('offers both providers once they are configured', async () => {
+    expect(await (await fetch(`${stack.api}/auth/methods`)).json()).toEqual({ methods: ['email', 'idpa', 'idpb', 'wallet', 'passkey', 'guest'] });
+  });
+
   it('signs in with provider A: consent screen, callback, one-time code, token pair', async () => {
     const { code, error, landing } = await signInThroughBrowser(stack, 'idpa', { login: 'ann' });
     expect(error).toBeNull();

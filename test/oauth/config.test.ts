@@ -56,6 +56,13 @@ describe('an account service without provider settings', () => {
     expect(callback.headers.get('location')).toBe(`${account.url}/auth/callback?error=not_configured`);
   });
 
+  it('lists only the configured methods, and sends a browser that starts an unconfigured one to a readable page', async () => {
+    expect(await (await fetch(`${api}/auth/methods`)).json()).toEqual({ methods: ['email', 'wallet', 'passkey', 'guest'] });
+    const navigation = await fetch(`${api}/auth/oauth/idpa`, { redirect: 'manual', headers: { accept: 'text/html,application/xhtml+xml' } });
+    expect(navigation.status).toBe(302);
+    expect(navigation.headers.get('location')).toBe(`${account.url}/auth/callback?error=not_configured`);
+  });
+
   it('sends the browser to FRONTEND_URL, keeping its path', async () => {
     const other = await startTestAccount('pglite', { FRONTEND_URL: 'https://app.example.com/web/' });
     try {
@@ -81,10 +88,10 @@ describe('an account service without provider settings', () => {
   });
 
   it('rate limits per IP: start 30/min (429), callback 30/min (still a redirect), exchange and mobile 10/min', async () => {
-    // Start and callback of both providers share one budget of 30 per minute (the test above spent 3).
+    // Start and callback of both providers share one budget of 30 per minute (the tests above spent 4).
     const starts: number[] = [];
     while (starts.length < 31 && starts.at(-1) !== 429) starts.push((await fetch(`${api}/auth/oauth/idpb`, { redirect: 'manual' })).status);
-    expect(starts).toEqual([...Array(27).fill(503), 429]);
+    expect(starts).toEqual([...Array(26).fill(503), 429]);
     const callback = await fetch(`${api}/auth/oauth/idpa/callback?state=x`, { redirect: 'manual' });
     expect(callback.status).toBe(302);
     expect(callback.headers.get('location')).toMatch(/\/auth\/callback\?error=rate_limited$/);

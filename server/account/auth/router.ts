@@ -3,6 +3,7 @@ import { captchaRouter } from '../captcha/router.js';
 import { router } from '../trpc.js';
 import { emailRouter } from './email/router.js';
 import { guestRouter } from './guest/router.js';
+import { methodsRouter } from './methods.js';
 import { mobileRouter } from './mobile/router.js';
 import { oauthRouter } from './oauth/router.js';
 import { passkeyRouter } from './passkey/router.js';
@@ -15,6 +16,7 @@ export const authRouter = router({
   mobile: mobileRouter,
   wallet: walletRouter,
   passkey: passkeyRouter,
-  /** Not a method: whether the methods above need a CAPTCHA (captcha/). */
+  /** Not methods: which of the above this deployment offers, and whether they need a CAPTCHA (captcha/). */
+  methods: methodsRouter,
   captcha: captchaRouter,
 });

@@ -8,6 +8,7 @@
 import { api, errorMessage } from '../api.js';
 import { alertBox, h } from '../dom.js';
 import { loadTokens } from '../session.js';
+import { keepIf } from './available.js';
 import type { SignInMethod } from './method.js';
 
 export type OAuthProvider = 'idpa' | 'idpb';
@@ -41,7 +42,7 @@ export function oauthButtons(labels: (p: (typeof PROVIDERS)[number]) => string =
         alert.show(errorMessage(error));
       }
     };
-    return button;
+    return keepIf(button, (methods) => methods.has(p.id));
   });
   return h('div', { class: 'oauth-buttons' }, ...buttons, alert.el);
 }
@@ -49,6 +50,7 @@ export function oauthButtons(labels: (p: (typeof PROVIDERS)[number]) => string =
 export const oauthMethod: SignInMethod = {
   id: 'oauth',
   render() {
-    return h('section', { 'aria-labelledby': 'oauth-title' }, h('h2', { id: 'oauth-title' }, 'Provider account'), oauthButtons());
+    const section = h('section', { 'aria-labelledby': 'oauth-title' }, h('h2', { id: 'oauth-title' }, 'Provider account'), oauthButtons());
+    return keepIf(section, (methods) => methods.has('idpa') || methods.has('idpb'));
   },
 };

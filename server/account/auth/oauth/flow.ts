@@ -76,6 +76,13 @@ export async function finishAuthorization(
   return landing.href;
 }
 
+/** The web client's /auth/callback page telling why a flow failed (`?error=`). */
+export function failureLanding(frontendUrl: string, error: unknown): string {
+  const landing = new URL(`${frontendUrl}/auth/callback`);
+  landing.searchParams.set('error', failureCode(error));
+  return landing.href;
+}
+
 function failureCode(error: unknown): OAuthErrorCode {
   if (error instanceof OAuthFailure) return error.code;
   if (error instanceof AppError) {

@@ -11,7 +11,7 @@ import { clientKeyOf, publicProcedure, rateLimited, requestLog, router, type Acc
 import { openSession, signInCall, signInTarget } from '../../users/sign-in.js';
 import { exchangeAuthCode } from './codes.js';
 import { bindingCookie, bindingCookieName, clearedBindingCookie } from './cookies.js';
-import { finishAuthorization, startAuthorization, type FlowDeps } from './flow.js';
+import { failureLanding, finishAuthorization, startAuthorization, type FlowDeps } from './flow.js';
 import type { OAuthProvider } from './providers.js';
 import { AuthorizationUrlInput, CallbackQuery, ExchangeInput, Redirect } from './schemas.js';
 
@@ -23,12 +23,24 @@ const deps = (ctx: AccountContext): FlowDeps => ({
   log: requestLog(ctx),
 });
 
+/**
+ * A browser that navigated here (it accepts HTML) and cannot start lands on the web client's
+ * callback page with the reason, like every failed callback, never on a JSON body; API clients
+ * get the error as JSON.
+ */
 async function start(ctx: AccountContext, provider: OAuthProvider) {
-  const target = await signInTarget(signInCall(ctx));
-  const { location, browserSecret } = await startAuthorization(deps(ctx), { provider, linkUserId: target?.userId, now: new Date() });
-  ctx.request.setHeader('Cache-Control', 'no-store');
-  ctx.request.setHeader('Set-Cookie', bindingCookie(provider, browserSecret, ctx.services.config.baseUrl));
-  return { location };
+  try {
+    const target = await signInTarget(signInCall(ctx));
+    const { location, browserSecret } = await startAuthorization(deps(ctx), { provider, linkUserId: target?.userId, now: new Date() });
+    ctx.request.setHeader('Cache-Control', 'no-store');
+    ctx.request.setHeader('Set-Cookie', bindingCookie(provider, browserSecret, ctx.services.config.baseUrl));
+    return { location };
+  } catch (error) {
+    if (!ctx.request.header('accept')?.includes('text/html')) throw error;
+    requestLog(ctx).warn({ provider, reason: error instanceof Error ? error.message : String(error) }, 'oauth start refused');
+    ctx.request.setHeader('Cache-Control', 'no-store');
+    return { location: failureLanding(ctx.services.config.frontendUrl, error) };
+  }
 }
 
 const NAMES = { idpa: 'provider A', idpb: 'provider B' } as const;
