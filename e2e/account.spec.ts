@@ -10,7 +10,10 @@ import { injectWallet } from './support/wallet.js';
  * session signed out from here, and the account deleted.
  */
 
-const userIdOf = async (page: Page) => /user ([0-9a-f-]{36})/.exec((await page.getByTestId('signed-in').textContent()) ?? '')?.[1];
+const userIdOf = async (page: Page) => {
+  await expect(page.getByTestId('signed-in')).toHaveAttribute('data-user-id', /^[0-9a-f-]{36}$/);
+  return (await page.getByTestId('signed-in').getAttribute('data-user-id')) ?? undefined;
+};
 
 async function openAccount(page: Page): Promise<void> {
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Account' }).click();
@@ -25,7 +28,7 @@ async function signInByEmail(page: Page, address: string, previousCode?: string)
   const { code } = await mailTo(address, previousCode);
   await section.getByLabel('6-digit code').fill(code);
   await section.getByRole('button', { name: 'Sign in' }).click();
-  await expect(page.getByTestId('signed-in')).toContainText('Signed in (user');
+  await expect(page.getByTestId('signed-in')).toContainText('Signed in as ');
   return code;
 }
 
@@ -53,7 +56,7 @@ test('a guest adds a passkey (and so keeps the account), then signs in with it',
 
   await page.getByTestId('sign-out').click();
   await page.getByTestId('passkey-signin').click();
-  await expect(page.getByTestId('signed-in')).toContainText(`Signed in (user ${guestId})`);
+  await expect(page.getByTestId('signed-in')).toHaveAttribute('data-user-id', guestId ?? '');
   // The authenticator signed with the registered key (its counter moved on).
   const after = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
   expect(after[0]?.signCount).toBeGreaterThan(stored[0]?.signCount ?? 0);
@@ -68,7 +71,7 @@ test('a wallet account links an e-mail address from the Account page', async ({ 
   });
   await page.goto('/');
   await page.getByRole('button', { name: 'Connect wallet' }).click();
-  await expect(page.getByTestId('signed-in')).toContainText('Signed in (user');
+  await expect(page.getByTestId('signed-in')).toContainText('Signed in as ');
   const userId = await userIdOf(page);
   await openAccount(page);
   const address = `linked-${Date.now()}@example.com`;

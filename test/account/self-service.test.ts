@@ -59,12 +59,13 @@ describe.each(kinds)('account self-service on %s', (kind) => {
         guest: false,
         created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/),
         identities: [{ id: expect.any(String), method: 'email', label: email, created_at: expect.any(String), last_used_at: expect.any(String) }],
+        usage: { messages_left_today: null, messages_per_day: null, model_tokens: { used: 0, limit: 2_000_000, resets_at: expect.stringMatching(/T00:00:00\.000Z$/) } },
       });
     });
 
     it('a guest has no listed methods (its device id is not one)', async () => {
       const guest = await api.guest();
-      expect(await view(guest)).toMatchObject({ guest: true, identities: [] });
+      expect(await view(guest)).toMatchObject({ guest: true, identities: [], usage: { messages_left_today: 50 * 1000, messages_per_day: 50 * 1000 } });
     });
 
     it('needs a live access token', async () => {

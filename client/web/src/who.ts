@@ -28,3 +28,18 @@ export function isGuest(): boolean {
   const tokens = loadTokens();
   return tokens ? isGuestToken(tokens.access_token) : false;
 }
+
+/**
+ * Who is signed in, in words: the first linked method's label (an address, a provider login, a
+ * wallet) instead of an id; for a guest, what is left of today's messages.
+ */
+export async function accountSummary(): Promise<string> {
+  try {
+    const account = await api.account.get.query();
+    const { messages_left_today: left, messages_per_day: perDay } = account.usage;
+    if (account.guest) return `Signed in as a guest${left === null ? '' : ` · ${left} of ${perDay} messages left today`}`;
+    return `Signed in as ${account.identities[0]?.label ?? 'your account'}`;
+  } catch {
+    return isGuest() ? 'Signed in as a guest' : 'Signed in';
+  }
+}

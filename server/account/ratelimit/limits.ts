@@ -113,6 +113,12 @@ export class RateLimits {
     return limiter;
   }
 
+  /** What is left of `key`'s allowance in the current window, without spending any. */
+  async remaining(name: RateLimitName, key: string): Promise<number> {
+    const used = await this.limiter(name).get(key);
+    return Math.max(0, this.limit(name) - (used?.consumedPoints ?? 0));
+  }
+
   /** Counts one request; over the limit → 429 with Retry-After. Sets RateLimit-* headers either way. */
   async consume(name: RateLimitName, key: string, setHeader?: SetHeader): Promise<void> {
     const limit = this.limit(name);

@@ -2,13 +2,26 @@
 import { z } from 'zod';
 import { notFound } from '../../common/errors.js';
 import { listSessions, revokeOwnSession } from '../tokens/sessions.js';
-import { rateLimited, router, userProcedure } from '../trpc.js';
+import { rateLimited, router, userProcedure, type AccountContext } from '../trpc.js';
+import type { AccessClaims } from '../tokens/jwt.js';
 import { listActivity } from './activity.js';
 import { getAccount, unlinkIdentity, utc } from './account.js';
 import { deleteAccount } from './delete.js';
 import { renamePasskey } from '../auth/passkey/service.js';
 import { RenamePasskeyInput } from '../auth/passkey/schemas.js';
 import { Account, Activity, IdInput, Sessions } from './schemas.js';
+
+/** The account as `GET /account` shows it: methods, and what is left of today's allowances. */
+async function accountView(ctx: AccountContext & { user: AccessClaims }) {
+  const { userId, guest } = ctx.user;
+  const [account, messagesLeft, modelTokens] = await Promise.all([
+    getAccount(ctx.services.store.db, userId),
+    guest ? ctx.services.rateLimits.remaining('guest.chat.daily', userId) : null,
+    ctx.services.modelBudget.status(userId),
+  ]);
+  const perDay = guest ? ctx.services.rateLimits.limit('guest.chat.daily') : null;
+  return { ...account, usage: { messages_left_today: messagesLeft, messages_per_day: perDay, model_tokens: modelTokens } };
+}
 
 const reading = userProcedure.use(rateLimited('account.read'));
 const changing = userProcedure.use(rateLimited('account.change'));
@@ -18,7 +31,7 @@ export const accountRouter = router({
     .meta({ openapi: { method: 'GET', path: '/account', summary: 'The signed-in account and every sign-in method linked to it' } })
     .input(z.void())
     .output(Account)
-    .query(({ ctx }) => getAccount(ctx.services.store.db, ctx.user.userId)),
+    .query(({ ctx }) => accountView(ctx)),
 
   sessions: reading
     .meta({ openapi: { method: 'GET', path: '/account/sessions', summary: 'Where the account is signed in, newest first' } })
@@ -62,7 +75,7 @@ export const accountRouter = router({
     .output(Account)
     .mutation(async ({ ctx, input }) => {
       await renamePasskey(ctx.services.store.db, ctx.user.userId, input.id, input.name);
-      return getAccount(ctx.services.store.db, ctx.user.userId);
+      return accountView(ctx);
     }),
 
   activity: reading

@@ -11,7 +11,18 @@ export const Identity = z
   .object({ id: z.string(), method: IdentityMethod, label: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() })
   .meta({ id: 'Identity' });
 
-export const Account = z.object({ user_id: z.string(), guest: z.boolean(), created_at: Timestamp, identities: z.array(Identity) }).meta({ id: 'Account' });
+/** What the account may still use today: a guest's chat messages, and model tokens (agents/model-usage.ts). */
+export const AccountUsage = z
+  .object({
+    messages_left_today: z.number().int().nullable().meta({ description: 'Chat messages a guest may still send today; null for full accounts (no daily count)' }),
+    messages_per_day: z.number().int().nullable().meta({ description: "A guest's daily allowance of chat messages; null for full accounts" }),
+    model_tokens: z.object({ used: z.number().int(), limit: z.number().int().nullable(), resets_at: z.string() }),
+  })
+  .meta({ id: 'AccountUsage' });
+
+export const Account = z
+  .object({ user_id: z.string(), guest: z.boolean(), created_at: Timestamp, identities: z.array(Identity), usage: AccountUsage })
+  .meta({ id: 'Account' });
 
 export const Session = z
   .object({ id: z.string(), created_at: Timestamp, last_used_at: Timestamp, user_agent: z.string().nullable(), ip: z.string().nullable(), current: z.boolean() })

@@ -8,7 +8,7 @@ import { h } from '../dom.js';
 import { go, navigate, onLeave } from '../router.js';
 import { clearTokens, forgetAccountData } from '../session.js';
 import { oauthButtons } from '../signin/oauth.js';
-import { forgetMe, me } from '../who.js';
+import { accountSummary, forgetMe, me } from '../who.js';
 
 const PAGES: Array<{ path: string; label: string }> = [
   { path: '/', label: 'Chat' },
@@ -71,7 +71,10 @@ export function layout(page: () => HTMLElement): HTMLElement {
   const guestBanner = h('section', { class: 'guest-banner', hidden: true, 'aria-label': 'Guest account' });
   me().then(
     (user) => {
-      who.textContent = `Signed in${user.guest ? ' as a guest' : ''} (user ${user.user_id}).`;
+      who.dataset.userId = user.user_id;
+      void accountSummary().then((summary) => {
+        who.textContent = summary;
+      });
       if (user.guest) {
         guestBanner.hidden = false;
         const more = h('a', { href: '/account' }, 'e-mail or wallet');
