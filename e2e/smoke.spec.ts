@@ -14,8 +14,12 @@ test('the API describes itself, and a user reaches their own agent through it', 
 
 test('a guest signs in and out in the web client', async ({ page }) => {
   await page.goto('/');
+  // The first visit says what the product is.
+  await expect(page.getByTestId('tagline')).toContainText('Your own AI agent');
   await page.getByRole('button', { name: 'Continue as guest' }).click();
   await expect(page.getByTestId('signed-in')).toContainText('as a guest');
+  // A guest sees how much of the day is left.
+  await expect(page.getByTestId('signed-in')).toContainText(/\d+ of \d+ messages left today/);
   await page.screenshot({ path: 'test-results/screenshots/home-guest.png' });
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();

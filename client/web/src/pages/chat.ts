@@ -223,8 +223,15 @@ export function chatPage(): HTMLElement {
   let loading = 0;
   let sending = false;
   let fits = true;
+  /** Why nothing can be sent today (a guest's messages or the model budget are used up), if so. */
+  let spent: string | undefined;
   const updateSend = () => {
-    send.disabled = loading > 0 || sending || !fits;
+    send.disabled = loading > 0 || sending || !fits || spent !== undefined;
+  };
+  const showSpent = (why: string) => {
+    spent = why;
+    inputError.textContent = why;
+    updateSend();
   };
 
   // ----- opening a chat: history, then the running reply if there is one -----
@@ -344,6 +351,8 @@ export function chatPage(): HTMLElement {
       // Nothing was sent: the message goes back to the composer rather than being lost.
       failure = error;
       shown.remove();
+      const code = errorCode(error);
+      if (code === 'GUEST_QUOTA' || code === 'BUDGET_EXCEEDED') showSpent(errorMessage(error));
       if (!input.value) input.value = message;
       if (chatId === id) status.textContent = '';
     } finally {
@@ -478,11 +487,21 @@ export function chatPage(): HTMLElement {
     alert.el,
     form,
   );
-  // Open the chat this tab had open, else the newest one, else a new one.
+  // A guest who used today's messages sees why before typing, not after.
+  void api.account.get.query().then(
+    ({ guest, usage }) => {
+      if (guest && usage.messages_left_today === 0) showSpent(`You have sent today's ${usage.messages_per_day} guest messages. Link a sign-in method on the Account page to keep chatting, or come back tomorrow.`);
+    },
+    () => undefined,
+  );
+  // Open the chat this tab had open, else the newest one, else a new one. The first call to the
+  // agent starts it when it is asleep: say so, rather than a bare "Loading".
   void (async () => {
     loading++;
     updateSend();
+    status.replaceChildren('Starting your agent… ', h('progress', { 'aria-label': 'Starting your agent' }));
     await refreshList();
+    status.replaceChildren();
     loading--;
     if (!chatId) chatId = chats[0]?.chat_id ?? newChatId();
     await open(chatId);

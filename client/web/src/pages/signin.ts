@@ -20,6 +20,11 @@ export function signInPage(onSignedIn: () => void, notice?: string): HTMLElement
     'main',
     { class: 'signin' },
     h('h1', { class: 'page-title', tabIndex: -1 }, 'Sign in'),
+    h(
+      'p',
+      { class: 'tagline', 'data-testid': 'tagline' },
+      'Your own AI agent: it chats with you, works on files in a workspace of its own, keeps working while you are away and can answer you on Telegram. Sign in, or try it as a guest.',
+    ),
     notice ? h('p', { role: 'alert', 'data-testid': 'signin-notice' }, notice) : '',
     ...methods.map((method) => method.render(done)),
   );
