@@ -69,7 +69,7 @@ async function countQueries(databaseUrl: string): Promise<Record<string, number>
     counts['guest sign-in, new device'] = await measure((i) => post('/auth/guest', { device_id: `count-new-device-${i}` }));
     counts['guest sign-in, known device'] = await measure(() => post('/auth/guest', { device_id: 'count-new-device-0' }));
     let pair = (await post('/auth/guest', { device_id: 'count-refresh-device' })) as Pair;
-    counts['refresh'] = await measure(async () => {
+    counts.refresh = await measure(async () => {
       pair = (await post('/auth/refresh', { refresh_token: pair.refresh_token })) as Pair;
     });
     const sessions = await Promise.all(Array.from({ length: 21 }, (_, i) => post('/auth/guest', { device_id: `count-me-device-${i}` }) as Promise<Pair>));

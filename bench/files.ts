@@ -118,7 +118,12 @@ async function main() {
       treeCpuMs.push((await cpuMsOf(pid)) - cpuBefore);
       treeMs.push(ms);
       entries = 0;
-      const count = (nodes: Array<{ children?: unknown[] }>) => nodes.forEach((n) => (entries++, n.children && count(n.children as never)));
+      const count = (nodes: Array<{ children?: unknown[] }>): void => {
+        for (const node of nodes) {
+          entries++;
+          if (node.children) count(node.children as never);
+        }
+      };
       count((result as { tree: Array<{ children?: unknown[] }> }).tree);
     }
 

@@ -44,7 +44,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
 import { parseEventId } from '../server/agent/chat/runs.js';
 import type { AgentRouter } from '../server/agent/router.js';

@@ -4,7 +4,7 @@ import { expect, test } from '@playwright/test';
 test('the API describes itself, and a user reaches their own agent through it', async ({ page }) => {
   await page.goto('/api/v1');
   await expect(page).toHaveURL(/\/api\/v1\/openapi\.json$/);
-  const doc = JSON.parse((await page.locator('body').innerText()).trim()) as { info: { title: string } };
+  const doc = JSON.parse(((await page.locator('body').textContent()) ?? '').trim()) as { info: { title: string } };
   expect(doc.info.title).toBe('Account API');
 
   const pair = (await (await page.request.post('/api/v1/auth/guest', { data: { device_id: 'smoke-device.test-device-id' } })).json()) as { access_token: string };

@@ -32,7 +32,10 @@ export class RouteTable {
       // A route's handlers answer or fail (every chain ends in a handler that responds).
       let index = 0;
       const step = (error?: unknown): void => {
-        if (error !== undefined) return next(error);
+        if (error !== undefined) {
+          next(error);
+          return;
+        }
         handlers[index++]?.(req, res, step);
       };
       step();

@@ -20,14 +20,16 @@ await buildIfStale({ web: true });
 
 // Read through the account service's schema, so its defaults hold here too and a bad value stops
 // before anything starts.
-let settings;
-try {
-  settings = parseConfig(accountEnv.pick({ DATA_DIR: true, HOST: true, PORT: true, MODEL: true }), process.env);
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  console.error(`account: ${error.message}`);
-  process.exit(2);
+function readSettings() {
+  try {
+    return parseConfig(accountEnv.pick({ DATA_DIR: true, HOST: true, PORT: true, MODEL: true }), process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`account: ${error.message}`);
+    process.exit(2);
+  }
 }
+const settings = readSettings();
 const dataDir = path.resolve(settings.DATA_DIR);
 mkdirSync(dataDir, { recursive: true });
 const host = settings.HOST;

@@ -60,7 +60,7 @@ export async function withRss<T>(pids: number[], work: () => Promise<T>): Promis
   const sampler = (async () => {
     while (running) {
       const now = await Promise.all(pids.map(rssOf));
-      now.forEach((v, i) => (peak[i] = Math.max(peak[i]!, v)));
+      for (const [i, v] of now.entries()) peak[i] = Math.max(peak[i]!, v);
       await new Promise((r) => setTimeout(r, 5));
     }
   })();

@@ -50,7 +50,9 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     log,
     history: new ChatHistory(store.sql),
     runTools: (chatId) => spawnSubagentTool(subagents, { chatId, depth: 0 }),
-    onRunStart: (chatId) => userRunListeners.forEach((listener) => listener(chatId)),
+    onRunStart: (chatId) => {
+      for (const listener of userRunListeners) listener(chatId);
+    },
   });
   const heartbeat = new HeartbeatScheduler(
     {

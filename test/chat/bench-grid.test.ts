@@ -41,7 +41,7 @@ describe('chunkGrid', () => {
   it('spreads n chats evenly: their phases are n distinct slots, interval / n apart', () => {
     const chats = 10;
     const phases = Array.from({ length: chats }, (_, chat) => land(chunkGrid(requestFor(benchMessage(chat, chats)), interval), 0, 10_000, interval).phase).sort((a, b) => a - b);
-    phases.forEach((phase, i) => expect(phase).toBeCloseTo(i * (interval / chats), 6));
+    for (const [i, phase] of phases.entries()) expect(phase).toBeCloseTo(i * (interval / chats), 6);
   });
 
   it('schedules a request that is not a bench chat on the grid start (phase 0)', () => {
@@ -58,7 +58,10 @@ describe("scripted model's pauseBefore", () => {
 
   it('asks once per text chunk, in order, and writes every chunk', async () => {
     const asked: number[] = [];
-    model.respond(() => ({ text: ['a', 'b', 'c'], pauseBefore: (index) => (asked.push(index), 5) }));
+    model.respond(() => ({ text: ['a', 'b', 'c'], pauseBefore: (index) => {
+      asked.push(index);
+      return 5;
+    } }));
     const res = await fetch(`${model.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'scripted', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
     const body = await res.text();
     const contents = [...body.matchAll(/"content":"(\w)"/g)].map((m) => m[1]);

@@ -4,7 +4,6 @@
  * in-flight fragment lost), and no run is left "active".
  */
 import { expect, it } from 'vitest';
-import { tempDir } from '../support/servers.js';
 import { openSse, takeEvents } from '../support/sse.js';
 import { restartableAgentSuite } from '../support/agent-process.js';
 

@@ -304,7 +304,7 @@ describe('openAICompatibleModel', () => {
   });
 
   it('closes the connection when the consumer stops reading, and when the call is aborted', async () => {
-    handler = (req, res) => {
+    handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(frames(chunk({ content: 'first' })));
       // The rest never comes: only the client can end this response.

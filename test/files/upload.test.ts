@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,7 +36,9 @@ async function partials(): Promise<string[]> {
 
 function form(file: Blob | undefined, filename: string, fields: Record<string, string> = {}, fieldsFirst = false): FormData {
   const fd = new FormData();
-  const addFields = () => Object.entries(fields).forEach(([k, v]) => fd.append(k, v));
+  const addFields = () => {
+    for (const [k, v] of Object.entries(fields)) fd.append(k, v);
+  };
   if (fieldsFirst) addFields();
   if (file) fd.append('file', file, filename);
   if (!fieldsFirst) addFields();

@@ -196,7 +196,7 @@ export async function startProviderB(options: { port?: number; clients: TestClie
         const q = here.searchParams;
         const c = client(q.get('client_id'));
         const redirectUri = q.get('redirect_uri') ?? '';
-        if (!c || !c.redirectUris.includes(redirectUri)) return send(res, 400, 'unknown client or redirect_uri', 'text/plain');
+        if (!c?.redirectUris.includes(redirectUri)) return send(res, 400, 'unknown client or redirect_uri', 'text/plain');
         if (q.get('response_type') !== 'code') return res.writeHead(302, { location: back(redirectUri, { error: 'unsupported_response_type', state: q.get('state') ?? '' }) }).end();
         const method = q.get('code_challenge_method');
         if (q.get('code_challenge') && method !== 'S256') return send(res, 400, 'only S256', 'text/plain');
@@ -218,7 +218,7 @@ export async function startProviderB(options: { port?: number; clients: TestClie
         const form = await readForm(req);
         const c = client(form.get('client_id'));
         const redirectUri = form.get('redirect_uri') ?? '';
-        if (!c || !c.redirectUris.includes(redirectUri)) return send(res, 400, 'unknown client', 'text/plain');
+        if (!c?.redirectUris.includes(redirectUri)) return send(res, 400, 'unknown client', 'text/plain');
         const code = randomBytes(20).toString('hex');
         codes.set(code, { clientId: c.clientId, redirectUri, login: form.get('login') ?? 'anonymous', challenge: form.get('code_challenge') || undefined, expires: Date.now() + 600_000 });
         res.writeHead(302, { location: back(redirectUri, { code, ...(form.get('state') ? { state: form.get('state') as string } : {}) }) }).end();

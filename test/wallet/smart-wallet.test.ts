@@ -132,7 +132,7 @@ describe('smart-wallet signatures through RPC_URL', () => {
     const signature = serializeErc6492Signature({ address: factory, data: '0xdeadbeef', signature: inner });
     expect((await post('/auth/wallet/verify', { address: counterfactual, signature, nonce })).status).toBe(200);
     expect(peer.calls).toHaveLength(1);
-    expect((peer.calls[0]?.params[0] as { to?: string }).to).toBeUndefined();
+    expect((peer.calls[0]?.params[0] as { to?: string } | undefined)?.to).toBeUndefined();
   });
 
   it('ERC-6492: a wrong factory or a stranger inside the wrapper → 401', async () => {

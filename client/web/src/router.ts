@@ -8,7 +8,7 @@ type Page = () => HTMLElement;
 
 const routes = new Map<string, Page>();
 let render: (focus: boolean) => void = () => undefined;
-let cleanups: Array<() => void> = [];
+const cleanups: Array<() => void> = [];
 
 export function route(path: string, page: Page): void {
   routes.set(path, page);

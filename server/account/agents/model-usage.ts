@@ -19,7 +19,8 @@ export interface TokenUsage {
 /** Usage figures a JSON object of a provider's answer carries (OpenAI chat and responses, Anthropic). */
 function usageIn(value: unknown): Partial<TokenUsage> {
   if (!value || typeof value !== 'object') return {};
-  const o = value as Record<string, any>;
+  type Usage = Record<string, unknown>;
+  const o = value as { type?: unknown; usage?: Usage; response?: { usage?: Usage }; message?: { usage?: Usage } };
   const u = o.type === 'response.completed' ? o.response?.usage : o.type === 'message_start' ? o.message?.usage : o.usage;
   if (!u || typeof u !== 'object') return {};
   const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined);

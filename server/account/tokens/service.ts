@@ -104,7 +104,7 @@ export class TokenService {
 
   /** Unknown, expired or already revoked tokens are fine: logout is idempotent (204 either way). */
   async logout(refreshToken: string): Promise<void> {
-    let claims;
+    let claims: Awaited<ReturnType<typeof verifyRefreshToken>>;
     try {
       claims = await verifyRefreshToken(this.issuer, refreshToken);
     } catch {

@@ -13,7 +13,7 @@
  *   which fails atomically when the name is taken, so concurrent uploads never mix).
  */
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, type Dirent } from 'node:fs';
 import { copyFile, link, mkdir, open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, badRequest, conflict } from '../../common/errors.js';
@@ -43,6 +43,7 @@ export const uploadTooLarge = () =>
 export function sanitizeFileName(raw: string): string {
   let name = raw.normalize('NFC');
   name = name.split(/[\\/]/).pop() ?? '';
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
   name = name.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '');
   name = name.trim().replace(/[. ]+$/, '');
   if (name === '' || /^\.+$/.test(name)) return FALLBACK_NAME;
@@ -268,7 +269,7 @@ export async function sweepPartialUploads(workspace: string): Promise<string[]> 
   let seen = 0;
   while (queue.length && seen < 200_000) {
     const dir = queue.shift()!;
-    let entries;
+    let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch {

@@ -10,7 +10,7 @@
  * and the reason is logged. Updates still go through `bot.handleUpdate`, so grammY's context
  * and filters are what the handlers use.
  */
-import { Api, Bot, GrammyError, HttpError, type Context, type Transformer } from 'grammy';
+import { type Api, Bot, GrammyError, HttpError, type Context, type Transformer } from 'grammy';
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Logger } from '../../common/log.js';
 import { sleep } from '../../common/timers.js';

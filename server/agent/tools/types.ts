@@ -20,6 +20,7 @@ export interface AgentTool<I = unknown> {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a set holds tools of any input type
+// biome-ignore lint/suspicious/noExplicitAny: a set holds tools of different inputs; each checks its own with its schema
 export type AgentToolSet = Record<string, AgentTool<any>>;
 
 /** Identity helper that keeps `execute`'s input typed from the schema. */

@@ -105,7 +105,10 @@ export class Transcript {
         return;
       case 'error':
         this.endTurn();
-        if (event.content === STOPPED) return this.stopped();
+        if (event.content === STOPPED) {
+          this.stopped();
+          return;
+        }
         this.add(h('li', { class: 'msg error', role: 'alert', 'data-role': 'error' }, `Error: ${event.content}`));
         return;
       case 'stream_meta':

@@ -85,7 +85,7 @@ export async function verifyRegistration(
   now = new Date(),
 ): Promise<IdentityClaim> {
   const expectedChallenge = await consumeChallenge(db, input.response.response.clientDataJSON, 'register', input.userId, now);
-  let verification;
+  let verification: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
   try {
     verification = await verifyRegistrationResponse({ response: input.response, expectedChallenge, expectedOrigin: config.origin, expectedRPID: config.rpId, requireUserVerification: false });
   } catch (error) {
@@ -117,7 +117,7 @@ export async function verifyLogin(db: AccountDb, config: PasskeyConfig, response
   const expectedChallenge = await consumeChallenge(db, response.response.clientDataJSON, 'login', null, now);
   const stored = await db.passkeyCredential.findUnique({ where: { credentialId: response.id } });
   if (!stored) throw invalidPasskey('This passkey is not registered here');
-  let verification;
+  let verification: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
   try {
     verification = await verifyAuthenticationResponse({
       response,
