@@ -25,6 +25,8 @@ const schema = z
     SIGNING_KEYS_FILE: optionalString,
     AGENT_PROVISIONER: z.enum(['local', 'static']).default('local'),
     AGENT_IDLE_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
+    // Seconds a stopping agent (idle, eviction, shutdown) gets to finish its runs; fractions for tests.
+    AGENT_STOP_GRACE: z.preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().min(0).max(3600)),
     // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
     AGENT_SANDBOX: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])),
     AGENT_SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
@@ -105,6 +107,7 @@ const schema = z
       captcha: captchaConfig(env),
       agentProvisioner: env.AGENT_PROVISIONER,
       agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
+      agentStopGraceMs: env.AGENT_STOP_GRACE * 1000,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
       agentLauncher: {
         sandbox: env.AGENT_SANDBOX,

@@ -55,6 +55,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
       : new LocalProvisioner(registry, log, {
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
+          stopGraceMs: config.agentStopGraceMs,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
           launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
           workspaceQuotaMb: async (userId) => {

@@ -24,6 +24,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   const services = await createAgentServices(config, log);
   const metrics = createMetrics('agent');
   const app = createHttpApp(log, { metrics });
+  app.use(services.requests.middleware);
   app.use('/trpc', trpcEndpoint(agentRouter, (req) => createAgentContext(services, req.log, req.headers.authorization, req.headers)));
   // Telegram's webhook calls (webhook mode only): authenticated by their own secret header.
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
@@ -39,8 +40,12 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
     url: server.url,
     services,
     async close() {
-      // The bot first (no new runs from Telegram), then chat runs: their streams end with
-      // `done` instead of holding the server open.
+      // Runs get the grace period to finish; the bot stops next (no new runs from Telegram;
+      // it still delivers the runs' ends), then what is left is interrupted: each such run ends
+      // with an `error` saying so, and the streams end with `done` instead of holding the
+      // server open.
+      await services.drain(config.stopGraceMs);
+      await services.chat.close();
       await services.messenger.stop();
       await services.chat.close();
       await server.close();

@@ -57,6 +57,10 @@ const schema = z
     SUBAGENT_MAX_RUNNING: z.preprocess((v) => (v === '' || v === undefined ? 8 : v), z.coerce.number().int().min(1).max(100)),
     SUBAGENT_RETENTION: seconds(3600, { max: 86_400 * 7 }),
     SUBAGENT_PURGE_INTERVAL: seconds(60, { max: 86_400 }),
+    // Set by the account service: the wake time it kept while the agent slept (a past one runs at once).
+    HEARTBEAT_NEXT_AT: optionalString.pipe(z.iso.datetime({ offset: true }).optional()),
+    // How long a stop we are asked for (SIGTERM) lets runs finish before it interrupts them.
+    AGENT_STOP_GRACE: seconds(10, { max: 3600 }),
     HEARTBEAT_WAIT: z.preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().min(0).max(3600)),
     // Telegram messenger (server/agent/messenger/).
     TELEGRAM_BOT_TOKEN: optionalString.pipe(z.string().regex(/^\d+:[\w-]+$/, 'must look like 123456:ABC-DEF… (from @BotFather)').optional()),
@@ -126,7 +130,11 @@ const schema = z
     },
     /** Seconds between heartbeats; 0 disables them. */
     heartbeatIntervalSeconds: env.HEARTBEAT_INTERVAL,
+    /** Seconds a requested stop waits for runs before it interrupts them (each ends with an `error`). */
+    stopGraceMs: env.AGENT_STOP_GRACE * 1000,
     heartbeat: {
+      /** The first tick (HEARTBEAT_NEXT_AT); unset: one interval after start. */
+      nextAt: env.HEARTBEAT_NEXT_AT ? new Date(env.HEARTBEAT_NEXT_AT) : undefined,
       /** How long a heartbeat waits for the user's active run in its chat before it skips. */
       waitMs: env.HEARTBEAT_WAIT * 1000,
     },

@@ -4,7 +4,10 @@
  * - `local` (default): one agent process per user on this machine, started on first use (in its
  *   sandbox, launcher.ts) with its own workspace under DATA_DIR/agents/<agent id>/, its own random
  *   secret and a Unix socket only this service can reach; restarted with backoff when it dies;
- *   stopped after AGENT_IDLE_TIMEOUT without use.
+ *   stopped after AGENT_IDLE_TIMEOUT without use — and only when it says it is idle (no chat or
+ *   subagent run, heartbeat, request or Telegram polling in flight: the agent's GET /lifecycle).
+ *   Every stop we ask for is graceful: SIGTERM, and the agent gets AGENT_STOP_GRACE to finish
+ *   (what it must abandon ends with an `error` saying it was interrupted) before SIGKILL.
  * - `static`: agents run elsewhere and are registered and assigned with `npm run agents`.
  *
  * A cloud provisioner implements the same interface: `agentFor` creates or wakes the user's VM
@@ -19,6 +22,8 @@ import type { Logger } from '../../common/log.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from './registry.js';
 import type { AgentLauncher } from './launcher.js';
 import { agentFetch, releaseAgentConnections } from './transport.js';
+import { agentClient } from './client.js';
+import type { LifecycleReport } from '../../agent/lifecycle.js';
 
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */
@@ -55,6 +60,7 @@ async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number
 }
 
 interface Running {
+  agent: AgentEndpoint;
   child: ChildProcess;
   url: string;
   lastUsed: number;
@@ -70,7 +76,7 @@ interface Running {
  * key or secret (provider keys are added by the egress gateway on the way out); the model settings
  * come from the account's configuration (egress-gateway.ts, agentModelEnvironment).
  */
-const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
+const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_(?!NEXT_AT$)\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
 
 export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
@@ -80,6 +86,8 @@ export interface LocalProvisionerOptions {
   dataDir: string;
   /** Seconds without use before an agent is stopped; 0 keeps agents running. */
   idleTimeoutSeconds: number;
+  /** How long a stopping agent may take to finish its runs before it interrupts them (ms). */
+  stopGraceMs?: number;
   /** Environment every agent gets (MODEL, provider keys, …) on top of its own settings. */
   agentEnv: NodeJS.ProcessEnv;
   /** Starts the processes (sandboxed where it can). */
@@ -97,6 +105,8 @@ export class LocalProvisioner implements AgentProvisioner {
   private readonly stopping = new Map<string, Promise<void>>();
   private readonly sweeper: NodeJS.Timeout | undefined;
   private closed = false;
+  private closing: Promise<void> | undefined;
+  private sweeping = false;
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -104,7 +114,7 @@ export class LocalProvisioner implements AgentProvisioner {
     private readonly options: LocalProvisionerOptions,
   ) {
     if (options.idleTimeoutSeconds > 0) {
-      this.sweeper = setInterval(() => this.stopIdle(), Math.min(30_000, options.idleTimeoutSeconds * 500));
+      this.sweeper = setInterval(() => void this.sweep(), Math.min(30_000, options.idleTimeoutSeconds * 500));
       this.sweeper.unref();
     }
   }
@@ -153,9 +163,10 @@ export class LocalProvisioner implements AgentProvisioner {
       AGENT_SECRET: agent.secret,
       AGENT_SECRET_SHA256: '',
       AGENT_NAME: agent.name,
+      AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
       ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
     });
-    const running: Running = { child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
+    const running: Running = { agent, child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
     this.running.set(agent.id, running);
     child.once('exit', (code, signal) => this.onExit(agent, running, code, signal));
     await waitForHealth(url, child, this.options.startTimeoutMs ?? 30_000);
@@ -184,14 +195,54 @@ export class LocalProvisioner implements AgentProvisioner {
     this.restarts.set(agent.id, state);
   }
 
-  private stopIdle(now = Date.now()): void {
-    for (const [id, running] of this.running) {
-      if (!running.ready || now - running.lastUsed < this.options.idleTimeoutSeconds * 1000) continue;
-      this.log.info({ agentId: id }, 'stopping idle agent');
-      this.running.delete(id);
-      const stopped = this.stopProcess(running).finally(() => this.stopping.delete(id));
-      this.stopping.set(id, stopped);
+  private get stopGraceMs(): number {
+    return this.options.stopGraceMs ?? 10_000;
+  }
+
+  /** What the agent says about itself; undefined when it does not answer. */
+  private async lifecycle(running: Running): Promise<LifecycleReport | undefined> {
+    try {
+      return await agentClient({ url: running.url, secret: running.agent.secret }).health.lifecycle.query(undefined, { signal: AbortSignal.timeout(5_000) });
+    } catch {
+      return undefined;
     }
+  }
+
+  /**
+   * Agents unused for the idle timeout are asked whether they are busy; a busy one counts as
+   * used now (the idle time starts again when its work ends), an idle or mute one is stopped.
+   */
+  private async sweep(): Promise<void> {
+    if (this.sweeping || this.closed) return;
+    this.sweeping = true;
+    try {
+      const idleMs = this.options.idleTimeoutSeconds * 1000;
+      for (const [id, running] of [...this.running]) {
+        if (!running.ready || Date.now() - running.lastUsed < idleMs) continue;
+        const seen = running.lastUsed;
+        const report = await this.lifecycle(running);
+        // Used while we asked: not idle after all.
+        if (this.closed || this.running.get(id) !== running || running.lastUsed !== seen) continue;
+        if (report?.busy) {
+          running.lastUsed = Date.now();
+          continue;
+        }
+        this.log.info({ agentId: id, answered: report !== undefined }, 'stopping idle agent');
+        this.stop(id, running);
+      }
+    } catch (error) {
+      this.log.error({ err: error }, 'idle sweep failed');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** Forgets the agent at once (its next call starts a new process) and stops it gracefully. */
+  private stop(id: string, running: Running): Promise<void> {
+    this.running.delete(id);
+    const stopped = this.stopProcess(running).finally(() => this.stopping.delete(id));
+    this.stopping.set(id, stopped);
+    return stopped;
   }
 
   private stopProcess(running: Running): Promise<void> {
@@ -199,7 +250,7 @@ export class LocalProvisioner implements AgentProvisioner {
     running.stopRequested = true;
     if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
     return new Promise((resolve) => {
-      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const kill = setTimeout(() => child.kill('SIGKILL'), this.stopGraceMs + 5_000);
       child.once('exit', () => {
         clearTimeout(kill);
         resolve();
@@ -213,12 +264,16 @@ export class LocalProvisioner implements AgentProvisioner {
     return [...this.running].map(([agentId, r]) => ({ agentId, pid: r.child.pid, url: r.url }));
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.sweeper) clearInterval(this.sweeper);
-    for (const state of this.restarts.values()) clearTimeout(state.timer);
-    await Promise.all([...[...this.running.values()].map((r) => this.stopProcess(r)), ...this.stopping.values()]);
-    this.running.clear();
-    await this.options.launcher.close();
+  /** Stops every agent gracefully (runs get the grace period). Safe to call twice. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      if (this.sweeper) clearInterval(this.sweeper);
+      for (const state of this.restarts.values()) clearTimeout(state.timer);
+      await Promise.all([...[...this.running.values()].map((r) => this.stopProcess(r)), ...this.stopping.values()]);
+      this.running.clear();
+      await this.options.launcher.close();
+    })();
+    return this.closing;
   }
 }

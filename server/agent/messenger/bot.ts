@@ -100,6 +100,15 @@ export class TelegramBot {
     return { username: this.me.username, name: [this.me.first_name, this.me.last_name].filter(Boolean).join(' ') };
   }
 
+  /**
+   * Whether stopping the agent now would lose something: a message being handled, or (long
+   * polling) the loop itself, since nobody else would fetch the bot's messages while it sleeps.
+   */
+  get busy(): boolean {
+    if (this.inflight.size > 0) return true;
+    return !this.opts.webhook && (this.state === 'connecting' || this.state === 'connected');
+  }
+
   get api() {
     return this.bot.api;
   }

@@ -87,6 +87,10 @@ export class MessengerService {
     await this.bot?.stop();
   }
 
+  busy(): boolean {
+    return this.bot?.busy ?? false;
+  }
+
   status(): MessengerStatus {
     const identity = this.bot?.identity;
     return identity ? { connected: true, bot_username: identity.username, bot_name: identity.name } : { connected: false, bot_username: '', bot_name: '' };
