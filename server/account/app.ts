@@ -7,6 +7,7 @@ import { mountAccountBridge } from '../../rest-bridge/account.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
 import { createMetrics, metricsEndpoint } from '../common/metrics.js';
+import { agentMetrics } from './agents/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
@@ -25,6 +26,7 @@ export interface RunningAccount {
 export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel)): Promise<RunningAccount> {
   const services = await createAccountServices(config, log);
   const metrics = createMetrics('account');
+  agentMetrics(metrics, services.agents.provisioner);
   const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics });
   // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
   const frontendOrigin = new URL(config.frontendUrl).origin;

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { httpUrl, logLevel, optionalString, parseConfig, port } from '../common/config.js';
@@ -10,6 +11,12 @@ const count = (fallback: number, min: number, max: number) =>
 
 const intSetting = (fallback: number, { min, max }: { min: number; max: number }) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
+
+/**
+ * AGENT_MAX_RUNNING's default: what this host's memory holds at about 100 MB per idle agent,
+ * after 1 GB for the service itself and the system (at least one agent).
+ */
+export const defaultMaxRunningAgents = (totalBytes = os.totalmem()): number => Math.max(1, Math.floor((totalBytes - 1024 ** 3) / (100 * 1024 ** 2)));
 
 const schema = z
   .object({
@@ -25,6 +32,7 @@ const schema = z
     SIGNING_KEYS_FILE: optionalString,
     AGENT_PROVISIONER: z.enum(['local', 'static']).default('local'),
     AGENT_IDLE_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
+    AGENT_MAX_RUNNING: intSetting(defaultMaxRunningAgents(), { min: 1, max: 1_000_000 }),
     // Seconds a stopping agent (idle, eviction, shutdown) gets to finish its runs; fractions for tests.
     AGENT_STOP_GRACE: z.preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().min(0).max(3600)),
     // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
@@ -108,6 +116,8 @@ const schema = z
       agentProvisioner: env.AGENT_PROVISIONER,
       agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
       agentStopGraceMs: env.AGENT_STOP_GRACE * 1000,
+      /** Local agents running at once; at the cap the least recently used idle one is stopped. */
+      agentMaxRunning: env.AGENT_MAX_RUNNING,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
       agentLauncher: {
         sandbox: env.AGENT_SANDBOX,

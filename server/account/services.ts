@@ -56,6 +56,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
           stopGraceMs: config.agentStopGraceMs,
+          maxRunning: config.agentMaxRunning,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
           launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
           workspaceQuotaMb: async (userId) => {

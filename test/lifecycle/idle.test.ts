@@ -6,6 +6,7 @@
  * stream and in history.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
 import { INTERRUPTED } from '../../server/agent/chat/schemas.js';
 import type { TokenPair } from '../../server/account/tokens/jwt.js';
 import { until } from '../chat/helpers.js';
@@ -90,7 +91,7 @@ describe('idle sweep', () => {
     const first = await readFrames(stream, (_f, all) => all.filter((f) => f.data.type === 'text').length >= 2);
     expect(events(first).filter((e) => e.type === 'text')).toHaveLength(2);
     stream.close();
-    const provisioner = account.services.agents.provisioner as { processes(): unknown[] };
+    const provisioner = account.services.agents.provisioner as LocalProvisioner;
     // The whole reply lands in history although the client is gone and the idle timeout passed.
     const expected = Array.from({ length: TICKS }, (_, i) => `tick ${i} `).join('');
     await until(async () => {

@@ -28,8 +28,13 @@ import type { LifecycleReport } from '../../agent/lifecycle.js';
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */
   agentFor(userId: string): Promise<AgentEndpoint>;
+  /** Agents running on this machine and how many were stopped to make room (local agents only). */
+  stats?(): { running: number; evicted: number };
   close(): Promise<void>;
 }
+
+/** Seconds a caller refused for capacity is told to wait (about one idle-sweep round). */
+export const CAPACITY_RETRY_AFTER_SECONDS = 10;
 
 const agentUnavailable = (detail: string) => new AppError(503, 'AGENT_UNAVAILABLE', detail);
 
@@ -86,6 +91,8 @@ export interface LocalProvisionerOptions {
   dataDir: string;
   /** Seconds without use before an agent is stopped; 0 keeps agents running. */
   idleTimeoutSeconds: number;
+  /** At most this many agents run at once (AGENT_MAX_RUNNING); unset: no cap. */
+  maxRunning?: number;
   /** How long a stopping agent may take to finish its runs before it interrupts them (ms). */
   stopGraceMs?: number;
   /** Environment every agent gets (MODEL, provider keys, …) on top of its own settings. */
@@ -107,6 +114,11 @@ export class LocalProvisioner implements AgentProvisioner {
   private closed = false;
   private closing: Promise<void> | undefined;
   private sweeping = false;
+  /** Admissions (capacity checks and evictions) one at a time, so two starts never share a slot. */
+  private admission: Promise<unknown> = Promise.resolve();
+  /** Starts admitted but not yet in `running`. */
+  private reserved = 0;
+  private evicted = 0;
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -156,16 +168,18 @@ export class LocalProvisioner implements AgentProvisioner {
 
   private async start(agent: AgentEndpoint): Promise<AgentEndpoint> {
     await this.stopping.get(agent.id);
-    const workspace = this.workspaceOf(agent.id);
-    await mkdir(workspace, { recursive: true });
-    const { child, url } = await this.options.launcher.launch(agent.id, workspace, {
-      ...this.options.agentEnv,
-      AGENT_SECRET: agent.secret,
-      AGENT_SECRET_SHA256: '',
-      AGENT_NAME: agent.name,
-      AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
-      ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
-    });
+    const turn = this.admission.then(() => this.makeRoom());
+    this.admission = turn.catch(() => undefined);
+    await turn;
+    let launched: Awaited<ReturnType<AgentLauncher['launch']>>;
+    try {
+      const workspace = this.workspaceOf(agent.id);
+      await mkdir(workspace, { recursive: true });
+      launched = await this.launch(agent, workspace);
+    } finally {
+      this.reserved--;
+    }
+    const { child, url } = launched;
     const running: Running = { agent, child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
     this.running.set(agent.id, running);
     child.once('exit', (code, signal) => this.onExit(agent, running, code, signal));
@@ -175,6 +189,50 @@ export class LocalProvisioner implements AgentProvisioner {
     if (agent.url !== url) await this.registry.moveTo(agent.id, url);
     this.log.info({ agent: agent.name, url, pid: child.pid }, 'agent started');
     return { ...agent, url };
+  }
+
+  /**
+   * Reserves a slot for one more agent. At the cap, the least recently used agent that says it
+   * is idle is stopped (its state is on disk; its next call starts it again); when every running
+   * agent is busy, 503 AGENT_CAPACITY.
+   */
+  private async makeRoom(): Promise<void> {
+    const max = this.options.maxRunning;
+    while (max !== undefined && this.running.size + this.reserved >= max) {
+      const candidates = [...this.running].filter(([, r]) => r.ready).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+      let freed = false;
+      for (const [id, running] of candidates) {
+        const seen = running.lastUsed;
+        const report = await this.lifecycle(running);
+        if (this.running.get(id) !== running) {
+          freed = true; // it went away meanwhile (idle sweep, crash): look again
+          break;
+        }
+        if (report?.busy || running.lastUsed !== seen) continue;
+        this.evicted++;
+        this.log.info({ agentId: id, running: this.running.size, max }, 'at the running-agent cap: stopping the least recently used idle agent');
+        await this.stop(id, running);
+        freed = true;
+        break;
+      }
+      if (!freed) {
+        throw new AppError(503, 'AGENT_CAPACITY', 'The service is busy: every agent it can run is working. Try again shortly.', {
+          'Retry-After': String(CAPACITY_RETRY_AFTER_SECONDS),
+        });
+      }
+    }
+    this.reserved++;
+  }
+
+  private async launch(agent: AgentEndpoint, workspace: string) {
+    return this.options.launcher.launch(agent.id, workspace, {
+      ...this.options.agentEnv,
+      AGENT_SECRET: agent.secret,
+      AGENT_SECRET_SHA256: '',
+      AGENT_NAME: agent.name,
+      AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
+      ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
+    });
   }
 
   /** Unexpected exits restart with backoff (1 s, 2 s, 4 s … 30 s); stops we asked for do not. */
@@ -257,6 +315,10 @@ export class LocalProvisioner implements AgentProvisioner {
       });
       this.options.launcher.terminate(child);
     });
+  }
+
+  stats(): { running: number; evicted: number } {
+    return { running: this.running.size, evicted: this.evicted };
   }
 
   /** The pids of running agents (for operators and tests). */
