@@ -56,7 +56,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     async close() {
       // Agents stop while the server drains, so that a reply cut by the shutdown still reaches
       // its follower with the `error` that says so.
-      await Promise.all([server.close(config.agentStopGraceMs + 5_000), services.agents.provisioner.close()]);
+      await Promise.all([server.close(config.agentStopGraceMs + 5_000), services.stopAgents()]);
       await services.close();
     },
   };

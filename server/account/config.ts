@@ -32,6 +32,8 @@ const schema = z
     SIGNING_KEYS_FILE: optionalString,
     AGENT_PROVISIONER: z.enum(['local', 'static']).default('local'),
     AGENT_IDLE_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
+    // Seconds between the wake scheduler's rounds (agents/wake-scheduler.ts); fractions for tests.
+    AGENT_WAKE_POLL: z.preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.05).max(3600)),
     AGENT_MAX_RUNNING: intSetting(defaultMaxRunningAgents(), { min: 1, max: 1_000_000 }),
     // Seconds a stopping agent (idle, eviction, shutdown) gets to finish its runs; fractions for tests.
     AGENT_STOP_GRACE: z.preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().min(0).max(3600)),
@@ -118,6 +120,7 @@ const schema = z
       agentStopGraceMs: env.AGENT_STOP_GRACE * 1000,
       /** Local agents running at once; at the cap the least recently used idle one is stopped. */
       agentMaxRunning: env.AGENT_MAX_RUNNING,
+      agentWakePollMs: env.AGENT_WAKE_POLL * 1000,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
       agentLauncher: {
         sandbox: env.AGENT_SANDBOX,

@@ -8,6 +8,7 @@ import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egr
 import { AgentLauncher } from './agents/launcher.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
+import { WakeScheduler } from './agents/wake-scheduler.js';
 import { loadSecretBox } from './agents/secrets.js';
 import { loadEmailCodeKey } from './auth/email/codes.js';
 import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
@@ -34,6 +35,8 @@ export interface AccountServices {
   oauth: OAuthProviders;
   /** Unset when CAPTCHA_PROVIDER is not. */
   captcha: Captcha | undefined;
+  /** Stops the wake scheduler, then every agent, gracefully (safe to call again from close). */
+  stopAgents(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -64,6 +67,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
             return user?.isGuest ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account;
           },
         });
+  // Sleeping local agents are started when their next heartbeat is due.
+  const wakes = provisioner instanceof LocalProvisioner ? new WakeScheduler(store.db, provisioner, log, { pollMs: config.agentWakePollMs }) : undefined;
+  wakes?.start();
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
   if (!config.smtpUrl) log.info({ outbox: config.outboxDir }, 'no SMTP_URL: mail is written to the local outbox');
@@ -79,7 +85,12 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     email,
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
+    async stopAgents() {
+      await wakes?.close();
+      await provisioner.close();
+    },
     async close() {
+      await wakes?.close();
       await provisioner.close();
       await mail.close();
       await rateLimits.close();

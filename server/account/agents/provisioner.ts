@@ -66,6 +66,8 @@ async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number
 
 interface Running {
   agent: AgentEndpoint;
+  /** The next wake time the agent last reported (ISO), as stored. */
+  reportedWake?: string | null;
   child: ChildProcess;
   url: string;
   lastUsed: number;
@@ -180,7 +182,7 @@ export class LocalProvisioner implements AgentProvisioner {
       this.reserved--;
     }
     const { child, url } = launched;
-    const running: Running = { agent, child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
+    const running: Running = { agent, child, url, reportedWake: undefined, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
     this.running.set(agent.id, running);
     child.once('exit', (code, signal) => this.onExit(agent, running, code, signal));
     await waitForHealth(url, child, this.options.startTimeoutMs ?? 30_000);
@@ -225,7 +227,10 @@ export class LocalProvisioner implements AgentProvisioner {
   }
 
   private async launch(agent: AgentEndpoint, workspace: string) {
+    // A heartbeat that fell due while it slept runs right after start.
+    const nextWake = await this.registry.nextWake(agent.id);
     return this.options.launcher.launch(agent.id, workspace, {
+      ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
       ...this.options.agentEnv,
       AGENT_SECRET: agent.secret,
       AGENT_SECRET_SHA256: '',
@@ -259,11 +264,26 @@ export class LocalProvisioner implements AgentProvisioner {
 
   /** What the agent says about itself; undefined when it does not answer. */
   private async lifecycle(running: Running): Promise<LifecycleReport | undefined> {
+    let report: LifecycleReport;
     try {
-      return await agentClient({ url: running.url, secret: running.agent.secret }).health.lifecycle.query(undefined, { signal: AbortSignal.timeout(5_000) });
+      report = await agentClient({ url: running.url, secret: running.agent.secret }).health.lifecycle.query(undefined, { signal: AbortSignal.timeout(5_000) });
     } catch {
       return undefined;
     }
+    // Kept for the wake scheduler: what it must wake the agent for once it sleeps.
+    if (report.next_wake_at !== running.reportedWake) {
+      await this.registry.setNextWake(running.agent.id, report.next_wake_at ? new Date(report.next_wake_at) : null);
+      running.reportedWake = report.next_wake_at;
+    }
+    return report;
+  }
+
+  /** Starts the user's agent for its schedule unless it runs (it then lives by the idle rule). */
+  async wake(userId: string): Promise<void> {
+    const agent = await this.registry.forUser(userId);
+    // Running: its own timer runs the heartbeat; waking it must not count as a use.
+    if (agent && this.running.has(agent.id)) return;
+    await this.agentFor(userId);
   }
 
   /**
@@ -332,7 +352,10 @@ export class LocalProvisioner implements AgentProvisioner {
       this.closed = true;
       if (this.sweeper) clearInterval(this.sweeper);
       for (const state of this.restarts.values()) clearTimeout(state.timer);
-      await Promise.all([...[...this.running.values()].map((r) => this.stopProcess(r)), ...this.stopping.values()]);
+      const running = [...this.running.values()];
+      // Their next wake times, so that the scheduler (here or on another instance) keeps them.
+      await Promise.all(running.filter((r) => r.ready).map((r) => this.lifecycle(r).catch(() => undefined)));
+      await Promise.all([...running.map((r) => this.stopProcess(r)), ...this.stopping.values()]);
       this.running.clear();
       await this.options.launcher.close();
     })();
