@@ -56,6 +56,8 @@ const schema = z
     ANTHROPIC_API_KEY: optionalString,
     ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()),
     TELEGRAM_API_ROOT: optionalString.pipe(httpUrl.optional()),
+    // The account's public base URL for users' bot webhooks (https in production); unset: agents long-poll.
+    TELEGRAM_WEBHOOK_BASE: optionalString.pipe(httpUrl.optional()),
     AGENT_SECRETS_KEY: optionalString.pipe(
       z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional(),
     ),
@@ -143,6 +145,8 @@ const schema = z
         telegramApiRoot: env.TELEGRAM_API_ROOT ?? 'https://api.telegram.org',
         allow: (env.AGENT_EGRESS_ALLOW ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
       },
+      /** Users' bots (messenger/bots.ts): set → webhook mode at `{base}/api/v1/telegram/{id}/webhook`. */
+      telegramWebhookBase: env.TELEGRAM_WEBHOOK_BASE?.replace(/\/+$/, ''),
       /** SIWE (auth/wallet): the EIP-155 chain id in challenges; the JSON-RPC endpoint for smart-wallet signatures. */
       walletChainId: env.WALLET_CHAIN_ID,
       rpcUrl: env.RPC_URL,

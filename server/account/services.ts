@@ -9,6 +9,7 @@ import { AgentLauncher } from './agents/launcher.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
 import { WakeScheduler } from './agents/wake-scheduler.js';
+import { MessengerBots } from './messenger/bots.js';
 import { loadSecretBox } from './agents/secrets.js';
 import { loadEmailCodeKey } from './auth/email/codes.js';
 import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
@@ -28,6 +29,8 @@ export interface AccountServices {
   tokens: TokenService;
   rateLimits: RateLimits;
   agents: { registry: AgentRegistry; provisioner: AgentProvisioner };
+  /** Users' own Telegram bots (local agents only). */
+  bots: MessengerBots | undefined;
   /** Outgoing mail: SMTP_URL, or the local outbox. */
   mail: MailQueue;
   email: EmailSignIn;
@@ -51,7 +54,10 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     ipv6Subnet: config.ipv6Subnet,
     limits: { 'guest.signups.client.daily': config.guestSignupsPerDay, 'guest.signups.hourly': config.guestSignupsPerHour },
   });
-  const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
+  const box = await loadSecretBox(config.agentSecretsKey, config.dataDir);
+  const registry = new AgentRegistry(store.db, box);
+  // Bound below: the bots need the provisioner, the provisioner asks them for an agent's bot settings.
+  let bots: MessengerBots | undefined;
   const provisioner =
     config.agentProvisioner === 'static'
       ? new StaticProvisioner(registry)
@@ -62,11 +68,15 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           maxRunning: config.agentMaxRunning,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
           launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
+          userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
           workspaceQuotaMb: async (userId) => {
             const user = await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } });
             return user?.isGuest ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account;
           },
         });
+  if (provisioner instanceof LocalProvisioner) {
+    bots = new MessengerBots(store.db, box, provisioner, log, { telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''), webhookBase: config.telegramWebhookBase });
+  }
   // Sleeping local agents are started when their next heartbeat is due.
   const wakes = provisioner instanceof LocalProvisioner ? new WakeScheduler(store.db, provisioner, log, { pollMs: config.agentWakePollMs }) : undefined;
   wakes?.start();
@@ -81,6 +91,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     tokens,
     rateLimits,
     agents: { registry, provisioner },
+    bots,
     mail,
     email,
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),

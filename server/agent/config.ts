@@ -126,7 +126,8 @@ const schema = z
       retryBaseMs: env.TELEGRAM_RETRY_BASE * 1000,
       retryMaxMs: Math.max(env.TELEGRAM_RETRY_MAX, env.TELEGRAM_RETRY_BASE) * 1000,
       /** Set: Telegram pushes updates to `POST /telegram/webhook` instead of long polling. */
-      webhook: env.TELEGRAM_WEBHOOK_URL && env.TELEGRAM_WEBHOOK_SECRET ? { url: env.TELEGRAM_WEBHOOK_URL, secret: env.TELEGRAM_WEBHOOK_SECRET } : undefined,
+      // A secret without a URL: someone else (the account service) set the webhook and relays updates.
+      webhook: env.TELEGRAM_WEBHOOK_SECRET ? { url: env.TELEGRAM_WEBHOOK_URL, secret: env.TELEGRAM_WEBHOOK_SECRET } : undefined,
     },
     /** Seconds between heartbeats; 0 disables them. */
     heartbeatIntervalSeconds: env.HEARTBEAT_INTERVAL,

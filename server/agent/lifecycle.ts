@@ -2,7 +2,8 @@
  * What the account service needs to decide whether this agent may sleep (`GET /lifecycle`, agent
  * secret): whether anything is going on — chat runs, subagent runs, a heartbeat, requests in
  * flight, a Telegram bot that long-polls or handles a message — and when the agent next wants to
- * be woken (its next heartbeat while HEARTBEAT.md has something in it; null otherwise).
+ * be woken (its next heartbeat while HEARTBEAT.md has something in it; now for a long-polling
+ * bot; null otherwise).
  */
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
@@ -51,6 +52,9 @@ export async function lifecycleReport(services: AgentServices): Promise<Lifecycl
     messenger: services.messenger.busy(),
   };
   const busy = activity.chat_runs > 0 || activity.subagent_runs > 0 || activity.heartbeat || activity.requests > 0 || activity.messenger;
+  // A long-polling bot wants to run all the time: should the agent be stopped anyway (the
+  // service restarts), it is due again at once.
+  if (services.messenger.polling()) return { busy, activity, next_wake_at: new Date().toISOString() };
   const next = services.heartbeat.nextAt;
   const wants = next !== undefined && Boolean(await readHeartbeatFile(services.config.workspace));
   return { busy, activity, next_wake_at: wants ? next.toISOString() : null };

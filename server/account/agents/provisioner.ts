@@ -101,6 +101,8 @@ export interface LocalProvisionerOptions {
   agentEnv: NodeJS.ProcessEnv;
   /** Starts the processes (sandboxed where it can). */
   launcher: AgentLauncher;
+  /** Settings of the user's own (their bot: token, webhook secret), added to the agent's environment at start. */
+  userEnv?: (userId: string) => Promise<Record<string, string>>;
   /** The workspace quota of a user's agent, in MB (guests get less); unset: the agent's default. */
   workspaceQuotaMb?: (userId: string) => Promise<number>;
   startTimeoutMs?: number;
@@ -231,6 +233,7 @@ export class LocalProvisioner implements AgentProvisioner {
     const nextWake = await this.registry.nextWake(agent.id);
     return this.options.launcher.launch(agent.id, workspace, {
       ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
+      ...(this.options.userEnv && agent.userId ? await this.options.userEnv(agent.userId) : {}),
       ...this.options.agentEnv,
       AGENT_SECRET: agent.secret,
       AGENT_SECRET_SHA256: '',
@@ -276,6 +279,17 @@ export class LocalProvisioner implements AgentProvisioner {
       running.reportedWake = report.next_wake_at;
     }
     return report;
+  }
+
+  /**
+   * Stops the user's agent if it runs (gracefully) so that its next start reads its settings
+   * again; `start` starts it right away (a long-polling bot must run).
+   */
+  async restart(userId: string, opts: { start: boolean }): Promise<void> {
+    const agent = await this.registry.forUser(userId);
+    const running = agent && this.running.get(agent.id);
+    if (agent && running) await this.stop(agent.id, running);
+    if (opts.start || running) await this.agentFor(userId);
   }
 
   /** Starts the user's agent for its schedule unless it runs (it then lives by the idle rule). */

@@ -17,7 +17,8 @@ import { MESSAGE_MAX_CHARS } from '../chat/schemas.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
 import { TelegramBot } from './bot.js';
-import { claimNotice, findContact, recordSender, releaseNotice } from './contacts.js';
+import { claimNotice, findContact, recordSender, releaseNotice, setContactStatus } from './contacts.js';
+import { claimOwnerCode, pairingCode } from './owner-code.js';
 import { deliverRun, sendText } from './delivery.js';
 import type { MessengerStatus } from './schemas.js';
 
@@ -41,6 +42,7 @@ export const PENDING_NOTICE =
   'Hello! This is a personal assistant bot. Its owner has not approved you yet, so your messages are not read for now. ' +
   'You will be able to talk to it once the owner allows you; there is no need to write again before that.';
 export const TEXT_ONLY_NOTICE = 'I can only read text messages for now.';
+export const PAIRED_NOTICE = 'You are now the owner of this bot: your messages go to your agent.';
 
 export const TELEGRAM_CHAT_PREFIX = 'telegram:';
 
@@ -91,6 +93,11 @@ export class MessengerService {
     return this.bot?.busy ?? false;
   }
 
+  /** The bot long-polls: the agent must be running for its messages to be read. */
+  polling(): boolean {
+    return this.bot?.polling ?? false;
+  }
+
   status(): MessengerStatus {
     const identity = this.bot?.identity;
     return identity ? { connected: true, bot_username: identity.username, bot_name: identity.name } : { connected: false, bot_username: '', bot_name: '' };
@@ -109,6 +116,14 @@ export class MessengerService {
       { telegramId: String(from.id), username: from.username ?? '', displayName: [from.first_name, from.last_name].filter(Boolean).join(' ') },
       config.telegram.ownerId,
     );
+    // Owner pairing: a valid one-time code from the account makes the sender allowed.
+    const code = isPrivate ? pairingCode(message.text ?? '') : undefined;
+    if (code && (await claimOwnerCode(db, code))) {
+      await setContactStatus(db, contact.telegram_id, 'allowed');
+      log.info({ telegramId: contact.telegram_id, username: contact.username }, 'telegram: owner paired with a one-time code');
+      await sendText(bot.api, message.chat.id, PAIRED_NOTICE, bot.signal);
+      return;
+    }
     if (contact.status === 'blocked') return;
     if (contact.status === 'pending') {
       if (isPrivate && (await claimNotice(db, contact.telegram_id))) {
