@@ -14,6 +14,9 @@ import { until } from '../chat/helpers.js';
 import { testDeviceId } from '../support/devices.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
+import { postgresReachable } from '../support/postgres.js';
+
+const pgAvailable = await postgresReachable();
 import { events, openSse, readFrames } from '../support/sse.js';
 
 const silentLog = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined } as never;
@@ -66,34 +69,48 @@ describe('wake on schedule', () => {
     expect(pending.messages).toContainEqual(expect.objectContaining({ content: 'Remember the milk.', source: 'heartbeat' }));
   });
 
-  it('lets one scheduler at a time claim a due agent, and retries a failed wake with backoff', async () => {
-    const db = account.services.store.db;
-    const user = await db.user.create({ data: { isGuest: false } });
-    const agent = await account.services.agents.registry.add({ name: `claim-${user.id}`, url: 'http://127.0.0.1:0', secret: 'x'.repeat(32), kind: 'local', userId: user.id });
-    await db.agent.update({ where: { id: agent.id }, data: { nextWakeAt: new Date(Date.now() - 1_000) } });
-    const woken: string[] = [];
-    let fail = true;
-    const target = {
-      wake: async (userId: string) => {
-        woken.push(userId);
-        await new Promise((r) => setTimeout(r, 100));
-        if (fail) throw new Error('no room');
-      },
-    };
-    const a = new WakeScheduler(db, target, silentLog, { pollMs: 1_000 });
-    const b = new WakeScheduler(db, target, silentLog, { pollMs: 1_000 });
-    await Promise.all([a.tick(), b.tick(), a.tick()]);
-    expect(woken.filter((id) => id === user.id)).toHaveLength(1);
-    const failed = await db.agent.findUniqueOrThrow({ where: { id: agent.id } });
-    expect(failed.wakeAttempts).toBe(1);
-    expect(failed.nextWakeAt!.getTime()).toBeGreaterThan(Date.now() + 1_000);
-    expect(failed.wakeLeaseUntil).toBeNull();
+  it('lets one scheduler at a time claim a due agent, and retries a failed wake with backoff (PGlite)', () => claimsOnce(account));
+});
 
-    // Due again: the retry succeeds and clears the schedule until the agent reports a new one.
-    await db.agent.update({ where: { id: agent.id }, data: { nextWakeAt: new Date(Date.now() - 1_000) } });
-    fail = false;
-    await a.tick();
-    const done = await db.agent.findUniqueOrThrow({ where: { id: agent.id } });
-    expect(done).toMatchObject({ wakeAttempts: 0, nextWakeAt: null, wakeLeaseUntil: null });
+describe('wake claims on PostgreSQL', () => {
+  it.skipIf(!pgAvailable)('lets one scheduler at a time claim a due agent, and retries a failed wake with backoff', async () => {
+    const pgAccount = await startTestAccount('postgres', { AGENT_PROVISIONER: 'static' });
+    try {
+      await claimsOnce(pgAccount);
+    } finally {
+      await pgAccount.stop();
+    }
   });
 });
+
+/** Two schedulers on one database: one wake; a failure backs off; a success clears the schedule. */
+async function claimsOnce(account: TestAccount): Promise<void> {
+  const db = account.services.store.db;
+  const user = await db.user.create({ data: { isGuest: false } });
+  const agent = await account.services.agents.registry.add({ name: `claim-${user.id}`, url: 'http://127.0.0.1:0', secret: 'x'.repeat(32), kind: 'local', userId: user.id });
+  await db.agent.update({ where: { id: agent.id }, data: { nextWakeAt: new Date(Date.now() - 1_000) } });
+  const woken: string[] = [];
+  let fail = true;
+  const target = {
+    wake: async (userId: string) => {
+      woken.push(userId);
+      await new Promise((r) => setTimeout(r, 100));
+      if (fail) throw new Error('no room');
+    },
+  };
+  const a = new WakeScheduler(db, target, silentLog, { pollMs: 1_000 });
+  const b = new WakeScheduler(db, target, silentLog, { pollMs: 1_000 });
+  await Promise.all([a.tick(), b.tick(), a.tick()]);
+  expect(woken.filter((id) => id === user.id)).toHaveLength(1);
+  const failed = await db.agent.findUniqueOrThrow({ where: { id: agent.id } });
+  expect(failed.wakeAttempts).toBe(1);
+  expect(failed.nextWakeAt!.getTime()).toBeGreaterThan(Date.now() + 1_000);
+  expect(failed.wakeLeaseUntil).toBeNull();
+
+  // Due again: the retry succeeds and clears the schedule until the agent reports a new one.
+  await db.agent.update({ where: { id: agent.id }, data: { nextWakeAt: new Date(Date.now() - 1_000) } });
+  fail = false;
+  await a.tick();
+  const done = await db.agent.findUniqueOrThrow({ where: { id: agent.id } });
+  expect(done).toMatchObject({ wakeAttempts: 0, nextWakeAt: null, wakeLeaseUntil: null });
+}
