@@ -25,6 +25,9 @@ const providerEnv = {
   AUTH_CODE_TTL_SECONDS: '8',
   MODEL: `openai-compatible:http://127.0.0.1:${modelPort}/v1#scripted`,
   TELEGRAM_API_ROOT: `http://127.0.0.1:${telegramPort}`,
+  // Browsers refuse passkeys on an IP address: e2e/account.spec.ts uses the web client at localhost for them.
+  WEBAUTHN_RP_ID: 'localhost',
+  WEBAUTHN_ORIGIN: `http://localhost:${accountPort}`,
 };
 
 export default defineConfig({

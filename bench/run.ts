@@ -19,6 +19,8 @@
  * 5. Agent through the account proxy (bench/proxy.ts): chat fan-out, reconnect replay and
  *    transfers directly vs through the REST and tRPC proxies; the proxy's added latency per
  *    event, replay time to `done`, MB/s ratio.
+ * 6. Idle agents (bench/agents.ts): 20 agent processes of this build and 20 of the baseline's
+ *    (before lighter agents), cold start and idle RSS (mean, max) side by side.
  * Without PostgreSQL everything runs on PGlite and says so; scale-out, which needs a shared
  * server, is skipped with a note. BENCH_QUICK=1 makes every part smaller (about 4 minutes).
  */
@@ -33,6 +35,7 @@ import { redisReachable } from '../test/support/redis.js';
 import { freePort } from '../server/common/net.js';
 import { growthBench, printGrowthTables } from './growth.js';
 import { printProxyTables, proxyBench } from './proxy.js';
+import { agentsBench, printAgentsTables } from './agents.js';
 import { jsonHeaders, ourWorkload as ourAccountWorkload, startAccountService } from './lib/account.js';
 import { load, medianRow, root, spawnServer, stop, table, waitForHttp, writeResults, type Row } from './lib/harness.js';
 
@@ -44,8 +47,8 @@ const CONNECTIONS = 32;
 const run = (name: string, opts: autocannon.Options) => load(name, { connections: CONNECTIONS, duration: SECONDS, ...opts });
 const json = jsonHeaders;
 const runId = Date.now().toString(36);
-/** BENCH_ONLY=peer,scale,growth,agent,proxy runs a subset (all by default). */
-const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent,proxy').split(','));
+/** BENCH_ONLY=peer,scale,growth,agent,proxy,agents runs a subset (all by default). */
+const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent,proxy,agents').split(','));
 
 const children: ChildProcess[] = [];
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -256,6 +259,10 @@ async function main() {
     const proxy = only.has('proxy') ? await proxyBench() : undefined;
     results.proxy = proxy ?? { skipped: 'not selected (BENCH_ONLY)' };
     if (proxy) await writeResults('proxy.json', proxy);
+    console.log('\n== idle agents, this build vs the baseline (bench/agents.ts)');
+    const agents = only.has('agents') ? await agentsBench() : undefined;
+    results.agents = agents ? { rows: agents.rows, ratios: agents.ratios, count: agents.count, idleSeconds: agents.idleSeconds, baseline: agents.baseline } : { skipped: 'not selected (BENCH_ONLY)' };
+    if (agents) await writeResults('agents.json', agents);
 
     // The tables.
     console.log('\n');
@@ -299,6 +306,7 @@ async function main() {
       if (chat.replay) console.log(table(['reconnect replay', 'events', 'ms'], chat.replay.map((r) => [r.server!, r.events!, r.ms!])));
     }
     if (proxy) printProxyTables(proxy);
+    if (agents) printAgentsTables(agents);
     console.log(`\ntotal ${Math.round((Date.now() - started) / 1000)} s`);
     await mkdir(path.join(root, 'bench/results'), { recursive: true });
     await writeFile(path.join(root, 'bench/results/run.json'), `${JSON.stringify(results, null, 2)}\n`);

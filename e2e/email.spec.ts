@@ -1,28 +1,10 @@
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
+import { mailTo } from './support/outbox.js';
 
 /**
  * E-mail sign-in in the web client against the product's local outbox (no SMTP_URL: each
  * message is also written as DATA_DIR/outbox/<id>.json; DATA_DIR is set by playwright.config.ts).
  */
-const outbox = path.resolve('test-results/e2e-data/outbox');
-
-async function mailTo(address: string): Promise<{ code: string; link: string }> {
-  for (let i = 0; i < 50; i++) {
-    const files = (await readdir(outbox).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort().reverse();
-    for (const file of files) {
-      const entry = JSON.parse(await readFile(path.join(outbox, file), 'utf8')) as { to: string; text: string };
-      if (entry.to !== address) continue;
-      const code = /\b(\d{6})\b/.exec(entry.text)?.[1];
-      const link = /(https?:\/\/\S+\/auth\/verify\?token=[A-Za-z0-9_-]+)/.exec(entry.text)?.[1];
-      if (code && link) return { code, link };
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`no mail to ${address}`);
-}
-
 const emailSection = (page: Page) => page.getByRole('region', { name: 'E-mail' });
 
 async function request(page: Page, address: string): Promise<void> {
@@ -58,7 +40,7 @@ test('signs in with the link: /auth/verify POSTs its token', async ({ page }) =>
 test('a rate-limited request counts down before it can be tried again', async ({ page }) => {
   const address = `limited-${Date.now()}@example.com`;
   await page.goto('/');
-  // 5 a minute per address and per IP (README: Rate limits): keep asking until one is refused with Retry-After.
+  // 5 a minute per address and per IP (docs/api.md, "Rate limits in detail"): keep asking until one is refused with Retry-After.
   for (let i = 0; i < 6; i++) {
     const answer = page.waitForResponse((res) => res.url().includes('auth.email.request'));
     await request(page, address);

@@ -142,6 +142,9 @@ test('sign out everywhere ends the other sessions too', async ({ browser }) => {
   const two = await browser.newPage();
   await signInAsGuest(one, device);
   await signInAsGuest(two, device);
+  // Both pages have loaded their chat (otherwise a load still on its way meets the sign-out first).
+  await expect(one.getByRole('button', { name: 'Send' })).toBeEnabled({ timeout: 20_000 });
+  await expect(two.getByRole('button', { name: 'Send' })).toBeEnabled({ timeout: 20_000 });
   await one.getByRole('link', { name: 'Account' }).click();
   await one.getByTestId('sign-out-everywhere').click();
   await expect(one.getByRole('heading', { name: 'Sign in' })).toBeVisible();

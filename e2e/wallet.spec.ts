@@ -2,37 +2,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { hexToString, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { parseSiweMessage } from 'viem/siwe';
-
-interface WalletCall {
-  method: string;
-  params: unknown[];
-}
-
-type Answer = { result: unknown } | { error: { code: number; message: string } };
-
-/**
- * Installs an EIP-1193 provider as `window.ethereum` before the page loads. Its requests are
- * bridged to `answer` in the test (Node), where a viem local account holds the key.
- */
-async function injectWallet(page: Page, answer: (call: WalletCall) => Promise<Answer>): Promise<WalletCall[]> {
-  const calls: WalletCall[] = [];
-  await page.exposeFunction('__e2eWallet', async (method: string, params: unknown[]) => {
-    const call = { method, params };
-    calls.push(call);
-    return answer(call);
-  });
-  await page.addInitScript(() => {
-    const bridge = (window as unknown as { __e2eWallet(method: string, params: unknown[]): Promise<Answer> }).__e2eWallet;
-    (window as unknown as { ethereum: unknown }).ethereum = {
-      async request({ method, params }: { method: string; params?: unknown[] }) {
-        const answer = await bridge(method, params ?? []);
-        if ('error' in answer) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
-        return answer.result;
-      },
-    };
-  });
-  return calls;
-}
+import { injectWallet } from './support/wallet.js';
 
 const storedTokens = (page: Page) => page.evaluate(() => localStorage.getItem('agent.tokens'));
 

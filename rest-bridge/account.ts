@@ -46,11 +46,11 @@ export function mountAccountBridge(api: IRouter, services: AccountServices, cont
     },
   ]);
 
-  let document: unknown;
+  let document: Promise<unknown> | undefined;
   table.add('get', '/openapi.json', [
-    (_req, res) => {
+    async (_req, res) => {
       document ??= openApiDocument(accountRouter, table, { title: 'Account API', version: '1', baseUrl: `${baseUrl}/api/v1` });
-      res.json(document);
+      res.json(await document);
     },
   ]);
   table.finish();

@@ -23,14 +23,13 @@ const createCaller = createCallerFactory(agentRouter);
 
 /**
  * Slowloris guard for uploads (the server has no overall request timeout, for long streams): an
- * upload that delivers less than 1 KiB in any window of UPLOAD_IDLE_TIMEOUT_SECONDS (default 30)
- * — stalled, or trickling a byte at a time — is answered 408 UPLOAD_STALLED and its connection
+ * upload that delivers less than 1 KiB in any window of `seconds` (UPLOAD_IDLE_TIMEOUT_SECONDS) —
+ * stalled, or trickling a byte at a time — is answered 408 UPLOAD_STALLED and its connection
  * closed; the partial file is removed like that of any aborted upload.
  */
 const UPLOAD_MIN_BYTES_PER_WINDOW = 1024;
 
-function stopStalledUpload(req: Request, res: Response): void {
-  const seconds = Number(process.env.UPLOAD_IDLE_TIMEOUT_SECONDS) || 30;
+function stopStalledUpload(req: Request, res: Response, seconds: number): void {
   const socket = req.socket;
   let seen = socket.bytesRead;
   const timer = setInterval(() => {
@@ -52,7 +51,12 @@ function stopStalledUpload(req: Request, res: Response): void {
   res.once('close', () => clearInterval(timer));
 }
 
-export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => AgentContext): void {
+export interface AgentBridgeOptions {
+  /** Upload slowloris window (config: UPLOAD_IDLE_TIMEOUT_SECONDS). */
+  uploadIdleTimeoutSeconds: number;
+}
+
+export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => AgentContext, options: AgentBridgeOptions): void {
   const table = new RouteTable(app);
   const callerFor: CallerFor<AgentRouter> = (req, signal) => createCaller(contextFor(req), { signal });
 
@@ -78,7 +82,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     [
       async (req, res) => {
         const signal = requestSignal(res);
-        stopStalledUpload(req, res);
+        stopStalledUpload(req, res, options.uploadIdleTimeoutSeconds);
         // Room for the multipart envelope around a file of the maximum size; the procedure counts the file itself.
         const form = readMultipart(req, res, { maxBodyBytes: MAX_UPLOAD_BYTES + 1024 * 1024, files: 1 });
         try {
@@ -138,12 +142,12 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
 
   mountJsonProcedures(table, agentRouter, contextFor);
 
-  let document: unknown;
+  let document: Promise<unknown> | undefined;
   table.add('get', '/openapi.json', [
-    (req, res) => {
+    async (req, res) => {
       if (!contextFor(req).authorized) throw unauthorized('Missing or invalid agent secret', 'INVALID_AGENT_SECRET');
       document ??= openApiDocument(agentRouter, table, { title: 'Agent API', version: AGENT_VERSION, baseUrl: '/' });
-      res.json(document);
+      res.json(await document);
     },
   ]);
   table.finish();

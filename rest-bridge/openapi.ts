@@ -1,5 +1,4 @@
 import type { AnyRouter } from '@trpc/server';
-import { generateOpenApiDocument } from 'trpc-to-openapi';
 import type { ZodOpenApiOperationObject } from 'zod-openapi';
 import { z } from 'zod';
 import type { RouteTable } from './routes.js';
@@ -12,8 +11,13 @@ export const ErrorBody = z
   })
   .meta({ id: 'ErrorBody' });
 
-/** Generated from the procedures' metadata plus the adapters' own entries; never hand-written. */
-export function openApiDocument(router: AnyRouter, table: RouteTable, info: { title: string; version: string; baseUrl: string }) {
+/**
+ * Generated from the procedures' metadata plus the adapters' own entries; never hand-written.
+ * trpc-to-openapi is imported on the first request for the document: it is several MB of memory
+ * that a service which is never asked for it (most agents) does not need.
+ */
+export async function openApiDocument(router: AnyRouter, table: RouteTable, info: { title: string; version: string; baseUrl: string }) {
+  const { generateOpenApiDocument } = await import('trpc-to-openapi');
   return generateOpenApiDocument(router, { ...info, paths: table.extraPaths });
 }
 

@@ -43,7 +43,9 @@ async function migrate(): Promise<void> {
     await opened.close();
   } else {
     const { openAgentStore } = await import('../server/agent/store.js');
-    const workspace = path.resolve(process.env.AGENT_WORKSPACE || './data/workspace');
+    const { agentEnv } = await import('../server/agent/config.js');
+    const { parseConfig } = await import('../server/common/config.js');
+    const workspace = path.resolve(parseConfig(agentEnv.pick({ AGENT_WORKSPACE: true }), process.env).AGENT_WORKSPACE);
     const { mkdirSync } = await import('node:fs');
     mkdirSync(workspace, { recursive: true });
     const opened = await openAgentStore(workspace);

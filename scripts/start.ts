@@ -9,6 +9,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { accountEnv } from '../server/account/config.js';
+import { ConfigError, parseConfig } from '../server/common/config.js';
 import { buildIfStale } from './build.js';
 
 spawnSync('bash', [path.join(import.meta.dirname, 'ensure-sandbox.sh')], { stdio: 'inherit' });
@@ -16,10 +18,20 @@ spawnSync('bash', [path.join(import.meta.dirname, 'ensure-sandbox.sh')], { stdio
 // The compiled services and the web client, rebuilt only when their sources changed.
 await buildIfStale({ web: true });
 
-const dataDir = path.resolve(process.env.DATA_DIR || './data');
+// Read through the account service's schema, so its defaults hold here too and a bad value stops
+// before anything starts.
+let settings;
+try {
+  settings = parseConfig(accountEnv.pick({ DATA_DIR: true, HOST: true, PORT: true, MODEL: true }), process.env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`account: ${error.message}`);
+  process.exit(2);
+}
+const dataDir = path.resolve(settings.DATA_DIR);
 mkdirSync(dataDir, { recursive: true });
-const host = process.env.HOST || '127.0.0.1';
-const port = process.env.PORT || '3000';
+const host = settings.HOST;
+const port = String(settings.PORT);
 
 const account = spawn(process.execPath, ['dist/server/account/main.js'], {
   env: { ...process.env, DATA_DIR: dataDir, HOST: host, PORT: port },
@@ -34,7 +46,7 @@ console.log(
     `  web client    http://${host}:${port}/`,
     `  account API   http://${host}:${port}/api/v1   (OpenAPI: /api/v1/openapi.json, tRPC: /trpc)`,
     `  your agent    http://${host}:${port}/api/v1/agent/…   (started per user on first use)`,
-    `  data          ${dataDir}${process.env.MODEL ? '' : '   (no MODEL set: agents answer that no model is configured)'}`,
+    `  data          ${dataDir}${settings.MODEL ? '' : '   (no MODEL set: agents answer that no model is configured)'}`,
     '',
   ].join('\n'),
 );

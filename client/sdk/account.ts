@@ -3,7 +3,7 @@
  * browser alike: no Node-only imports, only `fetch` (global, or passed in).
  *
  * It keeps the token pair in a pluggable storage (memory by default; `localTokenStorage()` in
- * browsers) and refreshes it single-flight (design.md: "The client SDK refreshes single-flight"):
+ * browsers) and refreshes it single-flight (docs/api.md, "Client SDK"):
  * however many calls find the access token expired at once, one refresh goes out and they all
  * wait for it. Refresh tokens are single use, so two refreshes of one token would end in a 401
  * for one caller — or, after 10 s, in the whole session being revoked as stolen.
@@ -257,6 +257,9 @@ export function createAccountClient(options: AccountClientOptions) {
     /** `{token}` from the link or `{email, code}`. A signed-in guest is upgraded in place. */
     verifyEmail: async (input: { token: string } | { email: string; code: string }) =>
       signedIn(await trpc.auth.email.verify.mutate(input, { context: { auth: 'guest-upgrade' } })),
+
+    /** Like verifyEmail, but attaches the address to whichever account is signed in (linking), full or guest. */
+    linkEmail: async (input: { token: string } | { email: string; code: string }) => signedIn(await trpc.auth.email.verify.mutate(input, { context: { auth: 'user' } })),
 
     me: () => trpc.tokens.me.query(),
 

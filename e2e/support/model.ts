@@ -6,14 +6,28 @@
  * - `start a helper`: calls spawn_subagent with the task `count to three`, then says so;
  * - `count to three` (the subagent's own task): answers `one, two, three`;
  * - a message over 1,000 characters: says how many characters arrived (the long-message test);
+ * - `markdown`: a reply with a heading, a list, a table, a link and a TypeScript code block;
+ * - `long list`: 60 numbered lines, a chunk every 40 ms (the scroll-follow test);
+ * - `xss`: hostile Markdown and HTML (the XSS corpus), then a file with markup in its name;
  * - anything else: a short greeting in a few chunks.
  */
+import { XSS_CORPUS, XSS_FILE } from './xss.js';
 import { lastUserText, startScriptedModel, toolResults, type ModelRequest, type ScriptedStep } from '../../test/support/scripted-model.js';
 
 const port = Number(process.env.E2E_MODEL_PORT ?? 3912);
 
 function respond(request: ModelRequest): ScriptedStep {
   const text = lastUserText(request);
+  if (text.startsWith('markdown')) {
+    return { text: ['# Plan\n\n', '- first **item**\n- second\n\n', '| a | b |\n|---|---|\n| 1 | 2 |\n\n', 'See [the docs](https://example.com/docs).\n\n', '```ts\nconst answer: number = 42;\n```\n'], delayMs: 30 };
+  }
+  if (text.startsWith('long list')) return { text: { count: 60, chunk: (i) => `line ${i + 1}\n\n` }, delayMs: 40 };
+  if (text.startsWith('xss')) {
+    const done = toolResults(request).length;
+    if (done === 0) return { toolCalls: [{ name: 'write_file', args: { path: XSS_FILE, content: 'inert\n' } }] };
+    if (done === 1) return { toolCalls: [{ name: 'send_file', args: { path: XSS_FILE, caption: '<img src=x onerror=alert(15)>' } }] };
+    return { text: XSS_CORPUS };
+  }
   if (text.startsWith('slow')) return { text: Array.from({ length: 24 }, (_, i) => `chunk${i} `), delayMs: 250 };
   if (text.startsWith('write a file')) {
     const done = toolResults(request).length;

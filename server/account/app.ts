@@ -6,8 +6,7 @@ import express from 'express';
 import { mountAccountBridge } from '../../rest-bridge/account.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
-import { createMetrics, metricsEndpoint } from '../common/metrics.js';
-import { agentMetrics } from './agents/metrics.js';
+import { metricsEndpoint } from '../common/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
@@ -23,10 +22,9 @@ export interface RunningAccount {
   close(): Promise<void>;
 }
 
-export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel)): Promise<RunningAccount> {
+export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel, config.logPretty)): Promise<RunningAccount> {
   const services = await createAccountServices(config, log);
-  const metrics = createMetrics('account');
-  agentMetrics(metrics, services.agents.provisioner);
+  const { metrics } = services;
   const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics });
   // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
   const frontendOrigin = new URL(config.frontendUrl).origin;

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { httpUrl, logLevel, optionalString, parseConfig, port } from '../common/config.js';
+import { httpUrl, logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
 import { parseModelSpec } from '../agent/chat/model-spec.js';
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
 import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js';
@@ -18,73 +18,148 @@ const intSetting = (fallback: number, { min, max }: { min: number; max: number }
  */
 export const defaultMaxRunningAgents = (totalBytes = os.totalmem()): number => Math.max(1, Math.floor((totalBytes - 1024 ** 3) / (100 * 1024 ** 2)));
 
-const schema = z
-  .object({
-    PORT: port(3000),
-    HOST: z.string().min(1).default('127.0.0.1'),
-    DATA_DIR: z.string().min(1).default('./data'),
-    DATABASE_URL: optionalString.pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional()),
-    BASE_URL: optionalString.pipe(httpUrl.optional()),
-    FRONTEND_URL: optionalString.pipe(httpUrl.optional()),
-    REDIS_URL: optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()),
-    TRUST_PROXY: optionalString,
-    METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
-    SIGNING_KEYS_FILE: optionalString,
-    AGENT_PROVISIONER: z.enum(['local', 'static']).default('local'),
-    AGENT_IDLE_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0)),
-    // Seconds between the wake scheduler's rounds (agents/wake-scheduler.ts); fractions for tests.
-    AGENT_WAKE_POLL: z.preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.05).max(3600)),
-    AGENT_MAX_RUNNING: intSetting(defaultMaxRunningAgents(), { min: 1, max: 1_000_000 }),
-    // Seconds a stopping agent (idle, eviction, shutdown) gets to finish its runs; fractions for tests.
-    AGENT_STOP_GRACE: z.preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().min(0).max(3600)),
-    // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
-    AGENT_SANDBOX: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])),
-    AGENT_SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
-    AGENT_MEMORY_MB: intSetting(1024, { min: 128, max: 1_048_576 }),
-    AGENT_MAX_PROCESSES: intSetting(256, { min: 16, max: 100_000 }),
-    AGENT_CPU_PERCENT: intSetting(100, { min: 10, max: 10_000 }),
-    AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }),
-    AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }),
-    AGENT_EGRESS_ALLOW: optionalString,
-    AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }),
-    AGENT_WORKSPACE_QUOTA_MB_GUEST: intSetting(100, { min: 1, max: 1_048_576 }),
-    // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
-    MODEL: optionalString,
-    MODEL_API_KEY: optionalString,
-    OPENAI_API_KEY: optionalString,
-    OPENAI_BASE_URL: optionalString.pipe(httpUrl.optional()),
-    ANTHROPIC_API_KEY: optionalString,
-    ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()),
-    TELEGRAM_API_ROOT: optionalString.pipe(httpUrl.optional()),
-    // The account's public base URL for users' bot webhooks (https in production); unset: agents long-poll.
-    TELEGRAM_WEBHOOK_BASE: optionalString.pipe(httpUrl.optional()),
-    AGENT_SECRETS_KEY: optionalString.pipe(
-      z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional(),
+/**
+ * The account service's environment. Each variable's meaning lives on its schema (`.describe`, or
+ * `.meta` when the default or the allowed values need words): `npm run docs` turns them into
+ * docs/configuration.md and .env.example.
+ */
+export const accountEnv = z.object({
+  PORT: port(3000).describe('listen port'),
+  HOST: z.string().min(1).default('127.0.0.1').describe('listen address'),
+  DATA_DIR: z.string().min(1).default('./data').describe('embedded database, generated keys, local outbox'),
+  DATABASE_URL: optionalString
+    .pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional())
+    .meta({ description: '`postgres://…` for PostgreSQL (needed for several instances)', default: 'unset → embedded PGlite in `DATA_DIR/account-db`', values: '`postgres://` or `postgresql://` URL' }),
+  BASE_URL: optionalString.pipe(httpUrl.optional()).meta({ description: 'public address of this service (token issuer, links)', default: '`http://HOST:PORT`' }),
+  FRONTEND_URL: optionalString
+    .pipe(httpUrl.optional())
+    .meta({ description: "address of the web client (e-mail links, OAuth redirects); when its origin differs from `BASE_URL`'s, CORS allows that one origin (no other)", default: '`BASE_URL`' }),
+  REDIS_URL: optionalString
+    .pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional())
+    .meta({ description: '`redis://…` to share rate limits across instances', default: 'unset → in-memory counters', values: '`redis://` or `rediss://` URL' }),
+  TRUST_PROXY: optionalString.meta({ description: 'comma-separated proxy addresses whose `X-Forwarded-For` is believed', values: 'comma-separated addresses' }),
+  METRICS_TOKEN: optionalString
+    .pipe(z.string().min(16, 'must be at least 16 characters').optional())
+    .meta({ description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>`', default: 'unset → `/metrics` answers loopback callers only' }),
+  SIGNING_KEYS_FILE: optionalString.meta({ description: 'token signing keys (private Ed25519 JWKs, newest first); generated on first start', default: '`DATA_DIR/signing-keys.json`', values: 'a file path' }),
+  AGENT_PROVISIONER: z
+    .enum(['local', 'static'])
+    .default('local')
+    .describe('`local`: one agent process per user on this machine; `static`: agents registered with `npm run agents`'),
+  AGENT_IDLE_TIMEOUT: z
+    .preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0))
+    .describe(
+      'seconds without use before a `local` agent is stopped (`0`: never); only an agent that reports itself idle is stopped (no chat or subagent run, heartbeat, request or Telegram long poll in flight)',
     ),
-    WALLET_CHAIN_ID: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER)),
-    RPC_URL: optionalString.pipe(httpUrl.optional()),
-    SMTP_URL: optionalString.pipe(
-      z
-        .url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' })
-        .optional(),
-    ),
-    MAIL_FROM: optionalString.pipe(
+  AGENT_STOP_GRACE: z
+    .preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().min(0).max(3600))
+    .describe("seconds a stopping agent (idle, eviction, shutdown) gets to finish its runs before it interrupts them; a run it abandons ends with an `error` saying so"),
+  // No schema default: it depends on the host, and the generated docs must not.
+  AGENT_MAX_RUNNING: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).max(1_000_000).optional()).meta({
+    description:
+      'local agents running at once; at the cap the least recently used idle agent is stopped (state on disk, back on its next call); when all are busy a call that needs another agent gets 503 `AGENT_CAPACITY` with `Retry-After`',
+    default: 'host memory ÷ 100 MB, after 1 GB for the service (at least 1)',
+  }),
+  AGENT_WAKE_POLL: z
+    .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.05).max(3600))
+    .describe("seconds between the wake scheduler's rounds: sleeping agents whose next heartbeat is due are started (one instance at a time per agent); failed wakes are retried with backoff"),
+  // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
+  AGENT_SANDBOX: z
+    .preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off']))
+    .describe('`off` runs local agents without their sandbox (warned at every start); without bubblewrap they run without `exec` ([security](security.md))'),
+  AGENT_SANDBOX_BWRAP: z.string().min(1).default('bwrap').describe('the bubblewrap binary'),
+  AGENT_MEMORY_MB: intSetting(1024, { min: 128, max: 1_048_576 }).describe("memory limit per agent in MB (its cgroup, `/tmp` included)"),
+  AGENT_MAX_PROCESSES: intSetting(256, { min: 16, max: 100_000 }).describe('processes and threads per agent'),
+  AGENT_CPU_PERCENT: intSetting(100, { min: 10, max: 10_000 }).describe('CPU share per agent, in percent of one core'),
+  AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }).describe('open files per agent'),
+  AGENT_TMP_MB: intSetting(64, { min: 1, max: 65_536 }).describe("size in MB of each sandbox's private `/tmp`"),
+  AGENT_EGRESS_ALLOW: optionalString.meta({
+    description: 'hosts (`api.example.com`, https) or origins (`http://10.0.0.5:8080`) agents may reach besides their model and Telegram',
+    values: 'comma-separated hosts or origins',
+  }),
+  AGENT_EXEC_NETWORK: z
+    .preprocess((v) => (v === '' || v === undefined ? 'none' : v), z.enum(['none', 'allowlist']))
+    .describe("`allowlist`: `exec` commands may reach the allow-listed hosts through the gateway as their HTTP(S) proxy (the risks: [security](security.md)); `none`: commands have no network"),
+  MODEL_DAILY_TOKENS: intSetting(2_000_000, { min: 0, max: Number.MAX_SAFE_INTEGER }).describe(
+    'model tokens (in + out) a full account may spend per UTC day through its local agent; `0`: no ceiling. Past it a chat message gets 429 `BUDGET_EXCEEDED` with Retry-After until midnight UTC, and a model call inside a run ends the run with an `error` event naming it',
+  ),
+  MODEL_DAILY_TOKENS_GUEST: intSetting(200_000, { min: 0, max: Number.MAX_SAFE_INTEGER }).describe('the same for a guest; `0`: no ceiling'),
+  MODEL_DAILY_TOKENS_GUESTS_TOTAL: intSetting(0, { min: 0, max: Number.MAX_SAFE_INTEGER }).meta({
+    description: "all guests together per UTC day; set it on any public deployment (e.g. a tenth of what you are willing to pay for a day); full accounts are unaffected",
+    default: '`0` (no ceiling)',
+  }),
+  AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }).describe("disk quota in MB of an account's workspace (507 `QUOTA_EXCEEDED`)"),
+  AGENT_WORKSPACE_QUOTA_MB_GUEST: intSetting(100, { min: 1, max: 1_048_576 }).describe("disk quota in MB of a guest's workspace"),
+  // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
+  MODEL: optionalString.meta({
+    description: "the local agents' model, same syntax as the agent's `MODEL`; agents get it without any key",
+    default: 'unset → agents answer that no model is configured',
+    values: '`openai-compatible:<base_url>#<model>`, `openai:<model>`, `anthropic:<model>`',
+  }),
+  MODEL_API_KEY: optionalString.describe('bearer key for an `openai-compatible:` model; stays in the account service, added to agents\' calls by the egress gateway'),
+  OPENAI_API_KEY: optionalString.describe('key for `openai:` models; added by the egress gateway'),
+  OPENAI_BASE_URL: optionalString.pipe(httpUrl.optional()).describe('another endpoint for `openai:` models'),
+  ANTHROPIC_API_KEY: optionalString.describe('key for `anthropic:` models; added by the egress gateway'),
+  ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()).describe('another endpoint for `anthropic:` models'),
+  TELEGRAM_API_ROOT: optionalString.pipe(httpUrl.optional()).meta({ description: "the Telegram Bot API the local agents' bots reach through the gateway", default: '`https://api.telegram.org`' }),
+  TELEGRAM_WEBHOOK_BASE: optionalString.pipe(httpUrl.optional()).meta({
+    description: "the account's public base URL (https in production): users' bots are connected in webhook mode at `{base}/api/v1/telegram/{opaque id}/webhook`, so their agents may sleep",
+    default: "unset → users' bots long-poll from their agents",
+  }),
+  AGENT_SECRETS_KEY: optionalString
+    .pipe(z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional())
+    .meta({ description: 'the key that seals agent secrets in the registry', default: 'generated into `DATA_DIR/agent-secrets.key`', values: '32 bytes, base64' }),
+  WALLET_CHAIN_ID: z
+    .preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER))
+    .describe('EIP-155 chain id written into wallet (SIWE) challenges'),
+  RPC_URL: optionalString.pipe(httpUrl.optional()).meta({
+    description: 'JSON-RPC endpoint of that chain, used only to verify EIP-1271/ERC-6492 (smart-contract wallet) signatures',
+    default: 'unset → smart-wallet signatures refused (503)',
+  }),
+  // Passkeys (auth/passkey): the relying party id is a host name, the web client's or a parent domain of it.
+  WEBAUTHN_RP_ID: optionalString
+    .pipe(z.string().regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'must be a lower-case host name').optional())
+    .meta({
+      description: "passkeys' relying party id: that host or a parent domain of it (browsers refuse IP addresses: use a name, `localhost` included)",
+      default: 'the host of `WEBAUTHN_ORIGIN`',
+    }),
+  WEBAUTHN_RP_NAME: optionalString.pipe(z.string().max(64).optional()).meta({ description: 'the service name authenticators show', default: '`Agent Accounts`' }),
+  WEBAUTHN_ORIGIN: optionalString.pipe(httpUrl.optional()).meta({ description: "the only origin passkey answers may come from (the web client's)", default: "`FRONTEND_URL`'s origin" }),
+  SMTP_URL: optionalString.pipe(z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional()).meta({
+    description: '`smtp://user:pass@host:587` or `smtps://…:465` (nodemailer URL; options as query, e.g. `?ignoreTLS=true`)',
+    default: 'unset → local outbox `DATA_DIR/outbox/*.eml`',
+    values: '`smtp://` or `smtps://` URL',
+  }),
+  MAIL_FROM: optionalString
+    .pipe(
       z
         .string()
         .max(320)
         .regex(/^(?:[^<>\r\n]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/, 'must be an address, or "Name <address>"')
         .optional(),
-    ),
-    DEV_OUTBOX: optionalString.pipe(z.enum(['0', '1']).optional()),
-    NODE_ENV: optionalString,
-    RATE_LIMIT_MULTIPLIER: z.preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000)),
-    IPV6_SUBNET: count(64, 32, 128),
-    GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000),
-    GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000),
-    LOG_LEVEL: logLevel,
-    ...oauthEnv,
-    ...captchaEnv,
-  })
+    )
+    .meta({ description: 'sender of sign-in mail', default: "`Agent Accounts <no-reply@BASE_URL's host>`", values: '`address` or `Name <address>`' }),
+  DEV_OUTBOX: optionalString
+    .pipe(z.enum(['0', '1']).optional())
+    .describe('`1` serves `GET /dev/outbox` (and `/dev/outbox.json`) listing the local outbox; refused with `NODE_ENV=production` or with `SMTP_URL`'),
+  NODE_ENV: optionalString.describe('`production` refuses development-only settings (`DEV_OUTBOX`)'),
+  RATE_LIMIT_MULTIPLIER: z
+    .preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000))
+    .describe('scales every rate limit (the abuse limits too); for load tests and development only'),
+  IPV6_SUBNET: count(64, 32, 128).describe(
+    'prefix length an IPv6 client is counted on by every per-client limit; an IPv4-mapped address (`::ffff:a.b.c.d`) counts as the IPv4 address',
+  ),
+  GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000).describe('new guest accounts per client (IPv4 address or IPv6 prefix) per day; a returning device id is never refused'),
+  GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000).describe(
+    'new guest accounts per hour, service-wide; past it new guests get 429 `GUEST_SIGNUPS_PAUSED` (other sign-in methods and returning devices still work)',
+  ),
+  LOG_LEVEL: logLevel,
+  LOG_PRETTY: logPretty,
+  ...oauthEnv,
+  ...captchaEnv,
+});
+
+const schema = accountEnv
   .superRefine((env, ctx) => {
     // The outbox page shows every sign-in link and code: never where real people sign in.
     if (env.DEV_OUTBOX === '1' && env.NODE_ENV === 'production') ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'is not allowed when NODE_ENV=production' });
@@ -121,7 +196,7 @@ const schema = z
       agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
       agentStopGraceMs: env.AGENT_STOP_GRACE * 1000,
       /** Local agents running at once; at the cap the least recently used idle one is stopped. */
-      agentMaxRunning: env.AGENT_MAX_RUNNING,
+      agentMaxRunning: env.AGENT_MAX_RUNNING ?? defaultMaxRunningAgents(),
       agentWakePollMs: env.AGENT_WAKE_POLL * 1000,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
       agentLauncher: {
@@ -132,9 +207,12 @@ const schema = z
         cpuPercent: env.AGENT_CPU_PERCENT,
         maxOpenFiles: env.AGENT_MAX_OPEN_FILES,
         tmpBytes: env.AGENT_TMP_MB * 1024 * 1024,
+        execNetwork: env.AGENT_EXEC_NETWORK,
       },
       /** Disk quota of a workspace, by who owns it (a guest who signs up gets the larger one at the agent's next start). */
       workspaceQuotaMb: { account: env.AGENT_WORKSPACE_QUOTA_MB, guest: env.AGENT_WORKSPACE_QUOTA_MB_GUEST },
+      /** Tokens per UTC day; 0: no ceiling (agents/model-usage.ts). */
+      modelBudget: { account: env.MODEL_DAILY_TOKENS, guest: env.MODEL_DAILY_TOKENS_GUEST, guestsTotal: env.MODEL_DAILY_TOKENS_GUESTS_TOTAL },
       egress: {
         model: env.MODEL,
         modelApiKey: env.MODEL_API_KEY,
@@ -150,6 +228,12 @@ const schema = z
       /** SIWE (auth/wallet): the EIP-155 chain id in challenges; the JSON-RPC endpoint for smart-wallet signatures. */
       walletChainId: env.WALLET_CHAIN_ID,
       rpcUrl: env.RPC_URL,
+      /** Passkeys: responses must come from the web client's origin and name this relying party id. */
+      passkey: (() => {
+        const frontend = new URL((env.FRONTEND_URL ?? baseUrl).replace(/\/$/, ''));
+        const origin = env.WEBAUTHN_ORIGIN ? new URL(env.WEBAUTHN_ORIGIN).origin : frontend.origin;
+        return { rpId: env.WEBAUTHN_RP_ID ?? new URL(origin).hostname, rpName: env.WEBAUTHN_RP_NAME ?? 'Agent Accounts', origin };
+      })(),
       /** Unset → mails are written to `outboxDir` instead of being sent. */
       smtpUrl: env.SMTP_URL,
       mailFrom: env.MAIL_FROM ?? `Agent Accounts <no-reply@${new URL(baseUrl).hostname}>`,
@@ -158,8 +242,9 @@ const schema = z
       devOutbox: env.DEV_OUTBOX === '1',
       trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
       /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
-    metricsToken: env.METRICS_TOKEN,
-    logLevel: env.LOG_LEVEL,
+      metricsToken: env.METRICS_TOKEN,
+      logLevel: env.LOG_LEVEL,
+      logPretty: env.LOG_PRETTY === '1',
       oauth: oauthConfig(env),
     };
   });

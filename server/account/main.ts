@@ -6,7 +6,7 @@ import { loadAccountConfig } from './config.js';
 
 try {
   const config = loadAccountConfig(process.env);
-  const log = createLogger('account', config.logLevel);
+  const log = createLogger('account', config.logLevel, config.logPretty);
   const account = await startAccount(config, log);
   onShutdownSignal(log, () => account.close());
 } catch (error) {

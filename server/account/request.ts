@@ -9,6 +9,7 @@
  */
 import type { Request } from 'express';
 import { parseCookies } from './auth/oauth/cookies.js';
+import { boundedUserAgent, type ClientInfo } from './users/activity.js';
 
 export class AccountRequest {
   private parsedCookies: Record<string, string> | undefined;
@@ -39,6 +40,11 @@ export class AccountRequest {
   cookie(name: string): string | undefined {
     this.parsedCookies ??= parseCookies(this.req.headers.cookie);
     return this.parsedCookies[name];
+  }
+
+  /** Address and user agent, for the session list and the activity log. */
+  get client(): ClientInfo {
+    return { ip: this.ip, userAgent: boundedUserAgent(this.req.headers['user-agent']) };
   }
 
   /** Bound, so it can be handed on (the rate limiter sets RateLimit-* with it). */

@@ -2,11 +2,14 @@ import { z } from 'zod';
 import { agentProxyRouter } from './agents/router.js';
 import { authRouter } from './auth/router.js';
 import { tokensRouter } from './tokens/router.js';
+import { accountRouter as selfServiceRouter } from './users/router.js';
 import { publicProcedure, router } from './trpc.js';
 
 export const accountRouter = router({
   auth: authRouter,
   tokens: tokensRouter,
+  /** The signed-in user's own account: methods, sessions, activity (users/router.ts). */
+  account: selfServiceRouter,
   /** The signed-in user's own agent (agents/router.ts). */
   agent: agentProxyRouter,
   /** `GET /api/v1` sends people (and tools) to the API's description. */

@@ -3,11 +3,16 @@
  * Domain modules take what they need from here as explicit arguments.
  */
 import path from 'node:path';
+import { Counter, Histogram } from 'prom-client';
 import type { Logger } from '../common/log.js';
+import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/launcher.js';
+import { AuthMetrics } from './auth-metrics.js';
+import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
+import { agentMetrics } from './agents/metrics.js';
 import { WakeScheduler } from './agents/wake-scheduler.js';
 import { MessengerBots } from './messenger/bots.js';
 import { loadSecretBox } from './agents/secrets.js';
@@ -21,6 +26,7 @@ import { Captcha } from './captcha/siteverify.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
+import { pruneActivity } from './users/activity.js';
 
 export interface AccountServices {
   config: AccountConfig;
@@ -40,6 +46,12 @@ export interface AccountServices {
   captcha: Captcha | undefined;
   /** Stops the wake scheduler, then every agent, gracefully (safe to call again from close). */
   stopAgents(): Promise<void>;
+  /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
+  metrics: ServiceMetrics;
+  /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
+  authMetrics: AuthMetrics;
+  /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
+  modelBudget: ModelBudget;
   close(): Promise<void>;
 }
 
@@ -48,32 +60,56 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
   const keys = await loadSigningKeys(config.signingKeysFile);
   const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
+  const metrics = createMetrics('account');
+  const authMetrics = new AuthMetrics(metrics.registry);
   const rateLimits = new RateLimits({
+    onRefused: (name) => authMetrics.refused(name),
     redisUrl: config.redisUrl,
     multiplier: config.rateLimitMultiplier,
     ipv6Subnet: config.ipv6Subnet,
     limits: { 'guest.signups.client.daily': config.guestSignupsPerDay, 'guest.signups.hourly': config.guestSignupsPerHour },
   });
+  const modelTokens = new Counter({
+    name: 'model_tokens_total',
+    help: 'Model tokens spent by local agents, by direction and kind of user',
+    labelNames: ['direction', 'user'],
+    registers: [metrics.registry],
+  });
+  const isGuest = async (userId: string) => (await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } }))?.isGuest ?? true;
+  const modelCalls = new Histogram({
+    name: 'model_call_duration_seconds',
+    help: "Local agents' model calls through the egress gateway, from request to the answer's end, by status class",
+    labelNames: ['status'],
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [metrics.registry],
+  });
+  const modelBudget = new ModelBudget(store.sql, config.modelBudget, isGuest, (usage, guest) => {
+    modelTokens.inc({ direction: 'in', user: guest ? 'guest' : 'account' }, usage.tokensIn);
+    modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
+  });
+  const modelMeter = {
+    check: (userId: string) => modelBudget.check(userId),
+    record: (userId: string, usage: TokenUsage) => modelBudget.record(userId, usage),
+    observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
+  };
   const box = await loadSecretBox(config.agentSecretsKey, config.dataDir);
   const registry = new AgentRegistry(store.db, box);
   // Bound below: the bots need the provisioner, the provisioner asks them for an agent's bot settings.
   let bots: MessengerBots | undefined;
   const provisioner =
     config.agentProvisioner === 'static'
-      ? new StaticProvisioner(registry)
+      ? new StaticProvisioner(registry, log)
       : new LocalProvisioner(registry, log, {
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
           stopGraceMs: config.agentStopGraceMs,
           maxRunning: config.agentMaxRunning,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
-          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log), log),
+          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelMeter), log),
           userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
-          workspaceQuotaMb: async (userId) => {
-            const user = await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } });
-            return user?.isGuest ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account;
-          },
+          workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
         });
+  agentMetrics(metrics, provisioner);
   if (provisioner instanceof LocalProvisioner) {
     bots = new MessengerBots(store.db, box, provisioner, log, { telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''), webhookBase: config.telegramWebhookBase });
   }
@@ -83,6 +119,11 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
   if (!config.smtpUrl) log.info({ outbox: config.outboxDir }, 'no SMTP_URL: mail is written to the local outbox');
+  // Activity older than 90 days goes hourly, in the background; a failure only delays it.
+  const pruning = setInterval(() => {
+    pruneActivity(store.db).catch((error: unknown) => log.warn({ err: error }, 'pruning old activity failed'));
+  }, 60 * 60 * 1000);
+  pruning.unref();
   const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, frontendUrl: config.frontendUrl, log });
   return {
     config,
@@ -92,6 +133,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     rateLimits,
     agents: { registry, provisioner },
     bots,
+    metrics,
+    authMetrics,
+    modelBudget,
     mail,
     email,
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
@@ -102,7 +146,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     },
     async close() {
       await wakes?.close();
+      clearInterval(pruning);
       await provisioner.close();
+      await tokens.close();
       await mail.close();
       await rateLimits.close();
       await store.close();

@@ -33,7 +33,9 @@ export const clientKeyOf = (ctx: AccountContext): string => ctx.services.rateLim
 export const rateLimited = (name: RateLimitName) =>
   t.middleware(async ({ ctx, next }) => {
     await ctx.services.rateLimits.consume(name, clientKeyOf(ctx), ctx.request.setHeader);
-    return next();
+    const result = await next();
+    ctx.services.authMetrics.outcome(name, result.ok ? undefined : (result.error.cause ?? result.error));
+    return result;
   });
 
 /** When CAPTCHA_PROVIDER is set, the call needs a passed check in `x-captcha-response` (captcha/siteverify.ts). */
@@ -43,6 +45,6 @@ export const captchaChecked = t.middleware(async ({ ctx, next }) => {
 });
 
 export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
-  const user = await ctx.services.tokens.authenticate(ctx.request.authorization);
+  const user = await ctx.services.tokens.authenticate(ctx.request.authorization, ctx.request);
   return next({ ctx: { user } }); // tRPC merges it into the context
 });

@@ -12,6 +12,7 @@ import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
 import { agentRouter } from './router.js';
 import { createAgentServices, type AgentServices } from './services.js';
 import { sweepPartialUploads } from './files/upload.js';
+import { startExecRelay } from './net/exec-relay.js';
 import { createAgentContext } from './trpc.js';
 
 export interface RunningAgent {
@@ -20,7 +21,7 @@ export interface RunningAgent {
   close(): Promise<void>;
 }
 
-export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel)): Promise<RunningAgent> {
+export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel, config.logPretty)): Promise<RunningAgent> {
   const services = await createAgentServices(config, log);
   const metrics = createMetrics('agent');
   const app = createHttpApp(log, { metrics });
@@ -30,11 +31,12 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
   app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
   mountHealthRoutes(app, { database: async () => services.store.sql.prepare('SELECT 1').get() });
-  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
+  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization), { uploadIdleTimeoutSeconds: config.uploadIdleTimeoutSeconds });
   finishHttpApp(app);
   const swept = await sweepPartialUploads(config.workspace);
   if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');
   const server = await listen(app, config.host, config.port, config.socketPath);
+  const relay = config.chat.execProxy && config.egressSocket ? await startExecRelay(config.chat.execProxy, config.egressSocket) : undefined;
   log.info({ url: server.url, name: config.name, workspace: config.workspace }, 'agent listening');
   return {
     url: server.url,
@@ -49,6 +51,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
       await services.messenger.stop();
       await services.chat.close();
       await server.close();
+      await relay?.close();
       await services.close();
     },
   };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { logLevel, optionalString, parseConfig, port } from '../common/config.js';
+import { logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
 import { parseModelSpec } from './chat/model-spec.js';
 
 export const AGENT_VERSION = '0.1.0';
@@ -10,29 +10,47 @@ export const AGENT_VERSION = '0.1.0';
 const seconds = (fallback: number, { max }: { max: number }) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().positive().max(max));
 
-const schema = z
-  .object({
-    AGENT_PORT: port(3100),
-    HOST: z.string().min(1).default('127.0.0.1'),
-    // Set by the account service for a local (sandboxed) agent: serve on this Unix socket, no TCP
-    // port; send outgoing HTTP through the egress gateway's socket (net/egress.ts).
-    AGENT_SOCKET: optionalString,
-    AGENT_EGRESS_SOCKET: optionalString,
-    AGENT_SECRET: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
-    AGENT_SECRET_SHA256: optionalString.pipe(z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits').optional()),
-    AGENT_NAME: z.string().min(1).max(100).default('agent'),
-    AGENT_WORKSPACE: z.string().min(1).default('./data/workspace'),
-    MODEL: optionalString,
-    // Fractions allowed, so tests can inject short intervals.
-    HEARTBEAT_INTERVAL: z.preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().min(0).max(86_400 * 7)),
-    LOG_LEVEL: logLevel,
-    METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
-    // Chat runtime (server/agent/chat/).
-    MODEL_API_KEY: optionalString,
-    AGENT_EXEC: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])),
-    AGENT_EXEC_TIMEOUT: seconds(60, { max: 3600 }),
-    // Set by the account service for a sandboxed agent: the bwrap command line exec commands run under.
-    AGENT_EXEC_SANDBOX: optionalString.pipe(
+/**
+ * The agent service's environment; each variable's meaning is on its schema (see
+ * server/common/config.ts), from which `npm run docs` writes docs/configuration.md.
+ */
+export const agentEnv = z.object({
+  AGENT_PORT: port(3100).describe('listen port'),
+  HOST: z.string().min(1).default('127.0.0.1').describe('listen address'),
+  // Set by the account service for a local (sandboxed) agent: serve on this Unix socket, no TCP
+  // port; send outgoing HTTP through the egress gateway's socket (net/egress.ts).
+  AGENT_SOCKET: optionalString.meta({ description: 'serve on this Unix socket instead of a TCP port', internal: true, values: 'a socket path' }),
+  AGENT_EGRESS_SOCKET: optionalString.meta({ description: "send outgoing HTTP through the egress gateway's Unix socket", internal: true, values: 'a socket path' }),
+  AGENT_SECRET: optionalString
+    .pipe(z.string().min(16, 'must be at least 16 characters').optional())
+    .meta({ description: 'bearer secret; hashed at start, never kept', default: '— (this or `AGENT_SECRET_SHA256` is **required**)', values: 'at least 16 characters' }),
+  AGENT_SECRET_SHA256: optionalString
+    .pipe(z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits').optional())
+    .meta({ description: "the secret's SHA-256, instead of the secret", default: '—', values: '64 hex digits' }),
+  AGENT_NAME: z.string().min(1).max(100).default('agent').describe('name reported by `/health`'),
+  AGENT_WORKSPACE: z.string().min(1).default('./data/workspace').describe("the agent's files; `agent.db` lives at its root"),
+  MODEL: optionalString.meta({
+    description:
+      '`openai-compatible:<base_url>#<model>` (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter…), `openai:<model>` (`OPENAI_API_KEY`, `OPENAI_BASE_URL`), `anthropic:<model>` (`ANTHROPIC_API_KEY`)',
+    default: 'unset → every reply says no model is configured',
+    values: '`openai-compatible:<base_url>#<model>`, `openai:<model>`, `anthropic:<model>`',
+  }),
+  // Fractions allowed, so tests can inject short intervals.
+  HEARTBEAT_INTERVAL: z
+    .preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().min(0).max(86_400 * 7))
+    .describe('seconds between heartbeats (fractions allowed); `0` disables'),
+  LOG_LEVEL: logLevel,
+  LOG_PRETTY: logPretty,
+  METRICS_TOKEN: optionalString
+    .pipe(z.string().min(16, 'must be at least 16 characters').optional())
+    .meta({ description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>`', default: 'unset → `/metrics` answers loopback callers only' }),
+  // Chat runtime (server/agent/chat/).
+  MODEL_API_KEY: optionalString.describe('bearer key for an `openai-compatible:` model'),
+  AGENT_EXEC: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])).describe('`off` removes the `exec` tool'),
+  AGENT_EXEC_TIMEOUT: seconds(60, { max: 3600 }).describe('seconds before an `exec` command is killed (with its process group)'),
+  // Set by the account service for a sandboxed agent: the bwrap command line exec commands run under.
+  AGENT_EXEC_SANDBOX: optionalString
+    .pipe(
       z
         .string()
         .transform((v, ctx) => {
@@ -44,35 +62,72 @@ const schema = z
           }
         })
         .optional(),
-    ),
-    AGENT_WORKSPACE_QUOTA_MB: z.preprocess((v) => (v === '' || v === undefined ? 1024 : v), z.coerce.number().int().min(1).max(1_048_576)),
-    AGENT_RUN_TIMEOUT: seconds(600, { max: 86_400 }),
-    AGENT_MAX_STEPS: z.preprocess((v) => (v === '' || v === undefined ? 20 : v), z.coerce.number().int().min(1).max(200)),
-    AGENT_MODEL_RETRIES: z.preprocess((v) => (v === '' || v === undefined ? 2 : v), z.coerce.number().int().min(0).max(10)),
-    AGENT_KEEPALIVE_INTERVAL: seconds(15, { max: 300 }),
-    AGENT_STREAM_GRACE: seconds(30, { max: 3600 }),
-    AGENT_HISTORY_CONTEXT: z.preprocess((v) => (v === '' || v === undefined ? 40 : v), z.coerce.number().int().min(0).max(1000)),
-    // Subagents (server/agent/subagents/) and heartbeat (server/agent/heartbeat/).
-    SUBAGENT_TIMEOUT: seconds(600, { max: 86_400 }),
-    SUBAGENT_MAX_RUNNING: z.preprocess((v) => (v === '' || v === undefined ? 8 : v), z.coerce.number().int().min(1).max(100)),
-    SUBAGENT_RETENTION: seconds(3600, { max: 86_400 * 7 }),
-    SUBAGENT_PURGE_INTERVAL: seconds(60, { max: 86_400 }),
-    // Set by the account service: the wake time it kept while the agent slept (a past one runs at once).
-    HEARTBEAT_NEXT_AT: optionalString.pipe(z.iso.datetime({ offset: true }).optional()),
-    // How long a stop we are asked for (SIGTERM) lets runs finish before it interrupts them.
-    AGENT_STOP_GRACE: seconds(10, { max: 3600 }),
-    HEARTBEAT_WAIT: z.preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().min(0).max(3600)),
-    // Telegram messenger (server/agent/messenger/).
-    TELEGRAM_BOT_TOKEN: optionalString.pipe(z.string().regex(/^\d+:[\w-]+$/, 'must look like 123456:ABC-DEF… (from @BotFather)').optional()),
-    TELEGRAM_OWNER_ID: optionalString.pipe(z.string().regex(/^\d{1,20}$/, 'must be a numeric Telegram user id').optional()),
-    TELEGRAM_API_ROOT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-    TELEGRAM_GROUPS: z.preprocess((v) => (v === '' || v === undefined ? 'off' : v), z.enum(['on', 'off'])),
-    TELEGRAM_POLL_TIMEOUT: z.preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().int().min(0).max(50)),
-    TELEGRAM_RETRY_BASE: seconds(1, { max: 60 }),
-    TELEGRAM_RETRY_MAX: seconds(60, { max: 3600 }),
-    TELEGRAM_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-    TELEGRAM_WEBHOOK_SECRET: optionalString.pipe(z.string().regex(/^[\w-]{16,256}$/, 'must be 16..256 of A-Z a-z 0-9 _ -').optional()),
-  })
+    )
+    .meta({ description: 'the bubblewrap command line each `exec` command runs under', internal: true, values: 'a JSON array of strings' }),
+  // Set with AGENT_EXEC_NETWORK=allowlist: exec commands' HTTP(S) proxy, the relay to the egress gateway.
+  AGENT_EXEC_PROXY: optionalString
+    .pipe(z.url({ protocol: /^http$/ }).optional())
+    .meta({ description: "`exec` commands' HTTP(S) proxy, a relay to the egress gateway (with `AGENT_EXEC_NETWORK=allowlist`)", internal: true, values: 'http URL' }),
+  AGENT_WORKSPACE_QUOTA_MB: z
+    .preprocess((v) => (v === '' || v === undefined ? 1024 : v), z.coerce.number().int().min(1).max(1_048_576))
+    .describe("disk quota of the workspace in MB (507 `QUOTA_EXCEEDED`); the account service sets it for its local agents from `AGENT_WORKSPACE_QUOTA_MB` or `AGENT_WORKSPACE_QUOTA_MB_GUEST`"),
+  AGENT_RUN_TIMEOUT: seconds(600, { max: 86_400 }).describe('seconds a chat run may take; then an `error` event and `done`'),
+  AGENT_MAX_STEPS: z.preprocess((v) => (v === '' || v === undefined ? 20 : v), z.coerce.number().int().min(1).max(200)).describe('model steps (calls) per run'),
+  AGENT_MODEL_RETRIES: z.preprocess((v) => (v === '' || v === undefined ? 2 : v), z.coerce.number().int().min(0).max(10)).describe('retries of a failed model call'),
+  AGENT_KEEPALIVE_INTERVAL: seconds(15, { max: 300 }).describe('seconds of silence on a chat stream before a `keepalive` event'),
+  AGENT_STREAM_GRACE: seconds(30, { max: 3600 }).describe("seconds a finished run's events stay resumable by `Last-Event-ID`"),
+  AGENT_HISTORY_CONTEXT: z
+    .preprocess((v) => (v === '' || v === undefined ? 40 : v), z.coerce.number().int().min(0).max(1000))
+    .describe('history entries given to the model as context'),
+  // Subagents (server/agent/subagents/) and heartbeat (server/agent/heartbeat/).
+  SUBAGENT_TIMEOUT: seconds(600, { max: 86_400 }).describe("seconds a subagent run may take (then status `timeout`); also the cap of the tool's `timeout_seconds`"),
+  SUBAGENT_MAX_RUNNING: z.preprocess((v) => (v === '' || v === undefined ? 8 : v), z.coerce.number().int().min(1).max(100)).describe('subagent runs running at once'),
+  SUBAGENT_RETENTION: seconds(3600, { max: 86_400 * 7 }).describe('seconds a finished subagent run is kept after it ended, then purged'),
+  SUBAGENT_PURGE_INTERVAL: seconds(60, { max: 86_400 }).describe('seconds between purges of expired runs (reads purge too)'),
+  // Set by the account service: the wake time it kept while the agent slept (a past one runs at once).
+  HEARTBEAT_NEXT_AT: optionalString
+    .pipe(z.iso.datetime({ offset: true }).optional())
+    .meta({ description: 'when the first heartbeat is due (a past time runs it right after start)', default: 'unset → one interval after start', internal: true, values: 'an ISO 8601 time with offset' }),
+  AGENT_STOP_GRACE: seconds(10, { max: 3600 }).describe('seconds a SIGTERM lets runs finish before they are interrupted (each ends with an `error` saying so)'),
+  HEARTBEAT_WAIT: z
+    .preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().min(0).max(3600))
+    .describe("seconds a heartbeat waits for the user's active run in its chat before it skips (`0`: skip at once)"),
+  // Telegram messenger (server/agent/messenger/).
+  TELEGRAM_BOT_TOKEN: optionalString
+    .pipe(z.string().regex(/^\d+:[\w-]+$/, 'must look like 123456:ABC-DEF… (from @BotFather)').optional())
+    .meta({ description: 'the token @BotFather gives', default: 'unset → no bot (status `connected:false`; the contact endpoints still answer)', values: '`123456:ABC-DEF…`' }),
+  TELEGRAM_OWNER_ID: optionalString
+    .pipe(z.string().regex(/^\d{1,20}$/, 'must be a numeric Telegram user id').optional())
+    .meta({ description: 'your numeric Telegram user id: always allowed, whatever its contact says', values: 'a numeric Telegram user id' }),
+  TELEGRAM_API_ROOT: optionalString
+    .pipe(z.url({ protocol: /^https?$/ }).optional())
+    .meta({ description: "Bot API server (a self-hosted `telegram-bot-api`, or the tests' fake)", default: '`https://api.telegram.org`' }),
+  TELEGRAM_GROUPS: z
+    .preprocess((v) => (v === '' || v === undefined ? 'off' : v), z.enum(['on', 'off']))
+    .describe('`on` answers allowed contacts in group chats too'),
+  TELEGRAM_POLL_TIMEOUT: z
+    .preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().int().min(0).max(50))
+    .describe('seconds a `getUpdates` long poll waits'),
+  TELEGRAM_RETRY_BASE: seconds(1, { max: 60 }).describe("backoff after Bot API failures: base · 2ⁿ seconds (±20 %), capped by `TELEGRAM_RETRY_MAX`; a 429's `retry_after` wins"),
+  TELEGRAM_RETRY_MAX: seconds(60, { max: 3600 }).describe('the cap of that backoff, in seconds'),
+  TELEGRAM_WEBHOOK_URL: optionalString
+    .pipe(z.url({ protocol: /^https?$/ }).optional())
+    .meta({ description: "public URL of this agent's `POST /telegram/webhook`: webhook mode instead of polling", default: 'unset → long polling' }),
+  TELEGRAM_WEBHOOK_SECRET: optionalString
+    .pipe(z.string().regex(/^[\w-]{16,256}$/, 'must be 16..256 of A-Z a-z 0-9 _ -').optional())
+    .meta({
+      description:
+        "Telegram sends it in `X-Telegram-Bot-Api-Secret-Token`; without `TELEGRAM_WEBHOOK_URL` the webhook is someone else's (the account service set it and relays the updates): the agent neither polls nor calls `setWebhook`",
+      default: '— (required with `TELEGRAM_WEBHOOK_URL`)',
+      values: '16..256 of `A-Z a-z 0-9 _ -`',
+    }),
+  // Workspace files (server/agent/files/; the slowloris guard in rest-bridge/agent.ts).
+  UPLOAD_IDLE_TIMEOUT_SECONDS: z
+    .preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().positive().max(3600))
+    .describe('an upload delivering under 1 KiB in this window is cut (408 `UPLOAD_STALLED`)'),
+});
+
+const schema = agentEnv
   .superRefine((env, ctx) => {
     if (env.MODEL) {
       try {
@@ -110,6 +165,7 @@ const schema = z
       execEnabled: env.AGENT_EXEC === 'on',
       execTimeoutMs: env.AGENT_EXEC_TIMEOUT * 1000,
       execSandbox: env.AGENT_EXEC_SANDBOX,
+      execProxy: env.AGENT_EXEC_PROXY,
       runTimeoutMs: env.AGENT_RUN_TIMEOUT * 1000,
       maxSteps: env.AGENT_MAX_STEPS,
       keepaliveMs: env.AGENT_KEEPALIVE_INTERVAL * 1000,
@@ -148,8 +204,11 @@ const schema = z
       purgeIntervalMs: env.SUBAGENT_PURGE_INTERVAL * 1000,
     },
     /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
+    /** Seconds in which an upload must deliver 1 KiB or be cut (rest-bridge/agent.ts). */
+    uploadIdleTimeoutSeconds: env.UPLOAD_IDLE_TIMEOUT_SECONDS,
     metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL,
+    logPretty: env.LOG_PRETTY === '1',
   }));
 
 export type AgentConfig = z.output<typeof schema>;

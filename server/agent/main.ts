@@ -1,12 +1,17 @@
-import { ConfigError } from '../common/config.js';
-import { onShutdownSignal } from '../common/http.js';
-import { createLogger } from '../common/log.js';
-import { startAgent } from './app.js';
-import { loadAgentConfig } from './config.js';
+// The V8 settings first, and the agent itself through import(): they must hold while it loads.
+import './process-tuning.js';
+
+const [{ ConfigError }, { onShutdownSignal }, { createLogger }, { startAgent }, { loadAgentConfig }] = await Promise.all([
+  import('../common/config.js'),
+  import('../common/http.js'),
+  import('../common/log.js'),
+  import('./app.js'),
+  import('./config.js'),
+]);
 
 try {
   const config = loadAgentConfig(process.env);
-  const log = createLogger('agent', config.logLevel);
+  const log = createLogger('agent', config.logLevel, config.logPretty);
   const agent = await startAgent(config, log);
   onShutdownSignal(log, () => agent.close());
 } catch (error) {

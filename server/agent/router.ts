@@ -1,4 +1,4 @@
-import { chatRouter } from './chat/router.js';
+import { chatRouter, chatsRouter } from './chat/router.js';
 import { filesRouter } from './files/router.js';
 import { healthRouter } from './health/router.js';
 import { pendingRouter } from './pending/router.js';
@@ -9,10 +9,11 @@ import { router } from './trpc.js';
 export const agentRouter = router({
   health: healthRouter,
   chat: chatRouter,
+  chats: chatsRouter,
   files: filesRouter,
   subagents: subagentsRouter,
   pending: pendingRouter,
-  // The same procedures under the generic name and the integration's (design.md: messenger paths).
+  // The same procedures under the generic name and the integration's (docs/api.md: messenger paths).
   messenger: messengerRouter,
   telegram: telegramRouter,
 });

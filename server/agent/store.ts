@@ -9,11 +9,12 @@
  * interactive transaction, which holds the write lock across awaits; `sql` therefore never
  * busy-waits (timeout 0) and its writers retry asynchronously until the lock is free.
  */
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import Database from 'better-sqlite3';
-import { applyMigrations, type MigrationSource } from '../common/migrations.js';
+import { applyMigrations, migrationsUpToDate, readMigrationScripts, type MigrationSource, type RecordedMigration } from '../common/migrations.js';
 import { PrismaClient } from '../generated/agent/client.js';
 
 export type AgentDb = PrismaClient;
@@ -39,14 +40,72 @@ export function agentDbAdapter(file: string): PrismaBetterSqlite3 {
   return new PrismaBetterSqlite3({ url: `file:${file}`, timeout: 5_000 });
 }
 
+function recordedMigrations(raw: Database.Database): RecordedMigration[] {
+  const table = raw.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get();
+  if (!table) return [];
+  return raw.prepare('SELECT migration_name, finished_at, rolled_back_at FROM _prisma_migrations').all() as RecordedMigration[];
+}
+
+/** `_prisma_migrations` as the schema engine creates it on SQLite, so that it takes over later. */
+const MIGRATIONS_TABLE = `CREATE TABLE "_prisma_migrations" (
+    "id"                    TEXT PRIMARY KEY NOT NULL,
+    "checksum"              TEXT NOT NULL,
+    "finished_at"           DATETIME,
+    "migration_name"        TEXT NOT NULL,
+    "logs"                  TEXT,
+    "rolled_back_at"        DATETIME,
+    "started_at"            DATETIME NOT NULL DEFAULT current_timestamp,
+    "applied_steps_count"   INTEGER UNSIGNED NOT NULL DEFAULT 0
+)`;
+
+/** The engine's timestamp format: `2026-01-02T03:04:05.678+00:00`. */
+const engineTimestamp = () => new Date().toISOString().replace(/Z$/, '+00:00');
+
+/**
+ * A new workspace's empty database: every committed migration and its `_prisma_migrations` row,
+ * as the engine would write them, in one transaction (a crash leaves the file empty, and the
+ * next start begins again). This is every new agent's first start; the engine would leave its
+ * Wasm code and allocations (about 30 MB) in the process for as long as the agent runs.
+ */
+async function installFresh(raw: Database.Database, source: MigrationSource): Promise<string[]> {
+  const scripts = await readMigrationScripts(source);
+  raw.transaction(() => {
+    raw.exec(MIGRATIONS_TABLE);
+    const record = raw.prepare('INSERT INTO _prisma_migrations (id, checksum, finished_at, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, ?, 1)');
+    for (const script of scripts) {
+      const started = engineTimestamp();
+      raw.exec(script.sql);
+      record.run(randomUUID(), script.checksum, engineTimestamp(), script.name, started);
+    }
+  })();
+  return scripts.map((script) => script.name);
+}
+
+/**
+ * Sets WAL and brings the file up to `source`'s migrations; returns the ones it applied. An agent
+ * starts at every first call after an idle stop, so the schema engine runs only for what needs
+ * it: an empty file is installed directly (installFresh), a file that is up to date is read from
+ * `_prisma_migrations`, and anything else (a missing migration, a failed one) goes to the engine.
+ */
+export async function migrateAgentDb(file: string, source: MigrationSource = agentMigrations): Promise<string[]> {
+  const raw = new Database(file);
+  let upToDate: boolean;
+  try {
+    // WAL is a property of the file: set it once, before any pooled connection opens it.
+    raw.pragma('journal_mode = WAL');
+    const empty = !raw.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get();
+    if (empty) return await installFresh(raw, source);
+    upToDate = await migrationsUpToDate(source, recordedMigrations(raw));
+  } finally {
+    raw.close();
+  }
+  // Prisma's migration engine wants the file to itself (it fails as busy with another connection open).
+  return upToDate ? [] : applyMigrations(source, agentDbAdapter(file));
+}
+
 export async function openAgentStore(workspace: string): Promise<AgentStore> {
   const file = path.join(workspace, AGENT_DB_FILE);
-  // WAL is a property of the file: set it once, before any pooled connection opens it.
-  const raw = new Database(file);
-  raw.pragma('journal_mode = WAL');
-  raw.close();
-  // Prisma's migration engine wants the file to itself (it fails as busy with another connection open).
-  const appliedMigrations = await applyMigrations(agentMigrations, agentDbAdapter(file));
+  const appliedMigrations = await migrateAgentDb(file);
   const sql = new Database(file, { timeout: 0 });
   sql.pragma('synchronous = NORMAL');
   const db = new PrismaClient({ adapter: agentDbAdapter(file) });

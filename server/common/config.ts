@@ -1,6 +1,11 @@
 /**
  * Configuration is read once, from the environment, through a zod schema per service.
  * A bad value stops the service with one line naming the variable (no stack trace).
+ *
+ * Each variable's schema also carries what docs/configuration.md and .env.example say about it
+ * (scripts/docs.ts generates both): `.describe(meaning)`, or `.meta({ description, default,
+ * values, internal })` where the default or the allowed values need words the schema cannot give,
+ * and `internal: true` for the variables the account service sets for the agents it starts.
  */
 import { z } from 'zod';
 
@@ -26,4 +31,10 @@ export const httpUrl = z.url({ protocol: /^https?$/ });
 
 export const logLevel = z
   .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-  .default('info');
+  .default('info')
+  .describe('the least severe log level written; logs are JSON lines with a request id (`X-Request-Id` is echoed, or generated)');
+
+export const logPretty = optionalString
+  .pipe(z.enum(['0', '1']).optional())
+  .describe('`1` prints human-readable logs (pino-pretty, a development dependency) instead of JSON lines');
+

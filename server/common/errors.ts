@@ -1,6 +1,6 @@
 /**
  * One error type for every failure a client may see, and one mapping from any thrown value to
- * the wire error body `{detail, code, issues?}` (design.md: "Error body").
+ * the wire error body `{detail, code, issues?}` (docs/api.md, "Errors and limits").
  *
  * AppError extends TRPCError so that tRPC clients get the right HTTP status and the same
  * machine code (in `error.data.code`), while the REST bridge writes the documented body.

@@ -122,8 +122,10 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
       const res = await api.post('/auth/login/email', { email });
       expect(res.status).toBe(400);
       expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED', detail: expect.any(String) });
+      // A garbage address beside a code is a wrong credential, not a malformed request.
       const byCode = await verify({ email, code: '123456' });
-      expect(byCode.status).toBe(400);
+      expect(byCode.status).toBe(401);
+      expect(await byCode.json()).toEqual(await wrongCodeBody());
     },
   );
 
@@ -132,6 +134,10 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
     expect((await api.post('/auth/login/email', ['a@example.com'])).status).toBe(400);
   });
 
+  /** What a well-formed but wrong code gets: every garbage credential must get exactly this. */
+  const wrongCodeBody = async () => (await verify({ email: unique('never-asked'), code: '000000' })).json();
+  const unknownLinkBody = async () => (await verify({ token: randomBytes(32).toString('base64url') })).json();
+
   it.each([
     ['5 digits', { code: '12345' }],
     ['7 digits', { code: '1234567' }],
@@ -139,22 +145,48 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
     ['padded', { code: ' 123456' }],
     ['a number', { code: 123456 }],
     ['unicode digits', { code: '１２３４５６' }],
-    ['no code', {}],
-  ])('refuses a code of the wrong shape (%s) with 400', async (_name, fields) => {
+    ['an object', { code: { $gt: '' } }],
+    ['null', { code: null }],
+  ])('answers a garbage code (%s) with 401, the body of a wrong code', async (_name, fields) => {
     const res = await verify({ email: 'someone@example.com', ...fields });
-    expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual(await wrongCodeBody());
+  });
+
+  it('answers a code without an address with 401, the body of a wrong code', async () => {
+    const res = await verify({ code: '123456' });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual(await wrongCodeBody());
   });
 
   it.each([
     ['too short', { token: 'abc' }],
     ['bad characters', { token: `${'a'.repeat(40)}!!!` }],
     ['too long', { token: 'a'.repeat(500) }],
+    ['empty', { token: '' }],
+    ['a number', { token: 42 }],
+    ['an array', { token: ['a'.repeat(43)] }],
+    ['null', { token: null }],
+  ])('answers a garbage link token (%s) with 401, the body of an unknown link', async (_name, body) => {
+    const res = await verify(body);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual(await unknownLinkBody());
+  });
+
+  it.each([
     ['token and code', { token: 'a'.repeat(43), email: 'a@example.com', code: '123456' }],
+    ['an address but no code', { email: 'a@example.com' }],
     ['nothing', {}],
-  ])('refuses a link token of the wrong shape (%s) with 400', async (_name, body) => {
+  ])('refuses a body that names no credential, or both kinds (%s), with 400', async (_name, body) => {
     const res = await verify(body);
     expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+
+  it('refuses a body that is not JSON with 400', async () => {
+    const res = await fetch(`${account.url}/api/v1/auth/verify-magic-link`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'MALFORMED_JSON' });
   });
 
   it('refuses unknown codes and links with 401', async () => {

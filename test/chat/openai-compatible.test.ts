@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fromLanguageModel, type ChatModel } from '../../server/agent/chat/model.js';
+import type { ChatModel } from '../../server/agent/chat/chat-model.js';
+import { fromLanguageModel } from '../../server/agent/chat/model.js';
 import { ModelCallError, openAICompatibleModel } from '../../server/agent/chat/openai-compatible.js';
 import { freePort } from '../../server/common/net.js';
 

@@ -49,6 +49,31 @@ describe('account service', () => {
     expect(requestCount(after.text, { method: 'GET', route: '/auth/me', status: '4xx' })).toBeGreaterThanOrEqual(1);
   });
 
+  it('counts sign-ins by method and result, refreshes by result and rate-limit refusals by limit', async () => {
+    const strict = await startTestAccount('pglite', { RATE_LIMIT_MULTIPLIER: '1' });
+    try {
+      const value = (text: string, name: string, labels: Record<string, string>) => {
+        const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
+        return line ? Number(line.split(' ').at(-1)) : 0;
+      };
+      const post = (path: string, body: unknown) =>
+        fetch(`${strict.url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const pair = (await (await post('/auth/guest', { device_id: 'metrics-counted-device-0123456789' })).json()) as { refresh_token: string };
+      expect((await post('/auth/refresh', { refresh_token: pair.refresh_token })).status).toBe(200);
+      await post('/auth/refresh', { refresh_token: 'not.a.token' });
+      await post('/auth/verify-magic-link', { code: '000000', email: 'nobody@example.com' });
+      for (let i = 0; i < 11; i++) await post('/auth/wallet/challenge', { address: '0x0000000000000000000000000000000000000001' });
+      const text = (await scrape(strict.url)).text;
+      expect(value(text, 'sign_ins_total', { method: 'guest', result: 'ok' })).toBe(1);
+      expect(value(text, 'token_refreshes_total', { result: 'rotated' })).toBe(1);
+      expect(value(text, 'token_refreshes_total', { result: 'invalid' })).toBe(1);
+      expect(value(text, 'sign_ins_total', { method: 'email' })).toBe(1);
+      expect(value(text, 'rate_limit_refusals_total', { limit: 'auth.wallet.challenge' })).toBe(1);
+    } finally {
+      await strict.stop();
+    }
+  });
+
   it('never turns what a caller sent into a label', async () => {
     const token = `Bearer ${SECRETISH}`;
     await fetch(`${account.url}/api/v1/agent/chat/${SECRETISH}/history`, { headers: { authorization: token } });

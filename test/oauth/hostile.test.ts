@@ -95,13 +95,13 @@ describe('hostile callbacks and exchanges against the real providers', () => {
 
   it('state and binding are stored hashed; an expired state is refused', async () => {
     const now = new Date();
-    const started = await createOAuthState(db(), { provider: 'idpa', guestUserId: undefined, now });
+    const started = await createOAuthState(db(), { provider: 'idpa', linkUserId: undefined, now });
     const row = await db().oAuthState.findUniqueOrThrow({ where: { stateHash: sha256(started.state) } });
     expect(JSON.stringify(row)).not.toContain(started.state);
     expect(JSON.stringify(row)).not.toContain(started.browserSecret);
     const later = new Date(now.getTime() + 601_000);
     await expect(consumeOAuthState(db(), { provider: 'idpa', state: started.state, browserSecret: started.browserSecret, now: later })).rejects.toMatchObject({ code: 'invalid_state', reason: 'expired state' });
-    const fresh = await createOAuthState(db(), { provider: 'idpa', guestUserId: undefined, now });
+    const fresh = await createOAuthState(db(), { provider: 'idpa', linkUserId: undefined, now });
     await expect(consumeOAuthState(db(), { provider: 'idpa', state: fresh.state, browserSecret: fresh.browserSecret, now: new Date(now.getTime() + 599_000) })).resolves.toMatchObject({ nonce: fresh.nonce });
   });
 
@@ -133,10 +133,10 @@ describe('hostile callbacks and exchanges against the real providers', () => {
     // The same rule with an injected clock: valid at 59.9 s, dead at 60 s.
     const t0 = new Date('2030-01-01T00:00:00Z');
     const user = await db().user.create({ data: {} });
-    const c1 = await issueAuthCode(db(), { userId: user.id, createdUser: false, now: t0, ttlSeconds: 60 });
-    await expect(exchangeAuthCode(db(), { code: c1, now: new Date(t0.getTime() + 60_000), guestUserId: undefined })).rejects.toMatchObject({ appCode: 'INVALID_AUTH_CODE' });
-    const c2 = await issueAuthCode(db(), { userId: user.id, createdUser: false, now: t0, ttlSeconds: 60 });
-    await expect(exchangeAuthCode(db(), { code: c2, now: new Date(t0.getTime() + 59_900), guestUserId: undefined })).resolves.toMatchObject({ userId: user.id });
+    const c1 = await issueAuthCode(db(), { userId: user.id, provider: 'idpa', createdUser: false, now: t0, ttlSeconds: 60 });
+    await expect(exchangeAuthCode(db(), { code: c1, now: new Date(t0.getTime() + 60_000), linkUserId: undefined, client: { ip: null, userAgent: null } })).rejects.toMatchObject({ appCode: 'INVALID_AUTH_CODE' });
+    const c2 = await issueAuthCode(db(), { userId: user.id, provider: 'idpa', createdUser: false, now: t0, ttlSeconds: 60 });
+    await expect(exchangeAuthCode(db(), { code: c2, now: new Date(t0.getTime() + 59_900), linkUserId: undefined, client: { ip: null, userAgent: null } })).resolves.toMatchObject({ userId: user.id });
   });
 
   it.each([

@@ -51,7 +51,7 @@ describe.each(await accountStoreKinds())('50 concurrent uses of one credential o
     const guest = (await (await post('/auth/guest', { device_id: `race-code-${kind}` })).json()) as Pair;
     const userId = decodeJwt(guest.access_token).sub as string;
     for (let round = 0; round < ROUNDS; round++) {
-      const code = await issueAuthCode(account.services.store.db, { userId, createdUser: false, now: new Date(), ttlSeconds: 60 });
+      const code = await issueAuthCode(account.services.store.db, { userId, provider: 'idpa', createdUser: false, now: new Date(), ttlSeconds: 60 });
       await burst('/auth/exchange', () => ({ code }));
     }
   });

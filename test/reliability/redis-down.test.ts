@@ -1,5 +1,5 @@
 /**
- * Redis down with REDIS_URL set (decision in README "Rate limits": neither fail-open nor
+ * Redis down with REDIS_URL set (decision in docs/api.md, "Rate limits in detail": neither fail-open nor
  * fail-closed — each instance falls back to its own in-memory counters). A private
  * `redis-server` on a free loopback port is started and killed here (the machine's shared Redis
  * is never touched); skipped when the binary is missing.

@@ -8,8 +8,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAgent, type TestAgent } from '../support/servers.js';
 
-process.env.UPLOAD_IDLE_TIMEOUT_SECONDS = '1';
-
 async function partFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) if (entry.name.endsWith('.part')) out.push(path.join(entry.parentPath, entry.name));
@@ -45,7 +43,7 @@ function rawUpload(agent: TestAgent, drip: (write: (s: string) => void) => void)
 describe('slow clients', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startTestAgent();
+    agent = await startTestAgent({ UPLOAD_IDLE_TIMEOUT_SECONDS: '1' });
   });
   afterAll(() => agent.stop());
 

@@ -259,6 +259,45 @@ describe('the egress gateway', () => {
   });
 });
 
+describe('exec network', () => {
+  const curlStatus = (url: string) => `curl -s -o /dev/null -w 'status=%{http_code}' --max-time 5 ${url}; echo " exit=$?"`;
+
+  it('is none by default: not even the allow-listed model host', async () => {
+    const token = await guest();
+    const out = await run(token, curlStatus(`${model.baseUrl}/models`));
+    expect(out).toContain('status=000');
+  });
+
+  it('with AGENT_EXEC_NETWORK=allowlist commands reach allow-listed hosts through the gateway, and nothing else', async () => {
+    const open = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec, AGENT_EXEC_NETWORK: 'allowlist' });
+    try {
+      const base = `${open.url}/api/v1`;
+      const res = await fetch(`${base}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: randomUUID() }) });
+      const token = ((await res.json()) as TokenPair).access_token;
+      const exec = async (command: string) => {
+        const stream = await openSse(`${base}/agent/chat`, {
+          method: 'POST',
+          headers: { ...json, authorization: `Bearer ${token}` },
+          body: JSON.stringify({ message: `run: ${command}`, chat_id: `c-${randomUUID()}` }),
+        });
+        const frames = await readFrames(stream);
+        stream.close();
+        return (JSON.parse(frames.map((f) => (f.data.type === 'text' ? String(f.data.content) : '')).join('')) as { output: string }).output;
+      };
+      // The scripted model answers 404 for /v1/models: the request got there.
+      expect(await exec(curlStatus(`${model.baseUrl}/models`))).toContain('status=404');
+      expect(await exec(curlStatus(`http://127.0.0.1:${new URL(open.url).port}/healthz`))).toContain('status=403');
+      expect(await exec(curlStatus('http://127.0.0.1:5432/'))).toContain('status=403');
+      // https goes through CONNECT, refused for hosts off the list.
+      expect(await exec("curl -s -o /dev/null -w 'connect=%{http_connect}' --max-time 5 https://example.com/")).toContain('connect=403');
+      // Without the proxy there is still no route out.
+      expect(await exec(`env -u http_proxy -u HTTP_PROXY ${curlStatus(`${model.baseUrl}/models`)}`)).toContain('status=000');
+    } finally {
+      await open.stop();
+    }
+  });
+});
+
 describe('without a sandbox', () => {
   it('agents still chat and take files, but have no exec, when bubblewrap is missing', async () => {
     const plain = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec, AGENT_SANDBOX_BWRAP: '/nonexistent/bwrap' });

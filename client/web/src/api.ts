@@ -93,7 +93,7 @@ export async function agentFetch(path: string, init: RequestInit = {}): Promise<
   }
 }
 
-/** A non-2xx REST answer: `{detail, code}` (design.md) plus Retry-After when rate limited. */
+/** A non-2xx REST answer: `{detail, code}` (docs/api.md, "Errors and limits") plus Retry-After when rate limited. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,

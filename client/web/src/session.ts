@@ -20,3 +20,15 @@ export function saveTokens(pair: TokenPair): void {
 export function clearTokens(): void {
   void tokenStorage.set(null);
 }
+
+/**
+ * Sign-out leaves nothing of the account in this browser for the next person: every key this
+ * client keeps (tokens, the open chat, collected agent messages, the guest device id, which
+ * would otherwise sign the next guest into the same guest account) in localStorage and
+ * sessionStorage. The chat list itself lives on the agent, not here.
+ */
+export function forgetAccountData(): void {
+  for (const storage of [localStorage, sessionStorage]) {
+    for (const key of Object.keys(storage)) if (key.startsWith('agent.')) storage.removeItem(key);
+  }
+}

@@ -63,6 +63,7 @@ export interface SubscribeCallbacks<T> {
   onError(error: unknown): void;
   onComplete(): void;
   onStopped?(): void;
+  onConnectionStateChange?(state: { state: string; error: unknown }): void;
 }
 
 /**
@@ -93,6 +94,15 @@ export async function* subscriptionIterable<T>(subscribe: (callbacks: SubscribeC
       notify();
     },
     onStopped: () => {
+      finished = true;
+      notify();
+    },
+    // The link would reconnect to the agent on its own, silently, for ever (a dead agent comes
+    // back at another address): the caller's stream ends with the failure instead, so the
+    // client can say so and resume through the proxy once the agent is back.
+    onConnectionStateChange: (state) => {
+      if (state.state !== 'connecting' || !state.error || finished) return;
+      failure = state.error;
       finished = true;
       notify();
     },

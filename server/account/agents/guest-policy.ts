@@ -4,13 +4,15 @@
  * - no messenger integration (a bot speaking for an anonymous account invites abuse);
  * - uploads up to 5 MB instead of 50 MB;
  * - 50 chat messages per day (a reconnect to a running reply is not a message).
- * Full accounts get the agent's own limits.
+ * Full accounts get the agent's own limits. Everyone's chat message is refused up front with 429
+ * BUDGET_EXCEEDED once their daily model budget is spent (model-usage.ts), before it counts.
  *
  * Both faces of the proxy ask the same question with an action name: the REST proxy derives it
  * from the method and path (`restAgentAction`), the tRPC routers name it per procedure.
  */
 import { AppError } from '../../common/errors.js';
 import type { RateLimits } from '../ratelimit/limits.js';
+import type { ModelBudget } from './model-usage.js';
 
 export const GUEST_UPLOAD_BYTES = 5 * 1024 * 1024;
 export const FULL_UPLOAD_BYTES = 50 * 1024 * 1024 + 1024 * 1024; // the agent enforces 50 MB of file; room for the multipart envelope
@@ -40,7 +42,13 @@ export function restAgentAction(method: string, path: string): AgentAction {
 }
 
 /** Throws 403 for what guests may not do; counts guest chat messages. Returns the body cap. */
-export async function admitAgentAction(action: AgentAction, user: AgentUser, rateLimits: RateLimits): Promise<{ maxBodyBytes: number }> {
+export async function admitAgentAction(
+  action: AgentAction,
+  user: AgentUser,
+  rateLimits: RateLimits,
+  budget?: Pick<ModelBudget, 'check'>,
+): Promise<{ maxBodyBytes: number }> {
+  if (action === 'chat.message') await budget?.check(user.userId);
   if (!user.guest) return { maxBodyBytes: FULL_UPLOAD_BYTES };
   if (action === 'messenger') {
     throw new AppError(403, 'GUEST_LIMITED', `Guests cannot use the messenger integration. ${upgradeHint}`);
@@ -57,6 +65,6 @@ export async function admitAgentAction(action: AgentAction, user: AgentUser, rat
 }
 
 /** The REST proxy's entry: the action from method and path. */
-export function admitAgentRequest(request: AgentRequest, rateLimits: RateLimits): Promise<{ maxBodyBytes: number }> {
-  return admitAgentAction(restAgentAction(request.method, request.path), request, rateLimits);
+export function admitAgentRequest(request: AgentRequest, rateLimits: RateLimits, budget?: Pick<ModelBudget, 'check'>): Promise<{ maxBodyBytes: number }> {
+  return admitAgentAction(restAgentAction(request.method, request.path), request, rateLimits, budget);
 }

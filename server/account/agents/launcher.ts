@@ -19,7 +19,9 @@ import type { Logger } from '../../common/log.js';
 import { agentEntry } from './agent-entry.js';
 import type { EgressGateway, OpenGateway } from './egress-gateway.js';
 import {
+  EXEC_PROXY,
   EXEC_SANDBOX_ARGS,
+  EXEC_SANDBOX_ARGS_WITH_EGRESS,
   SANDBOX_RUN_DIR,
   SANDBOX_WORKSPACE,
   createAgentCgroup,
@@ -43,6 +45,8 @@ export interface LauncherOptions extends ResourceLimits {
   maxOpenFiles: number;
   /** Size of each sandbox's private /tmp (memory-backed, counted in its memory limit). */
   tmpBytes: number;
+  /** AGENT_EXEC_NETWORK: `none` (default) or `allowlist` (the agent's egress allowlist, through its gateway). */
+  execNetwork: 'none' | 'allowlist';
 }
 
 export type LaunchMode = 'sandboxed' | 'no-exec' | 'unsandboxed';
@@ -62,9 +66,15 @@ const SOCKET = 'agent.sock';
 const EGRESS_SOCKET = 'egress.sock';
 const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 
+interface Plan {
+  mode: LaunchMode;
+  cgroupMode: CgroupMode;
+}
+
 export class AgentLauncher {
-  readonly mode: LaunchMode;
-  private readonly cgroupMode: CgroupMode;
+  /** Decided once, in the background from construction on: probing runs bwrap, which takes a moment. */
+  private readonly plan: Promise<Plan>;
+  private decided: Plan | undefined;
   /** Short on purpose: a Unix socket path must fit in 108 bytes. */
   private readonly runRoot = mkdtempSync(path.join(os.tmpdir(), 'agents-'));
   private readonly launches = new Map<ChildProcess, Launch>();
@@ -77,52 +87,58 @@ export class AgentLauncher {
     private readonly log: Logger,
   ) {
     chmodSync(this.runRoot, 0o700);
+    this.plan = this.decide().then((plan) => (this.decided = plan));
+  }
+
+  /** How agents run here: `sandboxed`, `no-exec` (the sandbox cannot be set up) or `unsandboxed` (AGENT_SANDBOX=off). */
+  async mode(): Promise<LaunchMode> {
+    return (await this.plan).mode;
+  }
+
+  private async decide(): Promise<Plan> {
+    const { options, log } = this;
     if (options.sandbox === 'off') {
-      this.mode = 'unsandboxed';
-      this.cgroupMode = 'none';
-      log.warn('AGENT_SANDBOX=off: agents run WITHOUT a sandbox, as this service\'s own user; any guest\'s agent can read this machine\'s files and keys through exec');
-      return;
+      log.warn("AGENT_SANDBOX=off: agents run WITHOUT a sandbox, as this service's own user; any guest's agent can read this machine's files and keys through exec");
+      return { mode: 'unsandboxed', cgroupMode: 'none' };
     }
-    const probe = probeSandbox(options.bwrap);
+    const probe = await probeSandbox(options.bwrap);
     if (!probe.ok) {
-      this.mode = 'no-exec';
-      this.cgroupMode = 'none';
       log.error(
         { reason: probe.reason },
         'agents cannot be sandboxed, so they run WITHOUT the exec tool; install bubblewrap (apt-get install bubblewrap, or scripts/ensure-sandbox.sh) and allow unprivileged user namespaces, then restart',
       );
-      return;
+      return { mode: 'no-exec', cgroupMode: 'none' };
     }
-    this.mode = 'sandboxed';
     const cgroups = detectCgroups();
-    this.cgroupMode = cgroups.mode;
     if (cgroups.mode === 'none') log.warn({ reason: cgroups.reason }, 'agents are sandboxed; cgroups are not writable, so memory, process and CPU limits fall back to rlimits');
-    else log.info({ cgroups: cgroups.mode, egress: gateway.origins }, 'agents are sandboxed (bubblewrap) with cgroup limits');
+    else log.info({ cgroups: cgroups.mode, egress: this.gateway.origins }, 'agents are sandboxed (bubblewrap) with cgroup limits');
+    return { mode: 'sandboxed', cgroupMode: cgroups.mode };
   }
 
   /** Starts one agent; `env` is its configuration (secret, name …) without paths. */
-  async launch(agentId: string, workspace: string, env: NodeJS.ProcessEnv): Promise<LaunchedAgent> {
+  async launch(agentId: string, workspace: string, env: NodeJS.ProcessEnv, userId?: string): Promise<LaunchedAgent> {
+    const { mode, cgroupMode } = await this.plan;
     const name = `${agentId}.${++this.launchCount}`;
     const runDir = path.join(this.runRoot, name);
     mkdirSync(runDir, { mode: 0o700 });
-    const gateway = await this.gateway.open(path.join(runDir, EGRESS_SOCKET), agentId);
-    const sandboxed = this.mode === 'sandboxed';
+    const gateway = await this.gateway.open(path.join(runDir, EGRESS_SOCKET), { agentId, userId });
+    const sandboxed = mode === 'sandboxed';
     const seen = sandboxed ? { workspace: SANDBOX_WORKSPACE, runDir: SANDBOX_RUN_DIR } : { workspace, runDir };
     const agentEnv: NodeJS.ProcessEnv = {
       ...env,
       AGENT_SOCKET: path.join(seen.runDir, SOCKET),
       AGENT_EGRESS_SOCKET: path.join(seen.runDir, EGRESS_SOCKET),
       AGENT_WORKSPACE: seen.workspace,
-      ...(this.mode === 'no-exec' ? { AGENT_EXEC: 'off' } : {}),
-      ...(sandboxed ? { PATH: SANDBOX_PATH, AGENT_EXEC_SANDBOX: JSON.stringify([this.options.bwrap, ...EXEC_SANDBOX_ARGS]) } : {}),
+      ...(mode === 'no-exec' ? { AGENT_EXEC: 'off' } : {}),
+      ...(sandboxed ? { PATH: SANDBOX_PATH, ...this.execSettings() } : {}),
     };
     const command = [process.execPath, ...agentEntry().args];
     let cgroup: AgentCgroup = { procsFiles: [], remove() {} };
     let child: ChildProcess;
     try {
       if (sandboxed) {
-        cgroup = createAgentCgroup(this.cgroupMode, name, this.options);
-        const limitsByRlimit = this.cgroupMode === 'none' ? [`--max-old-space-size=${Math.floor(this.options.memoryBytes / 1024 / 1024 / 2)}`] : [];
+        cgroup = createAgentCgroup(cgroupMode, name, this.options);
+        const limitsByRlimit = cgroupMode === 'none' ? [`--max-old-space-size=${Math.floor(this.options.memoryBytes / 1024 / 1024 / 2)}`] : [];
         const spec = sandboxedCommand(this.options.bwrap, cgroup, this.options.maxOpenFiles, [command[0] as string, ...limitsByRlimit, ...command.slice(1)]);
         child = spawn(spec.file, spec.args, { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
         (child.stdio[SANDBOX_ARGS_FD] as Writable).end(sandboxArgsData(sandboxArgs({ workspace, runDir }, this.options)));
@@ -139,12 +155,20 @@ export class AgentLauncher {
     return { child, url: unixAgentUrl(path.join(runDir, SOCKET)) };
   }
 
+  /** How a sandboxed agent runs exec: the nested sandbox, and its proxy when commands may use the allowlist. */
+  private execSettings(): NodeJS.ProcessEnv {
+    const { bwrap, execNetwork } = this.options;
+    if (execNetwork === 'allowlist') return { AGENT_EXEC_SANDBOX: JSON.stringify([bwrap, ...EXEC_SANDBOX_ARGS_WITH_EGRESS]), AGENT_EXEC_PROXY: EXEC_PROXY };
+    return { AGENT_EXEC_SANDBOX: JSON.stringify([bwrap, ...EXEC_SANDBOX_ARGS]) };
+  }
+
   /**
    * Asks an agent to stop. bwrap does not pass signals on (a signal to it ends the whole
    * sandbox at once), so SIGTERM goes to the agent process inside, found as bwrap's descendant.
    */
   terminate(child: ChildProcess): void {
-    if (this.mode !== 'sandboxed' || child.pid === undefined) {
+    // Only launched children reach here, so the plan is decided.
+    if (this.decided?.mode !== 'sandboxed' || child.pid === undefined) {
       child.kill('SIGTERM');
       return;
     }

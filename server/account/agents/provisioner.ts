@@ -15,7 +15,7 @@
  * answers; `close` releases local resources only — VMs outlive the account service.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
@@ -30,6 +30,8 @@ export interface AgentProvisioner {
   agentFor(userId: string): Promise<AgentEndpoint>;
   /** Agents running on this machine and how many were stopped to make room (local agents only). */
   stats?(): { running: number; evicted: number };
+  /** The user's account is being deleted: stop its agent and delete its workspace, or hand a shared one back. */
+  deleteAgentOf(userId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,7 +41,18 @@ export const CAPACITY_RETRY_AFTER_SECONDS = 10;
 const agentUnavailable = (detail: string) => new AppError(503, 'AGENT_UNAVAILABLE', detail);
 
 export class StaticProvisioner implements AgentProvisioner {
-  constructor(private readonly registry: AgentRegistry) {}
+  constructor(
+    private readonly registry: AgentRegistry,
+    private readonly log?: Logger,
+  ) {}
+
+  /** The registry keeps the agent for reuse; its workspace lives on its own VM, so the operator is told to wipe it. */
+  async deleteAgentOf(userId: string): Promise<void> {
+    const agent = await this.registry.forUser(userId);
+    if (!agent) return;
+    await this.registry.assign(agent.name, null);
+    this.log?.warn({ agent: agent.name }, 'account deleted: agent unassigned; wipe its workspace before assigning it again');
+  }
 
   async agentFor(userId: string): Promise<AgentEndpoint> {
     const agent = await this.registry.forUser(userId);
@@ -49,7 +62,6 @@ export class StaticProvisioner implements AgentProvisioner {
 
   async close(): Promise<void> {}
 }
-
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const agent = agentFetch(url);
@@ -240,7 +252,7 @@ export class LocalProvisioner implements AgentProvisioner {
       AGENT_NAME: agent.name,
       AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
       ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
-    });
+    }, agent.userId ?? undefined);
   }
 
   /** Unexpected exits restart with backoff (1 s, 2 s, 4 s … 30 s); stops we asked for do not. */
@@ -353,6 +365,25 @@ export class LocalProvisioner implements AgentProvisioner {
 
   stats(): { running: number; evicted: number } {
     return { running: this.running.size, evicted: this.evicted };
+  }
+
+  async deleteAgentOf(userId: string): Promise<void> {
+    await this.starting.get(userId)?.catch(() => undefined);
+    const agent = await this.registry.forUser(userId);
+    if (!agent) return;
+    if (agent.kind === 'local') {
+      clearTimeout(this.restarts.get(agent.id)?.timer);
+      this.restarts.delete(agent.id);
+      const running = this.running.get(agent.id);
+      this.running.delete(agent.id);
+      if (running) await this.stopProcess(running);
+      await this.stopping.get(agent.id);
+      await rm(path.dirname(this.workspaceOf(agent.id)), { recursive: true, force: true });
+      await this.registry.remove(agent.name);
+    } else {
+      await this.registry.assign(agent.name, null);
+    }
+    this.log.info({ agent: agent.name }, 'account deleted: agent stopped and removed');
   }
 
   /** The pids of running agents (for operators and tests). */

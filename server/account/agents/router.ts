@@ -20,7 +20,7 @@
 import { tracked, type TrackedEnvelope } from '@trpc/server';
 import { TRPCClientError } from '@trpc/client';
 import { z } from 'zod';
-import { ChatIdInput, ChatMessageInput, ChatStartInput, ChatStreamInput, HistoryInput, type ChatEvent } from '../../agent/chat/schemas.js';
+import { ChatIdInput, ChatMessageInput, ChatRenameInput, ChatsQuery, ChatStartInput, ChatStreamInput, HistoryInput, type ChatEvent } from '../../agent/chat/schemas.js';
 import { TreeInput } from '../../agent/files/schemas.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery } from '../../agent/messenger/schemas.js';
 import { RunIdInput } from '../../agent/subagents/schemas.js';
@@ -38,7 +38,7 @@ type ActionOf<I> = AgentAction | ((input: I) => AgentAction);
 /** The caller's own agent, after the guest policy admitted the action. */
 async function agentOf<I>(ctx: UserContext, action: ActionOf<I> | undefined, input: I): Promise<AgentClient> {
   const name = typeof action === 'function' ? action(input) : (action ?? 'other');
-  await admitAgentAction(name, ctx.user, ctx.services.rateLimits);
+  await admitAgentAction(name, ctx.user, ctx.services.rateLimits, ctx.services.modelBudget);
   return agentClient(await ctx.services.agents.provisioner.agentFor(ctx.user.userId));
 }
 
@@ -126,6 +126,11 @@ export const agentProxyRouter = router({
     active: forward.query(ChatIdInput, (agent, input) => agent.chat.active.query(input)),
     history: forward.query(HistoryInput, (agent, input) => agent.chat.history.query(input)),
     delete: forward.mutation(ChatIdInput, (agent, input) => agent.chat.delete.mutate(input)),
+  }),
+
+  chats: router({
+    list: forward.query(ChatsQuery, (agent, input) => agent.chats.list.query(input)),
+    rename: forward.mutation(ChatRenameInput, (agent, input) => agent.chats.rename.mutate(input)),
   }),
 
   files: router({

@@ -16,7 +16,8 @@
  * machine delegates them); when neither can be written the agent runs with rlimits only, and
  * the launcher says so in the log.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../common/build.js';
@@ -31,6 +32,15 @@ import { REPO_ROOT } from '../../common/build.js';
  */
 // A fresh /dev: device nodes bound in from a user namespace's bind of / cannot be opened.
 export const EXEC_SANDBOX_ARGS = ['--unshare-all', '--die-with-parent', '--uid', '1000', '--gid', '1000', '--bind', '/', '/', '--dev', '/dev', '--tmpfs', '/run'];
+
+/**
+ * AGENT_EXEC_NETWORK=allowlist: the same, but in the agent's network namespace, where the only way
+ * out is the agent's relay to its egress gateway (EXEC_PROXY), which commands get as their proxy.
+ */
+export const EXEC_SANDBOX_ARGS_WITH_EGRESS = [...EXEC_SANDBOX_ARGS, '--share-net'];
+export const EXEC_PROXY = 'http://127.0.0.1:3128';
+
+const run = promisify(execFile);
 
 /** Where the sandbox sees its own files. */
 export const SANDBOX_WORKSPACE = '/workspace';
@@ -83,16 +93,17 @@ function readLinkOrNull(file: string): string | null {
  * Starts a trivial sandbox, and the exec sandbox inside it (server/agent/tools/exec.ts), once:
  * the only proof that this machine can run them.
  */
-export function probeSandbox(bwrap: string): { ok: true } | { ok: false; reason: string } {
+export async function probeSandbox(bwrap: string): Promise<{ ok: true } | { ok: false; reason: string }> {
   const system = ['/usr', '/bin', '/lib', '/lib64'].flatMap((dir) => (existsSync(dir) ? ['--ro-bind', dir, dir] : []));
   const inner = [bwrap, ...EXEC_SANDBOX_ARGS, '--', '/bin/true'];
-  const probe = spawnSync(bwrap, ['--unshare-all', '--die-with-parent', ...system, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--', ...inner], {
-    encoding: 'utf8',
-    timeout: 10_000,
-  });
-  if (probe.error) return { ok: false, reason: `${bwrap} cannot run (${(probe.error as NodeJS.ErrnoException).code ?? probe.error.message})` };
-  if (probe.status !== 0) return { ok: false, reason: `${bwrap} failed: ${(probe.stderr || `exit ${probe.status}`).trim()}` };
-  return { ok: true };
+  try {
+    await run(bwrap, ['--unshare-all', '--die-with-parent', ...system, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--', ...inner], { timeout: 30_000 });
+    return { ok: true };
+  } catch (error) {
+    const failure = error as NodeJS.ErrnoException & { stderr?: string };
+    if (typeof failure.code === 'string') return { ok: false, reason: `${bwrap} cannot run (${failure.code})` };
+    return { ok: false, reason: `${bwrap} failed: ${(failure.stderr || failure.message).trim()}` };
+  }
 }
 
 export interface ResourceLimits {

@@ -5,6 +5,7 @@ import { emailRouter } from './email/router.js';
 import { guestRouter } from './guest/router.js';
 import { mobileRouter } from './mobile/router.js';
 import { oauthRouter } from './oauth/router.js';
+import { passkeyRouter } from './passkey/router.js';
 import { walletRouter } from './wallet/router.js';
 
 export const authRouter = router({
@@ -13,6 +14,7 @@ export const authRouter = router({
   oauth: oauthRouter,
   mobile: mobileRouter,
   wallet: walletRouter,
+  passkey: passkeyRouter,
   /** Not a method: whether the methods above need a CAPTCHA (captcha/). */
   captcha: captchaRouter,
 });

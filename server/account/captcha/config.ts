@@ -15,10 +15,21 @@ const SITEVERIFY: Record<CaptchaProvider, string> = {
 };
 
 export const captchaEnv = {
-  CAPTCHA_PROVIDER: optionalString.pipe(z.enum(['turnstile', 'hcaptcha']).optional()),
-  CAPTCHA_SECRET: optionalString,
-  CAPTCHA_SITE_KEY: optionalString.pipe(z.string().regex(/^[\w-]{1,200}$/, 'must be the site key the provider gave').optional()),
-  CAPTCHA_VERIFY_URL: optionalString.pipe(httpUrl.optional()),
+  CAPTCHA_PROVIDER: optionalString
+    .pipe(z.enum(['turnstile', 'hcaptcha']).optional())
+    .meta({ description: 'guest sign-in and `POST /auth/login/email` then need a solved token in `x-captcha-response`', default: 'unset → no CAPTCHA' }),
+  CAPTCHA_SECRET: optionalString.meta({ description: "the provider's secret key, for the server-side check", default: '— (required with `CAPTCHA_PROVIDER`)' }),
+  CAPTCHA_SITE_KEY: optionalString
+    .pipe(z.string().regex(/^[\w-]{1,200}$/, 'must be the site key the provider gave').optional())
+    .meta({
+      description: "the provider's site key; public, served to the web client by `GET /api/v1/auth/captcha`",
+      default: '— (required with `CAPTCHA_PROVIDER`)',
+      values: 'the site key the provider gave',
+    }),
+  CAPTCHA_VERIFY_URL: optionalString.pipe(httpUrl.optional()).meta({
+    description: 'another endpoint with the same contract as the siteverify (tests run a local one)',
+    default: "the provider's siteverify (`https://challenges.cloudflare.com/turnstile/v0/siteverify`, `https://api.hcaptcha.com/siteverify`)",
+  }),
 };
 
 type CaptchaEnv = z.output<z.ZodObject<typeof captchaEnv>>;

@@ -95,6 +95,14 @@ export class MessengerBots {
     await this.agents.restart(userId, { start: false });
   }
 
+  /** The account is being deleted (its agent is gone): the row goes and Telegram stops pushing to us. */
+  async forget(userId: string): Promise<void> {
+    const row = await this.db.messengerBot.findUnique({ where: { userId } });
+    if (!row) return;
+    await this.db.messengerBot.deleteMany({ where: { userId } });
+    if (row.webhook) await deleteWebhook(this.options.telegramApiRoot, this.box.open(row.tokenEncrypted));
+  }
+
   /** `POST /messenger/bot/owner-code`: a one-time code; its hash goes to the agent, which pairs on `/start <code>`. */
   async ownerCode(userId: string, now = new Date()): Promise<OwnerCode> {
     const row = await this.db.messengerBot.findUnique({ where: { userId }, select: { userId: true } });

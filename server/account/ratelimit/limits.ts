@@ -23,6 +23,12 @@ export const RATE_LIMITS = {
   'auth.exchange': 10,
   'auth.wallet.challenge': 10,
   'auth.wallet.verify': 10,
+  /** Account self-service (users/router.ts): reads, and changes (unlink, revoke, delete). */
+  'account.read': 60,
+  'account.change': 20,
+  'auth.passkey': 10,
+  /** Passkey sign-in (login/verify): its own name, so metrics count it as a sign-in method. */
+  'auth.passkey.login': 10,
   'auth.guest': 10,
   'auth.refresh': 20,
   'auth.oauth': 30,
@@ -60,6 +66,8 @@ export interface RateLimitOptions {
   /** Configured values of the configurable limits. */
   limits?: Partial<Record<RateLimitName, number>>;
   prefix?: string;
+  /** Told of each refusal (metrics). */
+  onRefused?: (name: RateLimitName) => void;
 }
 
 export type SetHeader = (name: string, value: string) => void;
@@ -70,6 +78,7 @@ export class RateLimits {
   private readonly multiplier: number;
   private readonly ipv6Subnet: number;
   private readonly prefix: string;
+  private readonly onRefused: ((name: RateLimitName) => void) | undefined;
   private readonly configured: Partial<Record<RateLimitName, number>>;
 
   constructor(options: RateLimitOptions = {}) {
@@ -77,6 +86,7 @@ export class RateLimits {
     this.ipv6Subnet = options.ipv6Subnet ?? 64;
     this.prefix = options.prefix ?? 'rl';
     this.configured = options.limits ?? {};
+    this.onRefused = options.onRefused;
     this.redis = options.redisUrl ? new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false }) : undefined;
     // Connection errors are handled by the insurance limiter; do not crash on them.
     this.redis?.on('error', () => undefined);
@@ -116,6 +126,7 @@ export class RateLimits {
       if (setHeader) for (const [header, value] of Object.entries(headers(res))) setHeader(header, value);
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      this.onRefused?.(name);
       const retryAfter = String(Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)));
       throw new AppError(429, 'RATE_LIMITED', `Too many requests; try again in ${retryAfter} s`, { ...headers(rejection), 'Retry-After': retryAfter });
     }

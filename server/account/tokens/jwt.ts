@@ -1,5 +1,5 @@
 /**
- * The token pair (spec: "Token pair"; design.md: "Tokens"). Both are EdDSA JWTs with
+ * The token pair (spec: "Token pair"; docs/security.md: "Tokens and sessions"). Both are EdDSA JWTs with
  * iss, aud, sub (user id), sid (session), jti, typ, iat, exp; access tokens of guests carry
  * `guest`, and the refresh token carries `gen`, the session generation it may rotate (not
  * `guest`: only this service reads a refresh token, and a refresh takes the flag from the user

@@ -1,5 +1,5 @@
 /**
- * Token signing keys (design.md: EdDSA/Ed25519, `kid` in the header, JWKS published).
+ * Token signing keys (docs/security.md, "Tokens and sessions": EdDSA/Ed25519, `kid` in the header, JWKS published).
  *
  * Keys live in `signing-keys.json` in the data directory (or SIGNING_KEYS_FILE), newest first,
  * generated on first start. Instances that share the file share the keys. To rotate, prepend a

@@ -22,7 +22,7 @@ export const tokensRouter = router({
     .meta({ openapi: { method: 'POST', path: '/auth/logout/all', summary: 'End every session of the user (204)' }, rest: { kind: 'empty' } })
     .input(z.void())
     .output(z.void())
-    .mutation(({ ctx }) => ctx.services.tokens.logoutAll(ctx.user.userId)),
+    .mutation(({ ctx }) => ctx.services.tokens.logoutAll(ctx.user.userId, ctx.request.client)),
 
   /** Who the access token belongs to (not in the spec; the web client and the benches use it). */
   me: userProcedure

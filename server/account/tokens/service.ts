@@ -7,7 +7,9 @@ import type { Logger } from '../../common/log.js';
 import type { SessionStore } from './sessions.js';
 import type { SignedInUser } from '../users/identities.js';
 import { readRefreshToken, signAccessToken, signRefreshToken, signTokenPair, tokenPair, verifyAccessToken, verifyRefreshToken, type AccessClaims, type TokenIssuer, type TokenPair } from './jwt.js';
-import { createSession, refreshDigest, refreshRejected, revokeAllSessions, revokeIfStolen, revokeSession, rotateSession, SessionStatusCache } from './sessions.js';
+import type { ClientInfo } from '../users/activity.js';
+import { createSession, refreshDigest, refreshRejected, revokeAllSessions, revokeIfStolen, revokeSession, rotateSession, SessionStatusCache, type SessionOrigin } from './sessions.js';
+import { SessionUsage } from './usage.js';
 
 /**
  * Access tokens already verified, by their exact text, until their `exp`: a token's signature
@@ -46,8 +48,15 @@ function expiryOf(token: string): number | undefined {
   }
 }
 
+/** Whom a verify endpoint attaches a new identity to (users/sign-in.ts): the caller's account. */
+export interface LinkTarget {
+  userId: string;
+  guest: boolean;
+}
+
 export class TokenService {
   readonly sessions: SessionStatusCache;
+  readonly usage: SessionUsage;
   private readonly verified = new VerifiedAccessTokens();
 
   constructor(
@@ -56,10 +65,11 @@ export class TokenService {
     private readonly log: Logger,
   ) {
     this.sessions = new SessionStatusCache(store);
+    this.usage = new SessionUsage(store, (error) => log.warn({ err: error }, 'writing session last-use failed'));
   }
 
-  async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>): Promise<TokenPair> {
-    const { sessionId, generation } = await createSession(this.store, user.userId);
+  async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<TokenPair> {
+    const { sessionId, generation } = await createSession(this.store, user.userId, origin);
     return signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest }, generation);
   }
 
@@ -104,12 +114,15 @@ export class TokenService {
     this.sessions.markRevoked([claims.sessionId]);
   }
 
-  async logoutAll(userId: string): Promise<void> {
-    this.sessions.markRevoked(await revokeAllSessions(this.store.db, userId));
+  async logoutAll(userId: string, client: ClientInfo): Promise<void> {
+    this.sessions.markRevoked(await revokeAllSessions(this.store.db, userId, client));
   }
 
-  /** `Authorization: Bearer <access token>` of a live session, or 401. */
-  async authenticate(authorization: string | undefined): Promise<AccessClaims> {
+  /**
+   * `Authorization: Bearer <access token>` of a live session, or 401. With `seen` (the request),
+   * the use is noted for the session list (usage.ts: in memory, written in the background).
+   */
+  async authenticate(authorization: string | undefined, seen?: { readonly client: ClientInfo }): Promise<AccessClaims> {
     const token = /^Bearer ([\w-]+\.[\w-]+\.[\w-]+)$/.exec(authorization ?? '')?.[1];
     if (!token) throw unauthorized('Missing or malformed Authorization header', 'MISSING_TOKEN');
     let claims = this.verified.get(token, Date.now() / 1000);
@@ -118,16 +131,22 @@ export class TokenService {
       this.verified.set(token, claims);
     }
     if (!(await this.sessions.isActive(claims.sessionId))) throw unauthorized('The session has ended', 'SESSION_REVOKED');
+    if (seen) this.usage.note(claims.sessionId, seen);
     return claims;
   }
 
   /**
-   * Guest upgrade (design.md): sign-in endpoints accept the guest's access token. No header →
-   * no upgrade; a valid non-guest token is ignored; an invalid one is refused rather than guessed at.
+   * Guest upgrade and linking (docs/api.md): a verify endpoint called with an access token
+   * attaches the new identity to that account, a guest's or a full one's. No header → a plain
+   * sign-in; an invalid or revoked token is refused rather than guessed at.
    */
-  async guestToUpgrade(authorization: string | undefined): Promise<string | undefined> {
+  async linkTarget(authorization: string | undefined): Promise<LinkTarget | undefined> {
     if (!authorization) return undefined;
     const claims = await this.authenticate(authorization);
-    return claims.guest ? claims.userId : undefined;
+    return { userId: claims.userId, guest: claims.guest };
+  }
+
+  async close(): Promise<void> {
+    await this.usage.close();
   }
 }

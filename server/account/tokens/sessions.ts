@@ -1,5 +1,5 @@
 /**
- * Sessions are refresh-token families (design.md: "Refresh"). A session row holds a generation
+ * Sessions are refresh-token families (docs/security.md, "Tokens and sessions"). A session row holds a generation
  * counter; the refresh token carries the generation it may rotate. Rotation is one conditional
  * UPDATE, so of N concurrent refreshes of one token exactly one matches the row.
  *
@@ -17,6 +17,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { unauthorized } from '../../common/errors.js';
 import type { AccountDb, AccountStore } from '../store.js';
+import { activityRow, NO_CLIENT, type ClientInfo } from '../users/activity.js';
 import { REFRESH_TTL_SECONDS } from './jwt.js';
 
 const REUSE_GRACE_MS = 10_000;
@@ -27,11 +28,24 @@ const refreshExpiry = (now: Date) => new Date(now.getTime() + REFRESH_TTL_SECOND
 /** Sessions are on the hot paths: single statements go straight to the driver (hot-sql.ts). */
 export type SessionStore = Pick<AccountStore, 'db' | 'sql'>;
 
-export async function createSession({ sql }: SessionStore, userId: string, now = new Date()): Promise<{ sessionId: string; generation: number }> {
+/** How a session came to be: the client it was opened from and the sign-in method, for the session list and the activity log. */
+export interface SessionOrigin {
+  client: ClientInfo;
+  method: string;
+}
+
+/** One statement: the session and its `sign_in` event (users/activity.ts) are written together or not at all. */
+export async function createSession({ sql }: SessionStore, userId: string, origin: SessionOrigin, now = new Date()): Promise<{ sessionId: string; generation: number }> {
   const sessionId = randomUUID();
+  const { ip, userAgent } = origin.client;
   await sql`
-    INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
-    VALUES (${sessionId}::uuid, ${userId}::uuid, 0, ${now}, ${refreshExpiry(now)}, ${now})`;
+    WITH opened AS (
+      INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at, ip, user_agent)
+      VALUES (${sessionId}::uuid, ${userId}::uuid, 0, ${now}, ${refreshExpiry(now)}, ${now}, ${ip}, ${userAgent})
+      RETURNING user_id
+    )
+    INSERT INTO activity_events (id, user_id, type, at, ip, user_agent, detail)
+    SELECT ${randomUUID()}::uuid, user_id, 'sign_in', ${now}, ${ip}, ${userAgent}, ${JSON.stringify({ method: origin.method, session_id: sessionId })}::jsonb FROM opened`;
   return { sessionId, generation: 0 };
 }
 
@@ -74,10 +88,16 @@ export async function rotateSession({ sql }: SessionStore, rotation: Rotation, n
  */
 export async function revokeIfStolen({ db }: SessionStore, sessionId: string, generation: number, now = new Date()): Promise<boolean> {
   if (!UUID.test(sessionId)) return false;
-  const session = await db.session.findUnique({ where: { id: sessionId }, select: { generation: true, rotatedAt: true, revokedAt: true } });
+  const session = await db.session.findUnique({ where: { id: sessionId }, select: { userId: true, generation: true, rotatedAt: true, revokedAt: true } });
   if (!session || session.revokedAt || session.generation <= generation) return false;
   const theft = session.generation > generation + 1 || now.getTime() - session.rotatedAt.getTime() > REUSE_GRACE_MS;
-  if (theft) await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
+  if (theft) {
+    // The client presenting a stolen token is not the user's: the event carries no address of it.
+    await db.$transaction(async (tx) => {
+      const { count } = await tx.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
+      if (count === 1) await tx.activityEvent.create({ data: activityRow(session.userId, { type: 'refresh_token_reused', detail: { session_id: sessionId } }, NO_CLIENT, now) });
+    });
+  }
   return theft;
 }
 
@@ -86,12 +106,39 @@ export async function revokeSession(db: AccountDb, sessionId: string, now = new 
   await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
 }
 
+/** Ends one live session of this user (and logs it); false when the user has no such live session. */
+export async function revokeOwnSession(db: AccountDb, userId: string, sessionId: string, client: ClientInfo, now = new Date()): Promise<boolean> {
+  if (!UUID.test(sessionId)) return false;
+  return db.$transaction(async (tx) => {
+    const { count } = await tx.session.updateMany({ where: { id: sessionId, userId, revokedAt: null, expiresAt: { gt: now } }, data: { revokedAt: now } });
+    if (count === 1) await tx.activityEvent.create({ data: activityRow(userId, { type: 'session_revoked', detail: { session_id: sessionId } }, client, now) });
+    return count === 1;
+  });
+}
+
 /** Revokes every live session of the user; returns their ids (to drop them from caches). */
-export async function revokeAllSessions(db: AccountDb, userId: string, now = new Date()): Promise<string[]> {
+export async function revokeAllSessions(db: AccountDb, userId: string, client: ClientInfo, now = new Date()): Promise<string[]> {
   return db.$transaction(async (tx) => {
     const live = await tx.session.findMany({ where: { userId, revokedAt: null }, select: { id: true } });
     await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
+    await tx.activityEvent.create({ data: activityRow(userId, { type: 'logout_all' }, client, now) });
     return live.map((s) => s.id);
+  });
+}
+
+/**
+ * The user's live sessions, newest first. Last use is the later of the last refresh (rotated_at,
+ * which rotation writes anyway) and the last access-token use (last_used_at, usage.ts).
+ */
+export async function listSessions(db: AccountDb, userId: string, now = new Date()) {
+  const rows = await db.session.findMany({
+    where: { userId, revokedAt: null, expiresAt: { gt: now } },
+    orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+    select: { id: true, createdAt: true, rotatedAt: true, lastUsedAt: true, userAgent: true, ip: true },
+  });
+  return rows.map((row) => {
+    const lastUsed = Math.max(row.rotatedAt.getTime(), row.lastUsedAt?.getTime() ?? 0, row.createdAt.getTime());
+    return { id: row.id, createdAt: row.createdAt, lastUsedAt: new Date(lastUsed), userAgent: row.userAgent, ip: row.ip };
   });
 }
 

@@ -1,24 +1,38 @@
 /**
  * Accounts and the identities that sign into them (provider + subject), shared by every
- * sign-in method. The rules (design.md: "Guest upgrade"; issue: account linking):
+ * sign-in method. The rules (docs/api.md: "Guest upgrade", "Account self-service"):
  * - a known identity signs into its account;
- * - a guest who signs in with a new identity keeps their account: the identity is attached in
- *   place and the guest flag cleared; an identity owned by another account → 409 IDENTITY_IN_USE;
+ * - a caller with an access token keeps their account: a new identity is attached to it (a guest
+ *   becomes a full account in place; a full account gains a method); an identity owned by another
+ *   account → 409 IDENTITY_IN_USE and nothing moves;
  * - a new identity that asserts a *verified* e-mail joins the account holding that verified
  *   address; an unverified address never links;
  * - otherwise a new account is created.
  */
-import { conflict } from '../../common/errors.js';
+import { randomUUID } from 'node:crypto';
+import { getAddress } from 'viem';
+import { conflict, unauthorized } from '../../common/errors.js';
 import { Prisma } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
+import { activityRow, type ClientInfo } from './activity.js';
 
-export type IdentityProvider = 'guest' | 'email' | 'idpa' | 'idpb' | 'wallet';
+export type IdentityProvider = 'guest' | 'email' | 'idpa' | 'idpb' | 'wallet' | 'passkey';
 
 export interface IdentityClaim {
   provider: IdentityProvider;
   subject: string;
   email?: string | undefined;
   emailVerified?: boolean | undefined;
+  /** A passkey being registered: its credential is stored with its identity (auth/passkey). */
+  passkey?: NewPasskey | undefined;
+}
+
+export interface NewPasskey {
+  credentialId: string;
+  publicKey: Buffer;
+  counter: number;
+  transports: string;
+  name: string;
 }
 
 export interface SignedInUser {
@@ -27,46 +41,94 @@ export interface SignedInUser {
   created: boolean;
 }
 
-const identityInUse = () => conflict('This sign-in method already belongs to another account', 'IDENTITY_IN_USE');
+export const identityInUse = () => conflict('This sign-in method already belongs to another account', 'IDENTITY_IN_USE');
 
 const isUniqueViolation = (error: unknown) => error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002';
 
-/** The guest's own device identity is dropped on upgrade: a device id is no credential for a full account. */
-async function upgradeGuest(tx: Prisma.TransactionClient, guestUserId: string, claim: IdentityClaim): Promise<SignedInUser> {
+/** What a person recognises an identity by (GET /account): the address, the checksummed wallet, the provider's e-mail or id, the passkey's name. */
+export function identityLabel(identity: { provider: string; subject: string; email: string | null; passkeyName?: string | null | undefined }): string {
+  switch (identity.provider) {
+    case 'wallet':
+      try {
+        return getAddress(identity.subject);
+      } catch {
+        return identity.subject;
+      }
+    case 'passkey':
+      return identity.passkeyName ?? 'Passkey';
+    case 'idpa':
+    case 'idpb':
+      return identity.email ?? identity.subject;
+    default:
+      return identity.subject;
+  }
+}
+
+const identityData = (claim: IdentityClaim, now: Date) => ({
+  id: randomUUID(),
+  provider: claim.provider,
+  subject: claim.subject,
+  email: claim.email ?? null,
+  emailVerified: claim.emailVerified ?? false,
+  createdAt: now,
+  lastUsedAt: now,
+});
+
+/**
+ * Attaches a new identity to an existing account, in the caller's transaction, and logs it. A
+ * guest becomes a full account (its device identity is dropped: a device id is no credential for
+ * a full account). An identity that asserts a verified address held by another account → 409.
+ */
+export async function attachIdentity(
+  tx: Prisma.TransactionClient,
+  target: { id: string; isGuest: boolean; email: string | null },
+  claim: IdentityClaim,
+  client: ClientInfo,
+  now = new Date(),
+): Promise<SignedInUser> {
   const verifiedEmail = claim.emailVerified ? claim.email?.toLowerCase() : undefined;
   if (verifiedEmail) {
     const holder = await tx.user.findUnique({ where: { email: verifiedEmail }, select: { id: true } });
-    if (holder && holder.id !== guestUserId) throw identityInUse();
+    if (holder && holder.id !== target.id) throw identityInUse();
   }
-  await tx.identity.create({ data: { userId: guestUserId, provider: claim.provider, subject: claim.subject, email: claim.email ?? null, emailVerified: claim.emailVerified ?? false } });
-  await tx.identity.deleteMany({ where: { userId: guestUserId, provider: 'guest' } });
-  await tx.user.update({ where: { id: guestUserId }, data: { isGuest: false, ...(verifiedEmail ? { email: verifiedEmail } : {}) } });
-  return { userId: guestUserId, guest: false, created: false };
+  const identity = await tx.identity.create({ data: { ...identityData(claim, now), userId: target.id }, select: { id: true } });
+  if (claim.passkey) {
+    const { credentialId, publicKey, counter, transports, name } = claim.passkey;
+    await tx.passkeyCredential.create({ data: { identityId: identity.id, userId: target.id, credentialId, publicKey: new Uint8Array(publicKey), counter: BigInt(counter), transports, name, createdAt: now } });
+    await tx.activityEvent.create({ data: activityRow(target.id, { type: 'passkey_added', detail: { name } }, client, now) });
+  }
+  if (target.isGuest) await tx.identity.deleteMany({ where: { userId: target.id, provider: 'guest' } });
+  if (target.isGuest || (verifiedEmail && !target.email)) {
+    await tx.user.update({ where: { id: target.id }, data: { isGuest: false, ...(verifiedEmail && !target.email ? { email: verifiedEmail } : {}) } });
+  }
+  const label = identityLabel({ ...claim, email: claim.email ?? null, passkeyName: claim.passkey?.name });
+  await tx.activityEvent.create({ data: activityRow(target.id, { type: 'identity_linked', detail: { method: claim.provider, label } }, client, now) });
+  return { userId: target.id, guest: false, created: false };
 }
 
-async function attempt(db: AccountDb, claim: IdentityClaim, guestUserId: string | undefined): Promise<SignedInUser> {
+async function attempt(db: AccountDb, claim: IdentityClaim, targetUserId: string | undefined, client: ClientInfo): Promise<SignedInUser> {
   return db.$transaction(async (tx) => {
+    const now = new Date();
     const known = await tx.identity.findUnique({
       where: { provider_subject: { provider: claim.provider, subject: claim.subject } },
-      select: { user: { select: { id: true, isGuest: true } } },
+      select: { id: true, user: { select: { id: true, isGuest: true } } },
     });
     if (known) {
-      if (guestUserId && known.user.id !== guestUserId) throw identityInUse();
+      if (targetUserId && known.user.id !== targetUserId) throw identityInUse();
+      await tx.identity.update({ where: { id: known.id }, data: { lastUsedAt: now } });
       return { userId: known.user.id, guest: known.user.isGuest, created: false };
     }
-    if (guestUserId) {
-      const guest = await tx.user.findUnique({ where: { id: guestUserId }, select: { isGuest: true } });
-      if (guest?.isGuest) return upgradeGuest(tx, guestUserId, claim);
+    if (targetUserId) {
+      const target = await tx.user.findUnique({ where: { id: targetUserId }, select: { id: true, isGuest: true, email: true } });
+      // The token was valid a moment ago; an account deleted since has nothing to link to.
+      if (!target) throw unauthorized('The session has ended', 'SESSION_REVOKED');
+      return attachIdentity(tx, target, claim, client, now);
     }
     const verifiedEmail = claim.emailVerified ? claim.email?.toLowerCase() : undefined;
-    const holder = verifiedEmail ? await tx.user.findUnique({ where: { email: verifiedEmail }, select: { id: true, isGuest: true } }) : null;
-    const identity = { provider: claim.provider, subject: claim.subject, email: claim.email ?? null, emailVerified: claim.emailVerified ?? false };
-    if (holder) {
-      await tx.identity.create({ data: { ...identity, userId: holder.id } });
-      return { userId: holder.id, guest: holder.isGuest, created: false };
-    }
+    const holder = verifiedEmail ? await tx.user.findUnique({ where: { email: verifiedEmail }, select: { id: true, isGuest: true, email: true } }) : null;
+    if (holder) return attachIdentity(tx, holder, claim, client, now);
     const user = await tx.user.create({
-      data: { isGuest: claim.provider === 'guest', email: verifiedEmail ?? null, identities: { create: identity } },
+      data: { isGuest: claim.provider === 'guest', email: verifiedEmail ?? null, identities: { create: identityData(claim, now) } },
       select: { id: true, isGuest: true },
     });
     return { userId: user.id, guest: user.isGuest, created: true };
@@ -74,14 +136,16 @@ async function attempt(db: AccountDb, claim: IdentityClaim, guestUserId: string 
 }
 
 /**
- * Finds or creates the account for an identity. Two first sign-ins of one identity can race;
- * the loser hits the unique index and simply retries, finding the winner's account.
+ * Finds or creates the account for an identity, or attaches the identity to `targetUserId` (a
+ * guest to upgrade, or a full account linking another method). Two first sign-ins of one
+ * identity can race; the loser hits the unique index and retries, finding the winner's account
+ * (or, when linking, 409 if the winner is someone else).
  */
-export async function signInWithIdentity(db: AccountDb, claim: IdentityClaim, guestUserId?: string): Promise<SignedInUser> {
+export async function signInWithIdentity(db: AccountDb, claim: IdentityClaim, targetUserId: string | undefined, client: ClientInfo): Promise<SignedInUser> {
   try {
-    return await attempt(db, claim, guestUserId);
+    return await attempt(db, claim, targetUserId, client);
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
-    return attempt(db, claim, guestUserId);
+    return attempt(db, claim, targetUserId, client);
   }
 }

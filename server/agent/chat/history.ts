@@ -4,6 +4,9 @@
  * interrupted), `tool_use`, `file` with only its path, and `error` for the one marker a run
  * leaves behind when it was stopped on request (`content: 'stopped'`, after the partial reply).
  *
+ * The list of chats (`chats` table) is kept in the same transactions: a user message adds its
+ * chat (titled after it) or moves it to the top; deleting a chat's history removes it.
+ *
  * The `chat_messages` table (its schema and migrations are Prisma's) is read and written with
  * prepared statements on the store's own better-sqlite3 connection (`AgentStore.sql`), not
  * through Prisma: every run reads its context and writes at least two rows, and at 500 chats
@@ -14,7 +17,16 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Database, Statement } from 'better-sqlite3';
 import type { ContextMessage, HistoryEntry } from './loop.js';
+import { titleFrom } from './limits.js';
 import type { ChatEvent } from './schemas.js';
+
+/** A row of the chat list, timestamps as stored (ISO 8601). */
+export interface ChatRow {
+  chatId: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+}
 
 /** What a run writes: the loop's entries, plus the marker of a run stopped on request. */
 export type StoredEntry = HistoryEntry | { type: 'error'; content: string };
@@ -76,8 +88,11 @@ function toEvent(row: Row): ChatEvent | undefined {
 export class ChatHistory {
   private readonly insertRows: (rows: NewRow[]) => void;
   private readonly lastRowsOf: Statement<[string, number], Row>;
-  private readonly deleteChat: Statement<[string]>;
   private readonly anyRowOf: Statement<[string], { one: 1 }>;
+  private readonly chatsByActivity: Statement<[number], ChatRow>;
+  private readonly chatOf: Statement<[string], ChatRow>;
+  private readonly retitle: Statement<[string, string]>;
+  private readonly deleteChatAndList: (chatId: string) => number;
   private batch: { rows: NewRow[]; written: Promise<void> } | undefined;
   private tail: Promise<unknown> = Promise.resolve();
 
@@ -86,13 +101,30 @@ export class ChatHistory {
       `INSERT INTO chat_messages (chat_id, run_id, type, name, content, tool_name, input, path, cut, created_at)
        VALUES (@chatId, @runId, @type, @name, @content, @toolName, @input, @path, @cut, @createdAt)`,
     );
+    // A chat joins the list with its first user message; later ones only move it up.
+    const touchChat = sql.prepare<{ chatId: string; title: string; at: string }>(
+      `INSERT INTO chats (chat_id, title, created_at, updated_at) VALUES (@chatId, @title, @at, @at)
+       ON CONFLICT (chat_id) DO UPDATE SET updated_at = excluded.updated_at`,
+    );
     this.insertRows = sql.transaction((rows: NewRow[]) => {
-      for (const row of rows) insert.run(row);
+      for (const row of rows) {
+        insert.run(row);
+        if (row.type === 'text' && row.name === 'user') touchChat.run({ chatId: row.chatId, title: titleFrom(row.content ?? '') || 'Chat', at: row.createdAt });
+      }
     });
+    const columns = 'chat_id AS chatId, title, created_at AS createdAt, updated_at AS updatedAt';
+    this.chatsByActivity = sql.prepare(`SELECT ${columns} FROM chats ORDER BY updated_at DESC, rowid DESC LIMIT ?`);
+    this.chatOf = sql.prepare(`SELECT ${columns} FROM chats WHERE chat_id = ?`);
+    this.retitle = sql.prepare('UPDATE chats SET title = ? WHERE chat_id = ?');
     this.lastRowsOf = sql.prepare(
       `SELECT type, name, content, tool_name AS toolName, input, path, cut FROM chat_messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?`,
     );
-    this.deleteChat = sql.prepare('DELETE FROM chat_messages WHERE chat_id = ?');
+    const deleteMessages = sql.prepare<[string]>('DELETE FROM chat_messages WHERE chat_id = ?');
+    const deleteListed = sql.prepare<[string]>('DELETE FROM chats WHERE chat_id = ?');
+    this.deleteChatAndList = sql.transaction((chatId: string) => {
+      deleteListed.run(chatId);
+      return deleteMessages.run(chatId).changes;
+    });
     this.anyRowOf = sql.prepare('SELECT 1 AS one FROM chat_messages WHERE chat_id = ? LIMIT 1');
   }
 
@@ -125,9 +157,22 @@ export class ChatHistory {
       .filter((e): e is ChatEvent => e !== undefined);
   }
 
-  /** Deletes the chat's entries; how many there were. */
+  /** Deletes the chat's entries and takes it off the list; how many entries there were. */
   delete(chatId: string): Promise<number> {
-    return this.whenFree(() => this.deleteChat.run(chatId).changes);
+    return this.whenFree(() => this.deleteChatAndList(chatId));
+  }
+
+  /** The chats, newest activity first. */
+  chats(limit: number): ChatRow[] {
+    return this.chatsByActivity.all(limit);
+  }
+
+  /** Renames a listed chat; undefined when there is no such chat. */
+  async rename(chatId: string, title: string): Promise<ChatRow | undefined> {
+    // After queued writes: a chat whose first message is still on its way is renamed, not lost.
+    await this.tail.catch(() => undefined);
+    const changed = await this.whenFree(() => this.retitle.run(title, chatId).changes);
+    return changed ? this.chatOf.get(chatId) : undefined;
   }
 
   /**

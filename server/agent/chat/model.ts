@@ -4,19 +4,11 @@
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { gatewayFetch } from '../net/egress.js';
+import type { ChatModel } from './chat-model.js';
 import type { ModelSpec } from './model-spec.js';
 import { openAICompatibleModel } from './openai-compatible.js';
-
-/**
- * What the loop drives: one streamed model call. Rejects before streaming when the call fails
- * (an error with `statusCode`, `isRetryable`, `responseHeaders` where known, as the AI SDK's
- * `APICallError` has); errors met while streaming arrive as `error` parts.
- */
-export interface ChatModel {
-  stream(options: LanguageModelV3CallOptions): Promise<AsyncIterable<LanguageModelV3StreamPart>>;
-}
 
 /** An AI SDK provider model as a `ChatModel`. */
 export function fromLanguageModel(model: LanguageModelV3): ChatModel {

@@ -23,7 +23,7 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LanguageModelV3CallOptions, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { gatewayTarget } from '../net/egress.js';
-import type { ChatModel } from './model.js';
+import type { ChatModel } from './chat-model.js';
 
 export interface OpenAICompatibleOptions {
   /** e.g. `http://127.0.0.1:11434/v1` (no trailing slash). */
@@ -127,7 +127,11 @@ function flatHeaders(res: IncomingMessage): Record<string, string> {
   return headers;
 }
 
-/** The `message` of an OpenAI-style error body (`{error:{message}}`), else the body's first line or the status text. */
+/**
+ * The `message` of an OpenAI-style error body (`{error:{message}}`), else the body's first line or
+ * the status text. A 429 whose error type is `insufficient_quota` (OpenAI's, and our gateway's
+ * daily budget) will not pass by retrying, so it is not retryable.
+ */
 async function errorFromResponse(res: IncomingMessage): Promise<ModelCallError> {
   let body = '';
   res.setEncoding('utf8');
@@ -139,15 +143,17 @@ async function errorFromResponse(res: IncomingMessage): Promise<ModelCallError> 
     }
   }
   let message: string | undefined;
+  let quotaSpent = false;
   try {
-    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
+    const parsed = JSON.parse(body) as { error?: { message?: unknown; type?: unknown } | string; message?: unknown };
     const candidate = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message);
     if (typeof candidate === 'string') message = candidate;
+    quotaSpent = typeof parsed.error === 'object' && parsed.error?.type === 'insufficient_quota';
   } catch {
     message = body.trim().split('\n')[0] || undefined;
   }
   const status = res.statusCode ?? 0;
-  return new ModelCallError(message ?? res.statusMessage ?? `HTTP ${status}`, status, retryableStatus(status), flatHeaders(res));
+  return new ModelCallError(message ?? res.statusMessage ?? `HTTP ${status}`, status, retryableStatus(status) && !quotaSpent, flatHeaders(res));
 }
 
 /** Where a model call goes: straight to the server, or through the egress gateway's socket. */

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
-import { ActiveRun, ChatDeleted, ChatHistory, ChatIdInput, ChatMessageInput, ChatStartInput, ChatStreamInput, HistoryInput, RunStarted } from './schemas.js';
+import { ActiveRun, ChatDeleted, ChatHistory, ChatIdInput, ChatList, ChatMessageInput, ChatRenameInput, ChatsQuery, ChatStartInput, ChatStreamInput, ChatSummary, HistoryInput, RunStarted } from './schemas.js';
 
 export const chatRouter = router({
   // The runtime's own iterables, not re-yielded by a generator here: one layer less per event.
@@ -44,4 +44,19 @@ export const chatRouter = router({
     .input(ChatIdInput)
     .output(ChatDeleted)
     .mutation(async ({ input, ctx }) => ({ status: 'ok' as const, deleted: await ctx.services.chat.delete(input.chat_id) })),
+});
+
+/** The list of chats (`GET /chats`) and renaming one; `DELETE /chat/{chat_id}` takes a chat off it. */
+export const chatsRouter = router({
+  list: agentProcedure
+    .meta({ openapi: { method: 'GET', path: '/chats', summary: 'The chats, newest activity first, each with its title and whether a reply is running (limit 1..1000, default 100)' } })
+    .input(ChatsQuery)
+    .output(ChatList)
+    .query(({ input, ctx }) => ({ chats: ctx.services.chat.chats(input.limit) })),
+
+  rename: agentProcedure
+    .meta({ openapi: { method: 'PATCH', path: '/chats/{chat_id}', summary: 'Rename a chat (1..80 characters, one line); 404 for a chat not in the list' } })
+    .input(ChatRenameInput)
+    .output(ChatSummary)
+    .mutation(({ input, ctx }) => ctx.services.chat.rename(input.chat_id, input.title)),
 });

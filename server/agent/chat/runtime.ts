@@ -18,12 +18,13 @@ import type { Logger } from '../../common/log.js';
 import type { AgentConfig } from '../config.js';
 import { workspaceTools } from '../tools/index.js';
 import type { AgentToolSet } from '../tools/types.js';
-import type { ChatHistory, StoredEntry } from './history.js';
+import type { ChatHistory, ChatRow, StoredEntry } from './history.js';
 import { runModelLoop } from './loop.js';
-import { createLanguageModel, NO_MODEL_REPLY, type ChatModel } from './model.js';
+import type { ChatModel } from './chat-model.js';
+import { createLanguageModel, NO_MODEL_REPLY } from './model.js';
 import { buildSystemPrompt } from './prompt.js';
 import { parseEventId, Run, RunRegistry, type StreamItem } from './runs.js';
-import { INTERRUPTED, STOPPED, type ChatEvent, type ChatMessageInput, type ChatStartInput, type ChatStreamInput, type RunStarted } from './schemas.js';
+import { INTERRUPTED, STOPPED, type ChatEvent, type ChatMessageInput, type ChatStartInput, type ChatStreamInput, type ChatSummary, type RunStarted } from './schemas.js';
 
 class RunCancelled extends Error {
   override name = 'RunCancelled';
@@ -225,6 +226,28 @@ export class ChatRuntime {
   active(chatId: string): { active: boolean; user_message: string } {
     const run = this.registry.activeRun(chatId);
     return run && !run.ended ? { active: true, user_message: run.userMessage } : { active: false, user_message: '' };
+  }
+
+  /** `GET /chats`: the list, each with whether a reply is running in it now. */
+  chats(limit: number): ChatSummary[] {
+    return this.deps.history.chats(limit).map((row) => this.summary(row));
+  }
+
+  /** `PATCH /chats/{chat_id}`: 404 for a chat that is not in the list. */
+  async rename(chatId: string, title: string): Promise<ChatSummary> {
+    const row = await this.deps.history.rename(chatId, title);
+    if (!row) throw new AppError(404, 'CHAT_NOT_FOUND', 'No such chat');
+    return this.summary(row);
+  }
+
+  private summary(row: ChatRow): ChatSummary {
+    return {
+      chat_id: row.chatId,
+      title: row.title,
+      created_at: new Date(row.createdAt).toISOString(),
+      updated_at: new Date(row.updatedAt).toISOString(),
+      active: this.active(row.chatId).active,
+    };
   }
 
   history(chatId: string, limit: number): ChatEvent[] {

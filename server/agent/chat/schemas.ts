@@ -1,6 +1,6 @@
 /** Wire shapes of the chat API (spec: "Chat event"), shared by tRPC, the bridge and OpenAPI. */
 import { z } from 'zod';
-import { MESSAGE_MAX_CHARS } from './limits.js';
+import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS, TITLE_FORBIDDEN } from './limits.js';
 
 export { INTERRUPTED, MESSAGE_MAX_CHARS, STOPPED } from './limits.js';
 
@@ -47,7 +47,7 @@ export type ChatStreamInput = z.infer<typeof ChatStreamInput>;
 
 export const ChatIdInput = z.object({ chat_id: ChatId });
 
-/** design.md "Bounds": 1..1000, above clamped, below or non-integer → 400. */
+/** docs/api.md, "Bounds": 1..1000, above clamped, below or non-integer → 400. */
 export const HISTORY_LIMIT_DEFAULT = 50;
 export const HISTORY_LIMIT_MAX = 1000;
 export const HistoryInput = z.object({
@@ -80,3 +80,35 @@ export type ChatEvent = z.infer<typeof ChatEvent>;
 export const ActiveRun = z.object({ active: z.boolean(), user_message: z.string() });
 export const ChatHistory = z.object({ messages: z.array(ChatEvent) });
 export const ChatDeleted = z.object({ status: z.literal('ok'), deleted: z.number().int() });
+
+/** `GET /chats`: newest activity first; `limit` 1..1000 (default 100), above clamped. */
+export const ChatsQuery = z.object({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(100)
+    .transform((n) => Math.min(n, 1000)),
+});
+
+/** A title as a person sets it: one line of 1..80 characters, no control or direction-override characters. */
+export const ChatTitle = z
+  .string()
+  .trim()
+  .min(1, 'title must not be empty')
+  .refine((title) => [...title].length <= CHAT_TITLE_MAX_CHARS, `title may hold at most ${CHAT_TITLE_MAX_CHARS} characters`)
+  .refine((title) => !TITLE_FORBIDDEN.test(title), 'title may not hold control or direction-override characters');
+
+export const ChatRenameInput = z.object({ chat_id: ChatId, title: ChatTitle });
+export type ChatRenameInput = z.infer<typeof ChatRenameInput>;
+
+export const ChatSummary = z.object({
+  chat_id: z.string(),
+  title: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  /** A reply is running in this chat now. */
+  active: z.boolean(),
+});
+export type ChatSummary = z.infer<typeof ChatSummary>;
+export const ChatList = z.object({ chats: z.array(ChatSummary) });

@@ -7,7 +7,7 @@ import type { OctetInput } from '@trpc/server/http';
 import { z } from 'zod';
 import { badRequest } from '../../common/errors.js';
 
-/** Tree `max_depth` (design.md "Bounds"): default 5, 1..20, above the bound clamped, below or non-integer 400. */
+/** Tree `max_depth` (docs/api.md, "Bounds"): default 5, 1..20, above the bound clamped, below or non-integer 400. */
 export const TREE_DEFAULT_DEPTH = 5;
 export const TREE_MAX_DEPTH = 20;
 
@@ -71,7 +71,7 @@ export const TreeNode: z.ZodType<TreeNode> = z
 
 export const TreeOutput = z.object({
   tree: z.array(TreeNode),
-  truncated: z.literal(true).optional().describe('Present when the node bound was reached; see README'),
+  truncated: z.literal(true).optional().describe('Present when the node bound was reached; see docs/agent.md, "Workspace files"'),
 });
 export type TreeOutput = z.infer<typeof TreeOutput>;
 

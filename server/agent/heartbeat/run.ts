@@ -10,7 +10,7 @@
  * abandoned (the user comes first; nothing is delivered).
  */
 import { readFile } from 'node:fs/promises';
-import type { ChatModel } from '../chat/model.js';
+import type { ChatModel } from '../chat/chat-model.js';
 import type { Logger } from '../../common/log.js';
 import { runModelLoop } from '../chat/loop.js';
 import { buildSystemPrompt } from '../chat/prompt.js';

@@ -245,10 +245,6 @@ export class TelegramBot {
     return true;
   }
 
-  get webhookSecret(): string | undefined {
-    return this.opts.webhook?.secret;
-  }
-
   /**
    * Outgoing calls retry on 429 (after `retry_after`), 5xx and network errors, with backoff,
    * up to SEND_ATTEMPTS; other errors (400, 403: the user blocked the bot…) are final.

@@ -1,5 +1,5 @@
 /**
- * Messenger procedures (spec: `/messenger/...`; design.md: served under the integration's name
+ * Messenger procedures (spec: `/messenger/...`; docs/api.md: served under the integration's name
  * `/telegram/...` and the generic `/messenger/...` alias). One definition, built once per
  * prefix: the agent router mounts `messenger` and `telegram`, so both prefixes exist over REST
  * (from the `openapi` meta) and over tRPC (`messenger.status`, `telegram.status`, …).

@@ -11,16 +11,22 @@
  * to chat `telegram:<group id>` (unknown senders become pending contacts, without a notice).
  */
 import type { Context } from 'grammy';
+import type { Update } from 'grammy/types';
 import type { Logger } from '../../common/log.js';
 import type { ChatRuntime } from '../chat/runtime.js';
 import { MESSAGE_MAX_CHARS } from '../chat/schemas.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
-import { TelegramBot } from './bot.js';
+import type { TelegramBot } from './bot.js';
 import { claimNotice, findContact, recordSender, releaseNotice, setContactStatus } from './contacts.js';
 import { claimOwnerCode, pairingCode } from './owner-code.js';
-import { deliverRun, sendText } from './delivery.js';
 import type { MessengerStatus } from './schemas.js';
+
+/** The parts that need grammY, loaded together by an agent that has a bot. */
+interface Telegram {
+  bot: TelegramBot;
+  delivery: typeof import('./delivery.js');
+}
 
 /** A proactive message (heartbeat, subagent) as the pending store announces it. */
 export interface PendingNotice {
@@ -57,56 +63,89 @@ export interface MessengerDeps {
 }
 
 export class MessengerService {
-  readonly bot: TelegramBot | undefined;
+  private telegram: Telegram | undefined;
+  private loading: Promise<void> | undefined;
+  /** grammY is being imported: the bot is about to poll or receive, so the agent is not idle. */
+  private starting = false;
+  private stopped = false;
   private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly deps: MessengerDeps) {
-    const telegram = deps.config.telegram;
-    if (telegram.token) {
-      this.bot = new TelegramBot({
-        token: telegram.token,
-        apiRoot: telegram.apiRoot,
-        egressSocket: deps.config.egressSocket,
-        pollTimeoutSeconds: telegram.pollTimeoutSeconds,
-        retryBaseMs: telegram.retryBaseMs,
-        retryMaxMs: telegram.retryMaxMs,
-        webhook: telegram.webhook,
-        log: deps.log.child({ area: 'telegram' }),
-        onMessage: (ctx) => this.onMessage(ctx),
-      });
-    }
     if (deps.pending) this.unsubscribe = deps.pending.onPending((message) => this.onPending(message));
   }
 
-  /** Starts polling in the background (no-op without a token). */
+  /**
+   * Starts polling in the background (no-op without a token). grammY is about 10 MB of an
+   * agent's memory, so it is imported here, by agents that have a token, and by no other.
+   */
   start(): void {
-    this.bot?.start();
+    const { config, log } = this.deps;
+    const telegram = config.telegram;
+    if (!telegram.token || this.loading || this.stopped) return;
+    const token = telegram.token;
+    this.starting = true;
+    this.loading = Promise.all([import('./bot.js'), import('./delivery.js')])
+      .then(
+        ([{ TelegramBot }, delivery]) => {
+          if (this.stopped) return;
+          const bot = new TelegramBot({
+            token,
+            apiRoot: telegram.apiRoot,
+            egressSocket: config.egressSocket,
+            pollTimeoutSeconds: telegram.pollTimeoutSeconds,
+            retryBaseMs: telegram.retryBaseMs,
+            retryMaxMs: telegram.retryMaxMs,
+            webhook: telegram.webhook,
+            log: log.child({ area: 'telegram' }),
+            onMessage: (ctx) => this.onMessage(ctx),
+          });
+          this.telegram = { bot, delivery };
+          bot.start();
+        },
+        (error: unknown) => log.error({ reason: error instanceof Error ? error.message : String(error) }, 'telegram: the bot could not be loaded'),
+      )
+      .finally(() => {
+        this.starting = false;
+      });
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
-    await this.bot?.stop();
+    await this.loading;
+    await this.telegram?.bot.stop();
+  }
+
+  /** Webhook mode's secret, from the configuration: known before the bot has loaded. */
+  get webhookSecret(): string | undefined {
+    return this.deps.config.telegram.token ? this.deps.config.telegram.webhook?.secret : undefined;
+  }
+
+  /** Webhook mode: one update pushed by Telegram; false while the bot is not connected yet. */
+  receive(update: Update): boolean {
+    return this.telegram?.bot.receive(update) ?? false;
   }
 
   busy(): boolean {
-    return this.bot?.busy ?? false;
+    return this.telegram?.bot.busy ?? (this.starting && !this.stopped);
   }
 
   /** The bot long-polls: the agent must be running for its messages to be read. */
   polling(): boolean {
-    return this.bot?.polling ?? false;
+    return this.telegram?.bot.polling ?? (this.starting && !this.stopped && !this.deps.config.telegram.webhook);
   }
 
   status(): MessengerStatus {
-    const identity = this.bot?.identity;
+    const identity = this.telegram?.bot.identity;
     return identity ? { connected: true, bot_username: identity.username, bot_name: identity.name } : { connected: false, bot_username: '', bot_name: '' };
   }
 
   private async onMessage(ctx: Context): Promise<void> {
-    const bot = this.bot;
+    const telegram = this.telegram;
     const message = ctx.message;
-    if (!bot || !message?.from || message.from.is_bot) return;
+    if (!telegram || !message?.from || message.from.is_bot) return;
+    const { bot, delivery } = telegram;
     const { db, config, log } = this.deps;
     const isPrivate = message.chat.type === 'private';
     if (!isPrivate && !config.telegram.groups) return;
@@ -121,14 +160,14 @@ export class MessengerService {
     if (code && (await claimOwnerCode(db, code))) {
       await setContactStatus(db, contact.telegram_id, 'allowed');
       log.info({ telegramId: contact.telegram_id, username: contact.username }, 'telegram: owner paired with a one-time code');
-      await sendText(bot.api, message.chat.id, PAIRED_NOTICE, bot.signal);
+      await delivery.sendText(bot.api, message.chat.id, PAIRED_NOTICE, bot.signal);
       return;
     }
     if (contact.status === 'blocked') return;
     if (contact.status === 'pending') {
       if (isPrivate && (await claimNotice(db, contact.telegram_id))) {
         try {
-          await sendText(bot.api, message.chat.id, PENDING_NOTICE, bot.signal);
+          await delivery.sendText(bot.api, message.chat.id, PENDING_NOTICE, bot.signal);
         } catch (error) {
           await releaseNotice(db, contact.telegram_id);
           throw error;
@@ -139,11 +178,11 @@ export class MessengerService {
     }
     const text = (message.text ?? message.caption ?? '').slice(0, MESSAGE_MAX_CHARS);
     if (!text.trim()) {
-      if (isPrivate) await sendText(bot.api, message.chat.id, TEXT_ONLY_NOTICE, bot.signal);
+      if (isPrivate) await delivery.sendText(bot.api, message.chat.id, TEXT_ONLY_NOTICE, bot.signal);
       return;
     }
     const chatId = `${TELEGRAM_CHAT_PREFIX}${message.chat.id}`;
-    await deliverRun(this.deps.chat.send({ chat_id: chatId, message: text }, bot.signal), {
+    await delivery.deliverRun(this.deps.chat.send({ chat_id: chatId, message: text }, bot.signal), {
       api: bot.api,
       chatId: message.chat.id,
       workspace: config.workspace,
@@ -155,25 +194,25 @@ export class MessengerService {
 
   /** A proactive message for `telegram:<id>` goes to that chat, if its contact may be written to. */
   private onPending(message: PendingNotice): void {
-    const bot = this.bot;
-    if (!message.chat_id.startsWith(TELEGRAM_CHAT_PREFIX)) return;
+    if (!message.chat_id.startsWith(TELEGRAM_CHAT_PREFIX) || !this.deps.config.telegram.token) return;
     const id = message.chat_id.slice(TELEGRAM_CHAT_PREFIX.length);
-    if (!bot || !/^-?\d{1,20}$/.test(id)) return;
-    bot.track(this.deliverPending(bot, id, message));
-  }
-
-  private async deliverPending(bot: TelegramBot, id: string, message: PendingNotice): Promise<void> {
-    const { db, config, log } = this.deps;
-    if (!bot.connected) {
-      log.warn({ chatId: message.chat_id, source: message.source }, 'telegram: not connected; a pending message was not delivered to Telegram');
+    if (!/^-?\d{1,20}$/.test(id)) return;
+    const telegram = this.telegram;
+    if (!telegram?.bot.connected) {
+      this.deps.log.warn({ chatId: message.chat_id, source: message.source }, 'telegram: not connected; a pending message was not delivered to Telegram');
       return;
     }
+    telegram.bot.track(this.deliverPending(telegram, id, message));
+  }
+
+  private async deliverPending({ bot, delivery }: Telegram, id: string, message: PendingNotice): Promise<void> {
+    const { db, config, log } = this.deps;
     const isGroup = id.startsWith('-');
     const allowed = isGroup ? config.telegram.groups : id === config.telegram.ownerId || (await findContact(db, id))?.status === 'allowed';
     if (!allowed) {
       log.info({ chatId: message.chat_id, source: message.source }, 'telegram: pending message not sent (contact not allowed)');
       return;
     }
-    await sendText(bot.api, Number(id), message.content, bot.signal);
+    await delivery.sendText(bot.api, Number(id), message.content, bot.signal);
   }
 }

@@ -16,15 +16,14 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 
 export function telegramWebhook(messenger: MessengerService): RequestHandler {
   return (req, res) => {
-    const bot = messenger.bot;
-    const secret = bot?.webhookSecret;
-    if (!bot || !secret) throw notFound('Webhook mode is not enabled', 'ROUTE_NOT_FOUND');
+    const secret = messenger.webhookSecret;
+    if (!secret) throw notFound('Webhook mode is not enabled', 'ROUTE_NOT_FOUND');
     const given = req.get('x-telegram-bot-api-secret-token') ?? '';
     if (!timingSafeEqual(digest(given), digest(secret))) throw unauthorized('Missing or invalid webhook secret', 'INVALID_WEBHOOK_SECRET');
     const update = req.body as Update | undefined;
     if (typeof update !== 'object' || update === null || typeof update.update_id !== 'number') throw new AppError(400, 'BAD_REQUEST', 'Not a Telegram update');
-    // Not connected yet (setWebhook still retrying): 503 makes Telegram deliver it again later.
-    if (!bot.receive(update)) throw new AppError(503, 'NOT_READY', 'The bot is not ready');
+    // Not connected yet (bot loading, setWebhook still retrying): 503 makes Telegram deliver it again later.
+    if (!messenger.receive(update)) throw new AppError(503, 'NOT_READY', 'The bot is not ready');
     res.json({ ok: true });
   };
 }

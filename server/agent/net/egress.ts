@@ -7,7 +7,6 @@
  * allowlist whether that origin speaks TLS. Without the socket (a standalone agent on its own
  * VM) requests go out directly.
  */
-import { Agent, fetch as undiciFetch } from 'undici';
 
 /** `https://api.example.com/v1` → where a request for it goes over the gateway socket. */
 export function gatewayTarget(url: URL): { host: string; path: string } {
@@ -15,10 +14,15 @@ export function gatewayTarget(url: URL): { host: string; path: string } {
   return { host: `${url.hostname.includes(':') ? `[${url.hostname}]` : url.hostname}:${port}`, path: `${url.pathname}${url.search}` };
 }
 
-/** A WHATWG fetch that sends every request through the gateway on `socketPath`. */
+/**
+ * A WHATWG fetch that sends every request through the gateway on `socketPath`. undici is loaded on
+ * the first call: only agents whose model or bot uses fetch pay for it.
+ */
 export function gatewayFetch(socketPath: string): typeof fetch {
-  const dispatcher = new Agent({ connect: { socketPath } });
-  const viaGateway = (input: string | URL | Request, init?: RequestInit) => {
+  let client: Promise<{ dispatcher: import('undici').Agent; undiciFetch: typeof import('undici').fetch }> | undefined;
+  const viaGateway = async (input: string | URL | Request, init?: RequestInit) => {
+    client ??= import('undici').then(({ Agent, fetch: undiciFetch }) => ({ dispatcher: new Agent({ connect: { socketPath } }), undiciFetch }));
+    const { dispatcher, undiciFetch } = await client;
     const request = new Request(input, init);
     const { host, path } = gatewayTarget(new URL(request.url));
     // undici takes Host from the URL; the URL's scheme is plain http because TLS, if any, is the gateway's.

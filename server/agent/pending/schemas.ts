@@ -8,7 +8,7 @@ export const PendingMessage = z.object({
   chat_id: z.string(),
   content: z.string(),
   source: PendingSource,
-  /** UTC, ISO 8601 without a zone suffix (design.md "Timestamps"), e.g. `2026-11-22T20:04:33.208`. */
+  /** UTC, ISO 8601 without a zone suffix (docs/api.md, "Pending messages"), e.g. `2026-11-22T20:04:33.208`. */
   created_at: z.string(),
 });
 export type PendingMessage = z.infer<typeof PendingMessage>;

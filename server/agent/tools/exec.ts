@@ -15,8 +15,10 @@ import { defineTool, type AgentToolSet } from './types.js';
 export const EXEC_OUTPUT_MAX_BYTES = 64_000;
 const SECRET_ENV = /(SECRET|TOKEN|PASSWORD|API_KEY|_KEY$|^DATABASE_URL$|^REDIS_URL$)/i;
 
-function childEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !SECRET_ENV.test(name)));
+/** The agent's environment without its secrets; with a proxy (AGENT_EXEC_NETWORK=allowlist), the variables tools read it from. */
+function childEnv(proxy: string | undefined): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SECRET_ENV.test(name)));
+  return proxy ? { ...env, HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy } : env;
 }
 
 export interface ExecResult {
@@ -35,6 +37,8 @@ export interface ShellOptions {
   sandbox?: string[];
   /** The largest file the command may write. */
   maxFileBytes?: number;
+  /** HTTP(S) proxy the command's tools should use. */
+  proxy?: string;
 }
 
 /** `sh -c command` under rlimits (dash's `ulimit` takes one limit per call; -f counts 512-byte blocks). */
@@ -47,7 +51,7 @@ function limitedShell(command: string, opts: ShellOptions): string[] {
 export async function runShell(command: string, opts: ShellOptions): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
     const [file, ...args] = [...(opts.sandbox ? [...opts.sandbox, '--chdir', opts.cwd, '--'] : []), ...limitedShell(command, opts)] as [string, ...string[]];
-    const child = spawn(file, args, { cwd: opts.cwd, env: childEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { cwd: opts.cwd, env: childEnv(opts.proxy), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
     let size = 0;
     let truncated = false;
@@ -90,7 +94,7 @@ export async function runShell(command: string, opts: ShellOptions): Promise<Exe
   });
 }
 
-export function execTool(workspace: string, opts: { timeoutMs: number; sandbox?: string[]; quota: WorkspaceQuota }): AgentToolSet {
+export function execTool(workspace: string, opts: { timeoutMs: number; sandbox?: string[]; proxy?: string; quota: WorkspaceQuota }): AgentToolSet {
   return {
     exec: defineTool({
       description: `Run a shell command in the workspace directory. Output (stdout and stderr) is capped at ${EXEC_OUTPUT_MAX_BYTES} bytes; the command is killed after its timeout.`,
@@ -100,7 +104,7 @@ export function execTool(workspace: string, opts: { timeoutMs: number; sandbox?:
       }),
       async execute({ command, timeout_seconds }, ctx) {
         const timeoutMs = Math.min(opts.timeoutMs, timeout_seconds ? timeout_seconds * 1000 : opts.timeoutMs);
-        const result = await runShell(command, { cwd: await realpath(workspace), timeoutMs, signal: ctx.signal, sandbox: opts.sandbox, maxFileBytes: opts.quota.limitBytes });
+        const result = await runShell(command, { cwd: await realpath(workspace), timeoutMs, signal: ctx.signal, sandbox: opts.sandbox, proxy: opts.proxy, maxFileBytes: opts.quota.limitBytes });
         if ((await opts.quota.remaining()) > 0) return result;
         const error = quotaExceeded(opts.quota.limitBytes);
         return { ...result, error: { code: error.appCode, message: error.message } };

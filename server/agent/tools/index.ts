@@ -10,9 +10,9 @@ export { defineTool } from './types.js';
 
 export function workspaceTools(config: Pick<AgentConfig, 'workspace' | 'workspaceQuotaBytes' | 'chat'>): AgentToolSet {
   const quota = new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes);
-  const { execEnabled, execTimeoutMs, execSandbox } = config.chat;
+  const { execEnabled, execTimeoutMs, execSandbox, execProxy } = config.chat;
   return {
     ...fileTools(config.workspace, quota),
-    ...(execEnabled ? execTool(config.workspace, { timeoutMs: execTimeoutMs, sandbox: execSandbox, quota }) : {}),
+    ...(execEnabled ? execTool(config.workspace, { timeoutMs: execTimeoutMs, sandbox: execSandbox, proxy: execProxy, quota }) : {}),
   };
 }

@@ -1,51 +1,31 @@
-/** The list of chats, kept in this browser (the agent keeps each chat's history by id). */
-export interface ChatEntry {
-  id: string;
-  title: string;
-  updated: number;
-}
+/**
+ * The list of chats lives on the agent (`agent.chats.list` / `rename`, `agent.chat.delete`), so it
+ * follows the account to every browser. This tab only remembers which chat is open
+ * (sessionStorage, so a reload comes back to it); sign-out forgets that too (session.ts).
+ */
+import { api } from '../api.js';
+import type { ChatSummary } from './types.js';
 
-const KEY = 'agent.chats';
+export type { ChatSummary };
+
 const CURRENT = 'agent.chat.current';
 
-export function listChats(): ChatEntry[] {
-  try {
-    const parsed = JSON.parse(localStorage.getItem(KEY) ?? '[]') as ChatEntry[];
-    return Array.isArray(parsed) ? parsed.sort((a, b) => b.updated - a.updated) : [];
-  } catch {
-    return [];
-  }
+export async function listChats(): Promise<ChatSummary[]> {
+  return (await api.agent.chats.list.query({})).chats;
 }
 
-function store(chats: ChatEntry[]): void {
-  localStorage.setItem(KEY, JSON.stringify(chats.slice(0, 200)));
+export function renameChat(chatId: string, title: string): Promise<ChatSummary> {
+  return api.agent.chats.rename.mutate({ chat_id: chatId, title });
 }
 
 export function newChatId(): string {
   return `web-${crypto.randomUUID()}`;
 }
 
-export function touchChat(id: string, title?: string): void {
-  const chats = listChats();
-  const found = chats.find((c) => c.id === id);
-  if (found) {
-    found.updated = Date.now();
-    if (title && found.title === 'New chat') found.title = title;
-  } else chats.push({ id, title: title ?? 'New chat', updated: Date.now() });
-  store(chats);
-}
-
-export function removeChat(id: string): void {
-  store(listChats().filter((c) => c.id !== id));
-  if (currentChat() === id) localStorage.removeItem(CURRENT);
-}
-
 export function currentChat(): string | null {
-  return localStorage.getItem(CURRENT);
+  return sessionStorage.getItem(CURRENT);
 }
 
 export function setCurrentChat(id: string): void {
-  localStorage.setItem(CURRENT, id);
+  sessionStorage.setItem(CURRENT, id);
 }
-
-export const titleFrom = (message: string) => (message.length > 40 ? `${message.slice(0, 40)}…` : message);

@@ -1,18 +1,26 @@
 /**
- * Chat: the chats of this browser (localStorage) and a "New chat"; the open chat's history, its
- * running reply resumed after a reload (`agent.chat.active` → `agent.chat.stream`).
+ * Chat: the account's chats (kept by the agent: `agent.chats.list`, renamed with
+ * `agent.chats.rename`, deleted with `agent.chat.delete`) and a "New chat"; the open chat's
+ * history, its running reply resumed after a reload (`agent.chat.active` → `agent.chat.stream`).
  *
  * Sending: the message goes in the body of a POST (`agent.chat.start`), never in a URL (a long
  * message in a subscription's query string is refused by servers and proxies); the reply is then
- * followed with `agent.chat.stream` from the run's first event (the tRPC link resumes with
- * `lastEventId` after a network blip). Messages over the agent's bound are refused here, inline.
+ * followed with `agent.chat.stream` from the run's first event. Messages over the agent's bound
+ * are refused here, inline. A message that cannot be sent goes back to the composer, with the
+ * reason next to it.
+ *
+ * Connection: when the stream drops (the service or the agent went away) the page says so at
+ * once and retries with backoff (1, 2, 4, 8, then every 10 s); once the service answers again the
+ * stream is resumed after the last event seen (`lastEventId`). If the run did not survive (the
+ * agent restarted) and history does not hold its end either, the reply is marked as cut off.
  *
  * Stop (button or Escape) ends the run on the agent (`agent.chat.stop`); the chat and its partial
  * reply stay, marked stopped. Clearing the chat is a separate action, confirmed first.
  */
-import { MESSAGE_MAX_CHARS } from '../../../../server/agent/chat/limits.js';
-import { api, errorCode, live } from '../api.js';
-import { currentChat, listChats, newChatId, removeChat, setCurrentChat, titleFrom, touchChat } from '../agent/chats.js';
+import { TRPCClientError } from '@trpc/client';
+import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS } from '../../../../server/agent/chat/limits.js';
+import { api, errorCode, errorMessage, isSessionError, live } from '../api.js';
+import { currentChat, listChats, newChatId, renameChat, setCurrentChat, type ChatSummary } from '../agent/chats.js';
 import { onPending } from '../agent/pending.js';
 import { Transcript } from '../agent/transcript.js';
 import type { ChatEvent } from '../agent/types.js';
@@ -20,34 +28,91 @@ import { alertBox, h, pageHeading } from '../dom.js';
 import { onLeave } from '../router.js';
 
 type Item = ChatEvent | { id: string; data: ChatEvent };
-const eventOf = (item: Item): ChatEvent => ('data' in item && 'id' in item ? item.data : (item as ChatEvent));
+const isTracked = (item: Item): item is { id: string; data: ChatEvent } => 'data' in item && 'id' in item;
+
+/** Waits between reconnection attempts (ms); the last one repeats. */
+const BACKOFF_MS = [1_000, 2_000, 4_000, 8_000, 10_000];
+/** How often the list refreshes while the page is visible (live markers of other devices' runs). */
+const LIST_REFRESH_MS = 15_000;
+
+const when = (iso: string) => {
+  const date = new Date(iso);
+  const today = new Date().toDateString() === date.toDateString();
+  return today ? date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : date.toLocaleDateString([], { month: 'short', day: 'numeric' });
+};
+
+/** A failure that means "not reachable right now" (retry), rather than "refused" (say why). */
+function isTransient(error: unknown): boolean {
+  if (!(error instanceof TRPCClientError)) return true;
+  const status = (error.data as { httpStatus?: number } | undefined)?.httpStatus;
+  return status === undefined || status >= 500 || status === 408;
+}
 
 export function chatPage(): HTMLElement {
-  let chatId = currentChat() ?? newChatId();
+  let chatId = currentChat() ?? '';
+  let chats: ChatSummary[] = [];
   let subscription: { unsubscribe(): void } | null = null;
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  let left = false;
   const transcript = new Transcript();
   const alert = alertBox();
   const status = h('p', { class: 'status', role: 'status', 'data-testid': 'chat-status' });
+  const connection = h('p', { class: 'connection', role: 'status', 'data-testid': 'connection', 'data-state': 'online' });
 
   // ----- the list of chats -----
   const list = h('ul', { class: 'chat-list' });
   const newChat = h('button', { type: 'button', 'data-testid': 'new-chat' }, 'New chat');
   newChat.onclick = () => {
-    open(newChatId());
+    void open(newChatId());
     input.focus();
   };
   const renderList = () => {
-    const chats = listChats();
-    if (!chats.some((c) => c.id === chatId)) chats.unshift({ id: chatId, title: 'New chat', updated: Date.now() });
+    const shown = chats.some((c) => c.chat_id === chatId) ? chats : [{ chat_id: chatId, title: 'New chat', created_at: '', updated_at: '', active: false }, ...chats];
     list.replaceChildren(
-      ...chats.map((chat) => {
-        const button = h('button', { type: 'button', class: 'chat-link', 'aria-current': chat.id === chatId ? 'true' : 'false' }, chat.title);
-        button.onclick = () => open(chat.id);
+      ...shown.map((chat) => {
+        // Titles are text nodes only: whatever a title holds, it is never markup here.
+        const button = h(
+          'button',
+          { type: 'button', class: 'chat-link', 'aria-current': chat.chat_id === chatId ? 'true' : 'false', 'data-chat-id': chat.chat_id },
+          h('span', { class: 'chat-title' }, chat.title),
+          h('span', { class: 'chat-meta' }, chat.active ? h('span', { class: 'live', 'data-testid': 'live-marker' }, '● replying') : null, chat.updated_at ? h('time', { dateTime: chat.updated_at }, when(chat.updated_at)) : null),
+        );
+        button.onclick = () => void open(chat.chat_id);
         return h('li', {}, button);
       }),
     );
+    const current = chats.find((c) => c.chat_id === chatId);
+    renameButton.disabled = !current;
+    deleteButton.disabled = !current;
+    clearButton.disabled = !current;
+  };
+  const refreshList = async () => {
+    try {
+      chats = await listChats();
+      if (!left) renderList();
+    } catch (error) {
+      if (isSessionError(error)) alert.fail(error);
+      // Otherwise the list stays as it was; the connection status says what is wrong.
+    }
   };
   const aside = h('nav', { class: 'chats', 'aria-label': 'Chats' }, newChat, list);
+
+  // ----- connection state -----
+  const setConnection = (state: 'online' | 'reconnecting', message = '') => {
+    connection.dataset.state = state;
+    connection.textContent = message;
+  };
+  /** Waits, then tries again until the service answers: `attempt` resolves true when done. */
+  const retry = (attempt: () => Promise<boolean>, tries = 0) => {
+    clearTimeout(retryTimer);
+    const wait = BACKOFF_MS[Math.min(tries, BACKOFF_MS.length - 1)]!;
+    setConnection('reconnecting', `Connection to your agent lost. Reconnecting in ${Math.round(wait / 1000)} s…`);
+    retryTimer = setTimeout(async () => {
+      if (left) return;
+      setConnection('reconnecting', 'Connection to your agent lost. Reconnecting…');
+      if (!(await attempt().catch(() => false))) retry(attempt, tries + 1);
+    }, wait);
+  };
 
   // ----- streaming -----
   const stop = h('button', { type: 'button', hidden: true, 'data-testid': 'stop' }, 'Stop');
@@ -57,34 +122,101 @@ export function chatPage(): HTMLElement {
     status.textContent = on ? 'The agent is replying…' : '';
     form.setAttribute('aria-busy', String(on));
   };
-  const end = () => {
-    subscription?.unsubscribe();
+  /** Forgets the current subscription before ending it: unsubscribing calls its `onComplete`. */
+  const unfollow = () => {
+    const current = subscription;
     subscription = null;
+    current?.unsubscribe();
+  };
+  const end = () => {
+    clearTimeout(retryTimer);
+    unfollow();
     setStreaming(false);
   };
-  /** Renders a subscription's events until `done`. */
-  const follow = (subscribe: (callbacks: { onData(v: Item): void; onError(e: unknown): void; onComplete(): void }) => { unsubscribe(): void }) => {
-    subscription?.unsubscribe();
+
+  /**
+   * Follows the chat's run from after `lastEventId` (from its start without one) until `done`.
+   * A drop hands over to `resume`, which continues after the last event that arrived.
+   */
+  const follow = (id: string, lastEventId?: string) => {
+    unfollow();
     setStreaming(true);
-    const mine = subscribe({
-      onData(item) {
-        const event = eventOf(item);
-        transcript.event(event);
-        if (event.type === 'done') {
+    let last = lastEventId;
+    let resuming = lastEventId !== undefined;
+    const finish = () => {
+      if (subscription === mine) end();
+      else mine.unsubscribe();
+      void refreshList();
+    };
+    const dropped = () => {
+      if (subscription !== mine) return;
+      unfollow();
+      resume(id, last);
+    };
+    const mine = live.agent.chat.stream.subscribe(
+      { chat_id: id, ...(last ? { lastEventId: last } : {}) },
+      {
+        onData(item: Item) {
+          setConnection('online');
+          if (!isTracked(item)) {
+            // No run behind this stream: either none is active, or (after a drop) ours is gone.
+            if (item.type === 'done') {
+              if (resuming) void settleLostRun(id);
+              finish();
+            } else transcript.event(item);
+            return;
+          }
+          resuming = false;
+          last = item.id;
+          transcript.event(item.data);
+          if (item.data.type === 'done') finish();
+        },
+        onConnectionStateChange(state) {
+          if (state.state === 'connecting' && state.error) dropped();
+        },
+        onError(error) {
+          if (isTransient(error)) return dropped();
           if (subscription === mine) end();
-          else mine.unsubscribe();
-        }
+          alert.fail(error);
+        },
+        onComplete() {
+          // Ended without `done` and without an error: the connection went away.
+          if (subscription === mine) dropped();
+        },
       },
-      onError(error) {
-        if (subscription === mine) end();
-        alert.fail(error);
-      },
-      onComplete() {
-        if (subscription === mine) end();
-      },
-    });
+    );
     subscription = mine;
   };
+
+  /** After a drop: once the service answers again, follow on from the last event seen. */
+  const resume = (id: string, lastEventId: string | undefined) => {
+    status.textContent = 'The reply will continue when the connection is back.';
+    retry(async () => {
+      if (chatId !== id) return true;
+      await api.agent.chat.active.query({ chat_id: id });
+      if (chatId !== id) return true;
+      setConnection('online');
+      follow(id, lastEventId);
+      return true;
+    });
+  };
+
+  /** The run we followed did not survive: history shows how far it got; otherwise mark it cut off. */
+  async function settleLostRun(id: string): Promise<void> {
+    try {
+      const { messages } = await api.agent.chat.history.query({ chat_id: id, limit: 200 });
+      if (chatId !== id) return;
+      const last = messages.at(-1);
+      const ended = last !== undefined && !(last.type === 'text' && (last.name === 'user' || last.cut));
+      if (ended) {
+        transcript.clear();
+        for (const event of messages) transcript.event(event);
+        transcript.endTurn();
+      } else transcript.cutOff();
+    } catch {
+      if (chatId === id) transcript.cutOff();
+    }
+  }
 
   // Send waits while the chat loads (history and a running reply arriving after a new message
   // would be shown twice) and while a message is on its way.
@@ -114,13 +246,13 @@ export function chatPage(): HTMLElement {
     renderList();
     transcript.clear();
     alert.clear();
-    deleteButton.disabled = !listChats().some((c) => c.id === id);
-    clearButton.disabled = deleteButton.disabled;
     clearBox.hidden = true;
+    renameBox.hidden = true;
     status.textContent = 'Loading…';
     try {
       const [history, active] = await Promise.all([api.agent.chat.history.query({ chat_id: id, limit: 200 }), api.agent.chat.active.query({ chat_id: id })]);
       if (chatId !== id) return;
+      setConnection('online');
       let shown = history.messages;
       if (active.active) {
         // The stream replays the running reply from its start: show history up to its user message.
@@ -130,17 +262,25 @@ export function chatPage(): HTMLElement {
       for (const event of shown) transcript.event(event);
       transcript.endTurn();
       status.textContent = '';
-      if (active.active) follow((cb) => live.agent.chat.stream.subscribe({ chat_id: id }, cb));
+      if (active.active) follow(id);
     } catch (error) {
       status.textContent = '';
-      alert.fail(error);
+      if (chatId !== id) return;
+      if (!isTransient(error)) return alert.fail(error);
+      // Open it again once the service answers (the probe throws while it does not).
+      retry(async () => {
+        await api.agent.chat.active.query({ chat_id: id });
+        if (chatId === id) void open(id);
+        return true;
+      });
     }
   }
 
   // ----- sending -----
   // No `maxLength`: the browser would cut a pasted message silently; over the bound it says so instead.
-  const input = h('textarea', { id: 'chat-input', name: 'message', rows: 3, required: true, placeholder: 'Ask your agent…', 'aria-describedby': 'chat-input-error' });
+  const input = h('textarea', { id: 'chat-input', name: 'message', rows: 3, required: true, placeholder: 'Ask your agent…', 'aria-describedby': 'chat-input-error chat-input-hint' });
   const inputError = h('p', { id: 'chat-input-error', class: 'field-error', 'data-testid': 'message-error', 'aria-live': 'polite' });
+  const hint = h('p', { id: 'chat-input-hint', class: 'hint' }, 'Enter sends, Shift+Enter starts a new line, Escape stops the reply.');
   const send = h('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
   const form = h(
     'form',
@@ -148,6 +288,7 @@ export function chatPage(): HTMLElement {
     h('label', { for: 'chat-input' }, 'Message'),
     input,
     inputError,
+    hint,
     h('div', { class: 'row' }, send, stop),
   );
   /** Whether the message fits; if not, says by how much, next to the field. */
@@ -186,6 +327,7 @@ export function chatPage(): HTMLElement {
     const id = chatId;
     end();
     const shown = transcript.user(message);
+    shown.dataset.state = 'sending';
     input.value = '';
     sending = true;
     updateSend();
@@ -193,12 +335,11 @@ export function chatPage(): HTMLElement {
     let failure: unknown;
     try {
       const started = await api.agent.chat.start.mutate({ message, chat_id: id });
-      touchChat(id, titleFrom(message));
+      delete shown.dataset.state;
       if (chatId !== id) return;
-      deleteButton.disabled = false;
-      clearButton.disabled = false;
-      renderList();
-      follow((cb) => live.agent.chat.stream.subscribe({ chat_id: id, lastEventId: started.last_event_id }, cb));
+      setConnection('online');
+      void refreshList();
+      follow(id, started.last_event_id);
     } catch (error) {
       // Nothing was sent: the message goes back to the composer rather than being lost.
       failure = error;
@@ -209,11 +350,13 @@ export function chatPage(): HTMLElement {
       sending = false;
       updateSend();
     }
+    if (failure === undefined) return;
     // After updateSend: a rate limit's countdown keeps Send disabled until it may be retried.
-    if (failure !== undefined) alert.fail(failure, send);
+    if (isTransient(failure)) alert.show(`Not sent: ${errorMessage(failure)} Your message is still in the box; send it again when the connection is back.`);
+    else alert.fail(failure, send);
   };
 
-  // ----- stop, clear and delete -----
+  // ----- stop, rename, clear and delete -----
   async function stopReply(): Promise<void> {
     stop.disabled = true;
     try {
@@ -228,7 +371,40 @@ export function chatPage(): HTMLElement {
   }
   stop.onclick = () => void stopReply();
 
-  const clearButton = h('button', { type: 'button', 'data-testid': 'clear-chat' }, 'Clear chat');
+  // Disabled until the list says the open chat is in it.
+  const renameButton = h('button', { type: 'button', 'data-testid': 'rename-chat', disabled: true }, 'Rename');
+  const titleInput = h('input', { id: 'chat-title', name: 'title', maxLength: CHAT_TITLE_MAX_CHARS, required: true, autocomplete: 'off' });
+  const cancelRename = h('button', { type: 'button' }, 'Cancel');
+  const renameBox = h(
+    'form',
+    { class: 'confirm-box', hidden: true, 'aria-label': 'Rename this chat', 'data-testid': 'rename-form' },
+    h('label', { for: 'chat-title' }, 'Chat title'),
+    titleInput,
+    h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Save'), cancelRename),
+  );
+  renameButton.onclick = () => {
+    titleInput.value = chats.find((c) => c.chat_id === chatId)?.title ?? '';
+    renameBox.hidden = false;
+    titleInput.select();
+    titleInput.focus();
+  };
+  cancelRename.onclick = () => {
+    renameBox.hidden = true;
+    renameButton.focus();
+  };
+  renameBox.onsubmit = async (e) => {
+    e.preventDefault();
+    try {
+      await renameChat(chatId, titleInput.value);
+      renameBox.hidden = true;
+      await refreshList();
+      renameButton.focus();
+    } catch (error) {
+      alert.fail(error);
+    }
+  };
+
+  const clearButton = h('button', { type: 'button', 'data-testid': 'clear-chat', disabled: true }, 'Clear chat');
   const confirmClear = h('button', { type: 'button', class: 'danger' }, 'Clear');
   const cancelClear = h('button', { type: 'button' }, 'Cancel');
   const clearBox = h(
@@ -257,18 +433,18 @@ export function chatPage(): HTMLElement {
       await clear();
       transcript.clear();
       status.textContent = 'The chat is empty.';
+      await refreshList();
       input.focus();
     } catch (error) {
       alert.fail(error);
     }
   };
-  const deleteButton = h('button', { type: 'button', class: 'danger', 'data-testid': 'delete-chat' }, 'Delete chat');
+  const deleteButton = h('button', { type: 'button', class: 'danger', 'data-testid': 'delete-chat', disabled: true }, 'Delete chat');
   deleteButton.onclick = async () => {
     try {
       await clear();
-      removeChat(chatId);
-      const next = listChats()[0];
-      await open(next?.id ?? newChatId());
+      await refreshList();
+      await open(chats[0]?.chat_id ?? newChatId());
       status.textContent = 'Chat deleted.';
     } catch (error) {
       alert.fail(error);
@@ -279,21 +455,37 @@ export function chatPage(): HTMLElement {
   const unlisten = onPending((messages) => {
     for (const m of messages) if (m.chat_id === chatId) transcript.note(m.content, m.source);
   });
+  const listTimer = setInterval(() => {
+    if (document.visibilityState === 'visible') void refreshList();
+  }, LIST_REFRESH_MS);
   onLeave(() => {
+    left = true;
     unlisten();
-    subscription?.unsubscribe();
+    clearInterval(listTimer);
+    clearTimeout(retryTimer);
+    unfollow();
   });
 
   const main = h(
     'div',
     { class: 'chat-main' },
-    h('div', { class: 'chat-head' }, pageHeading('Chat'), h('div', { class: 'row spread' }, clearButton, deleteButton)),
+    h('div', { class: 'chat-head' }, pageHeading('Chat'), h('div', { class: 'row spread' }, renameButton, clearButton, deleteButton)),
+    renameBox,
     clearBox,
-    transcript.el,
+    connection,
+    h('div', { class: 'transcript-wrap' }, transcript.view, transcript.jump),
     status,
     alert.el,
     form,
   );
-  void open(chatId);
+  // Open the chat this tab had open, else the newest one, else a new one.
+  void (async () => {
+    loading++;
+    updateSend();
+    await refreshList();
+    loading--;
+    if (!chatId) chatId = chats[0]?.chat_id ?? newChatId();
+    await open(chatId);
+  })();
   return h('div', { class: 'chat-page' }, aside, main);
 }

@@ -4,11 +4,9 @@
  */
 import { account } from '../api.js';
 import { dismissPending, onPending, startPendingPoll, stopPendingPoll, storedPending } from '../agent/pending.js';
-import { alertBox, h } from '../dom.js';
+import { h } from '../dom.js';
 import { go, navigate, onLeave } from '../router.js';
-import { clearTokens, saveTokens, type TokenPair } from '../session.js';
-import { emailForm } from '../signin/email.js';
-import { walletMethod } from '../signin/wallet.js';
+import { clearTokens, forgetAccountData } from '../session.js';
 import { oauthButtons } from '../signin/oauth.js';
 import { forgetMe, me } from '../who.js';
 
@@ -24,6 +22,7 @@ export function signedOut(): void {
   stopPendingPoll();
   forgetMe();
   clearTokens();
+  forgetAccountData();
   navigate('/');
 }
 
@@ -54,6 +53,16 @@ function inbox(): HTMLElement {
   onLeave(onPending(render));
   render();
   return box;
+}
+
+/** Past the navigation to the page; focus moves without a new history entry (the router would re-render). */
+function skipLink(): HTMLElement {
+  const link = h('a', { class: 'skip-link', href: '#content' }, 'Skip to content');
+  link.onclick = (e) => {
+    e.preventDefault();
+    document.getElementById('content')?.focus();
+  };
+  return link;
 }
 
 export function layout(page: () => HTMLElement): HTMLElement {
@@ -100,60 +109,10 @@ export function layout(page: () => HTMLElement): HTMLElement {
   return h(
     'div',
     { class: 'shell' },
+    skipLink(),
     h('header', { class: 'top' }, h('div', { class: 'row spread' }, h('span', { class: 'brand' }, 'Your agent'), h('div', { class: 'row' }, who, signOutButton)), nav),
     guestBanner,
     inbox(),
-    h('main', { id: 'content' }, page()),
-  );
-}
-
-export function accountPage(): HTMLElement {
-  const alert = alertBox();
-  const details = h('p', {}, 'Loading…');
-  const upgrade = h('div', {});
-  me().then(
-    (user) => {
-      details.textContent = user.guest ? `Guest account, user ${user.user_id}.` : `User ${user.user_id}.`;
-      if (user.guest) {
-        const upgraded = (pair: TokenPair) => {
-          saveTokens(pair);
-          forgetMe();
-          navigate('/account');
-        };
-        upgrade.replaceChildren(
-          h(
-            'section',
-            { 'aria-labelledby': 'upgrade-title' },
-            h('h2', { id: 'upgrade-title' }, 'Keep this account'),
-            h('p', {}, 'Guests may send 50 messages a day, upload files up to 5 MB and cannot use the messenger. Link a sign-in method to lift these limits; your agent and its files stay.'),
-            h('h3', {}, 'E-mail'),
-            emailForm(upgraded, 'upgrade-email'),
-            h('h3', {}, 'Provider'),
-            oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
-            walletMethod.render(upgraded),
-          ),
-        );
-      }
-    },
-    (error: unknown) => alert.fail(error),
-  );
-  const out = h('button', { type: 'button' }, 'Sign out');
-  out.onclick = () => signOut(false);
-  const everywhere = h('button', { type: 'button', class: 'danger', 'data-testid': 'sign-out-everywhere' }, 'Sign out everywhere');
-  everywhere.onclick = () => signOut(true);
-  return h(
-    'div',
-    {},
-    h('h1', { class: 'page-title', tabIndex: -1 }, 'Account'),
-    alert.el,
-    details,
-    upgrade,
-    h(
-      'section',
-      { 'aria-labelledby': 'sessions-title' },
-      h('h2', { id: 'sessions-title' }, 'Sessions'),
-      h('p', {}, '“Sign out everywhere” ends every session of this account, on every device.'),
-      h('div', { class: 'row' }, out, everywhere),
-    ),
+    h('main', { id: 'content', tabIndex: -1 }, page()),
   );
 }

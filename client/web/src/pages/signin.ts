@@ -4,10 +4,11 @@ import { emailMethod } from '../signin/email.js';
 import { guestMethod } from '../signin/guest.js';
 import type { SignInMethod } from '../signin/method.js';
 import { oauthMethod } from '../signin/oauth.js';
+import { passkeyMethod } from '../signin/passkey.js';
 import { walletMethod } from '../signin/wallet.js';
 
 /** Every sign-in method, in the order the page shows them. */
-const methods: SignInMethod[] = [emailMethod, oauthMethod, walletMethod, guestMethod];
+const methods: SignInMethod[] = [emailMethod, oauthMethod, walletMethod, passkeyMethod, guestMethod];
 
 /** `notice`: why the user is here again (e.g. the session ended). */
 export function signInPage(onSignedIn: () => void, notice?: string): HTMLElement {

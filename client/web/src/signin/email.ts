@@ -8,7 +8,8 @@ import { alertBox, h } from '../dom.js';
 import { captchaBox } from './captcha.js';
 import type { SignInMethod } from './method.js';
 
-export function emailForm(done: Parameters<SignInMethod['render']>[0], idPrefix = 'email'): HTMLElement {
+/** `trade`: the SDK call that trades the code (sign-in by default; linking on the Account page). */
+export function emailForm(done: Parameters<SignInMethod['render']>[0], idPrefix = 'email', trade = account.verifyEmail): HTMLElement {
   const alert = alertBox();
   const email = h('input', { type: 'email', id: `${idPrefix}-address`, name: 'email', required: true, autocomplete: 'email', inputMode: 'email' });
   const request = h('button', { type: 'submit' }, 'Send me a sign-in code');
@@ -52,7 +53,7 @@ export function emailForm(done: Parameters<SignInMethod['render']>[0], idPrefix 
     alert.clear();
     verify.disabled = true;
     try {
-      done(await account.verifyEmail({ email: email.value.trim(), code: code.value.trim() }));
+      done(await trade({ email: email.value.trim(), code: code.value.trim() }));
     } catch (error) {
       verify.disabled = false;
       alert.fail(error, verify);

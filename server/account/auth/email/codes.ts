@@ -1,5 +1,5 @@
 /**
- * E-mail sign-in codes (design.md: "E-mail login"). One row per request carries both secrets:
+ * E-mail sign-in codes (docs/api.md, "E-mail sign-in"). One row per request carries both secrets:
  * the link token (32 random bytes) and the 6-digit code. Rules:
  * - lifetime 10 minutes; single use; a newer request for the address voids every older one;
  * - at most 5 wrong codes per issued code: every attempt by code counts, and once 5 have been

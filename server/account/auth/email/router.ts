@@ -19,13 +19,13 @@ export const emailRouter = router({
       return { message: LOGIN_EMAIL_MESSAGE };
     }),
 
-  /** `{token}` from the link or `{email, code}`; a guest's `Authorization: Bearer` upgrades that guest in place. */
+  /** `{token}` from the link or `{email, code}`; an `Authorization: Bearer` attaches the address to that account (guest upgrade, linking). */
   verify: publicProcedure
     .use(rateLimited('auth.verify'))
     .meta({ openapi: { method: 'POST', path: '/auth/verify-magic-link', protect: false, summary: 'Exchange a sign-in link token or code for a token pair' } })
     .input(VerifyInput)
     .output(TokenPair)
     .mutation(({ ctx, input }) =>
-      ctx.services.email.verify(input.token !== undefined ? { token: input.token } : { email: input.email!, code: input.code! }, ctx.request.authorization),
+      ctx.services.email.verify(input, ctx.request),
     ),
 });

@@ -1,6 +1,6 @@
 /**
- * E-mail sign-in (spec: POST /auth/login/email, POST /auth/verify-magic-link; design.md:
- * "E-mail login", "Guest upgrade").
+ * E-mail sign-in (spec: POST /auth/login/email, POST /auth/verify-magic-link; docs/api.md:
+ * "E-mail sign-in", and "Decisions" on guest upgrade).
  *
  * Request: the same work for every well-formed address — store a fresh code, queue one mail —
  * and the same answer. Nothing looks the address up (the account is created at the first
@@ -16,9 +16,10 @@ import type { Logger } from '../../../common/log.js';
 import type { AccountDb } from '../../store.js';
 import type { TokenPair } from '../../tokens/jwt.js';
 import type { TokenService } from '../../tokens/service.js';
-import { signInWithIdentity } from '../../users/identities.js';
+import { completeSignIn, signInTarget, type SignInRequest } from '../../users/sign-in.js';
 import { consumeEmailCode, consumeEmailToken, EMAIL_CODE_TTL_MS, issueEmailCode, sweepEmailCodes, type EmailCodeConfig } from './codes.js';
 import type { MailQueue, OutgoingMail } from './mail.js';
+import type { VerifyCredential } from './schemas.js';
 
 /** The one answer of POST /auth/login/email, for every address. */
 export const LOGIN_EMAIL_MESSAGE = 'If this address can receive mail, a sign-in link and a 6-digit code are on their way. They expire in 10 minutes.';
@@ -34,7 +35,6 @@ export interface EmailSignInDeps {
   log: Logger;
 }
 
-export type VerifyInput = { token: string } | { email: string; code: string };
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -73,23 +73,24 @@ export class EmailSignIn {
   }
 
   /**
-   * The guest to upgrade is settled before the code is touched, so a bad Authorization header
+   * The account to attach to (guest upgrade, linking) is settled before the code is touched, so a bad Authorization header
    * (401) leaves the code usable. A 409 IDENTITY_IN_USE comes after the consume: the code is spent.
    */
-  async verify(input: VerifyInput, authorization: string | undefined, now = new Date()): Promise<TokenPair> {
-    const guestUserId = await this.deps.tokens.guestToUpgrade(authorization);
+  async verify(input: VerifyCredential, request: SignInRequest, now = new Date()): Promise<TokenPair> {
+    const call = { db: this.deps.db, tokens: this.deps.tokens, request };
+    const target = await signInTarget(call);
     let email: string | undefined;
     if ('token' in input) {
-      email = await consumeEmailToken(this.deps.db, this.deps.codes, input.token, now);
+      email = input.token === null ? undefined : await consumeEmailToken(this.deps.db, this.deps.codes, input.token, now);
       if (!email) throw unauthorized('The sign-in link is invalid, expired or already used', 'INVALID_LINK');
     } else {
-      if (!(await consumeEmailCode(this.deps.db, this.deps.codes, input.email, input.code, now))) {
+      const { email: address, code } = input;
+      if (address === null || code === null || !(await consumeEmailCode(this.deps.db, this.deps.codes, address, code, now))) {
         throw unauthorized('The code is wrong, expired or already used', 'INVALID_CODE');
       }
-      email = input.email;
+      email = address;
     }
-    const user = await signInWithIdentity(this.deps.db, { provider: 'email', subject: email, email, emailVerified: true }, guestUserId);
-    return this.deps.tokens.startSession(user);
+    return completeSignIn(call, { provider: 'email', subject: email, email, emailVerified: true }, target);
   }
 
   /** Expired rows go at most every 10 minutes per instance, after the answer. */

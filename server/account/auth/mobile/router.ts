@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { TokenPair } from '../../tokens/schemas.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
-import { signInWithIdentity } from '../../users/identities.js';
+import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
 import { verifyNativeIdToken } from './idtoken.js';
 
 export const MobileIdpaInput = z.object({
@@ -18,9 +18,9 @@ export const mobileRouter = router({
     .input(MobileIdpaInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
-      const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.request.authorization);
+      const call = signInCall(ctx);
+      const target = await signInTarget(call);
       const claim = await verifyNativeIdToken(ctx.services.oauth, { idToken: input.id_token, nonce: input.nonce, now: new Date() });
-      const user = await signInWithIdentity(ctx.services.store.db, claim, guestUserId);
-      return ctx.services.tokens.startSession(user);
+      return completeSignIn(call, claim, target);
     }),
 });

@@ -4,37 +4,37 @@
  * it is one conditional UPDATE, so of concurrent exchanges exactly one succeeds.
  */
 import { randomBytes } from 'node:crypto';
-import { conflict, unauthorized } from '../../../common/errors.js';
+import { unauthorized } from '../../../common/errors.js';
 import type { AccountDb } from '../../store.js';
-import type { SignedInUser } from '../../users/identities.js';
+import type { ClientInfo } from '../../users/activity.js';
+import { attachIdentity, identityInUse, type IdentityProvider, type SignedInUser } from '../../users/identities.js';
 import { sha256 } from './state.js';
 
 export async function issueAuthCode(
   db: AccountDb,
-  input: { userId: string; createdUser: boolean; now: Date; ttlSeconds: number },
+  input: { userId: string; provider: string; createdUser: boolean; now: Date; ttlSeconds: number },
 ): Promise<string> {
   const code = randomBytes(32).toString('base64url');
   await db.authCode.deleteMany({ where: { expiresAt: { lt: new Date(input.now.getTime() - 3600_000) } } });
   await db.authCode.create({
-    data: { codeHash: sha256(code), userId: input.userId, createdUser: input.createdUser, expiresAt: new Date(input.now.getTime() + input.ttlSeconds * 1000) },
+    data: { codeHash: sha256(code), userId: input.userId, provider: input.provider, createdUser: input.createdUser, expiresAt: new Date(input.now.getTime() + input.ttlSeconds * 1000) },
   });
   return code;
 }
 
 const invalidCode = () => unauthorized('The auth code is invalid, expired or already used', 'INVALID_AUTH_CODE');
-const identityInUse = () => conflict('This sign-in method already belongs to another account', 'IDENTITY_IN_USE');
 
 /**
- * Consumes the code and answers whose session to start. With a guest's token (design.md:
- * guest upgrade) the guest must end up as that user: either the callback already upgraded this
- * guest, or the callback created a fresh account for a new identity, which the guest then
- * adopts in place (the fresh, never-used account is removed). An identity of an older account
- * is never moved: 409 IDENTITY_IN_USE.
+ * Consumes the code and answers whose session to start, and by which method. With an access
+ * token (guest upgrade, linking: users/sign-in.ts) the caller must end up as that user: either
+ * the callback already attached the identity to it, or the callback created a fresh account for
+ * a new identity, which the caller then adopts in place (the fresh, never-used account is
+ * removed). An identity of an older account is never moved: 409 IDENTITY_IN_USE.
  */
 export async function exchangeAuthCode(
   db: AccountDb,
-  input: { code: string; now: Date; guestUserId: string | undefined },
-): Promise<Pick<SignedInUser, 'userId' | 'guest'>> {
+  input: { code: string; now: Date; linkUserId: string | undefined; client: ClientInfo },
+): Promise<Pick<SignedInUser, 'userId' | 'guest'> & { method: string }> {
   if (input.code.length > 256) throw invalidCode();
   const codeHash = sha256(input.code);
   const { count } = await db.authCode.updateMany({
@@ -42,29 +42,30 @@ export async function exchangeAuthCode(
     data: { usedAt: input.now },
   });
   if (count !== 1) throw invalidCode();
-  const row = await db.authCode.findUniqueOrThrow({ where: { codeHash }, select: { userId: true, createdUser: true } });
-  if (input.guestUserId && input.guestUserId !== row.userId) {
+  const row = await db.authCode.findUniqueOrThrow({ where: { codeHash }, select: { userId: true, createdUser: true, provider: true } });
+  const method = row.provider || 'oauth';
+  if (input.linkUserId && input.linkUserId !== row.userId) {
     if (!row.createdUser) throw identityInUse();
-    await adoptFreshAccount(db, { freshUserId: row.userId, guestUserId: input.guestUserId });
-    return { userId: input.guestUserId, guest: false };
+    await adoptFreshAccount(db, { freshUserId: row.userId, linkUserId: input.linkUserId, client: input.client });
+    return { userId: input.linkUserId, guest: false, method };
   }
   const user = await db.user.findUnique({ where: { id: row.userId }, select: { isGuest: true } });
   if (!user) throw invalidCode();
-  return { userId: row.userId, guest: user.isGuest };
+  return { userId: row.userId, guest: user.isGuest, method };
 }
 
-async function adoptFreshAccount(db: AccountDb, ids: { freshUserId: string; guestUserId: string }): Promise<void> {
+async function adoptFreshAccount(db: AccountDb, ids: { freshUserId: string; linkUserId: string; client: ClientInfo }): Promise<void> {
   await db.$transaction(async (tx) => {
     const fresh = await tx.user.findUnique({
       where: { id: ids.freshUserId },
-      select: { email: true, identities: { select: { id: true } }, _count: { select: { sessions: true } } },
+      select: { identities: { select: { provider: true, subject: true, email: true, emailVerified: true } }, _count: { select: { sessions: true } } },
     });
-    const guest = await tx.user.findUnique({ where: { id: ids.guestUserId }, select: { isGuest: true } });
+    const target = await tx.user.findUnique({ where: { id: ids.linkUserId }, select: { id: true, isGuest: true, email: true } });
+    const identity = fresh?.identities[0];
     // Anything but an untouched one-identity account means somebody else uses it: do not move.
-    if (!fresh || fresh.identities.length !== 1 || fresh._count.sessions > 0 || !guest?.isGuest) throw identityInUse();
-    await tx.identity.updateMany({ where: { userId: ids.freshUserId }, data: { userId: ids.guestUserId } });
+    if (!fresh || !identity || fresh.identities.length !== 1 || fresh._count.sessions > 0 || !target) throw identityInUse();
+    // The fresh account goes first, so its verified address is free for the target to take.
     await tx.user.delete({ where: { id: ids.freshUserId } });
-    await tx.identity.deleteMany({ where: { userId: ids.guestUserId, provider: 'guest' } });
-    await tx.user.update({ where: { id: ids.guestUserId }, data: { isGuest: false, ...(fresh.email ? { email: fresh.email } : {}) } });
+    await attachIdentity(tx, target, { ...identity, provider: identity.provider as IdentityProvider, email: identity.email ?? undefined }, ids.client);
   });
 }

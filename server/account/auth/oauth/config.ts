@@ -22,24 +22,41 @@ const optionalUrl = optionalString.pipe(providerUrl.optional());
 const list = (value: string | undefined) => (value ?? '').split(/[\s,]+/).filter(Boolean);
 
 export const oauthEnv = {
-  IDPA_ISSUER: optionalUrl,
-  IDPA_CLIENT_ID: optionalString,
-  IDPA_CLIENT_SECRET: optionalString,
-  IDPA_SCOPES: optionalString,
-  IDPA_MOBILE_CLIENT_IDS: optionalString,
-  IDPB_AUTHORIZE_URL: optionalUrl,
-  IDPB_TOKEN_URL: optionalUrl,
-  IDPB_USER_URL: optionalUrl,
-  /** `none` turns the e-mail list off (then only a user-info `email` with `email_verified: true` is trusted). */
-  IDPB_EMAILS_URL: optionalString.pipe(z.union([z.literal('none'), providerUrl]).optional()),
-  IDPB_CLIENT_ID: optionalString,
-  IDPB_CLIENT_SECRET: optionalString,
-  IDPB_SCOPES: optionalString,
-  IDPB_SUBJECT_FIELD: optionalString.pipe(z.string().regex(/^\w{1,64}$/, 'must be a field name').optional()),
-  IDPB_PKCE: optionalString.pipe(z.enum(['true', 'false']).optional()),
-  /** Lifetime of the one-time auth code; the spec's 60 s is also the ceiling (tests shorten it). */
-  AUTH_CODE_TTL_SECONDS: z.preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().int().min(1).max(60)),
-  OAUTH_PROVIDER_TIMEOUT_SECONDS: z.preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().int().min(1).max(60)),
+  IDPA_ISSUER: optionalUrl.meta({
+    description: "provider A's OpenID Connect issuer, found by discovery (`https://accounts.google.com`); http only on loopback",
+    default: 'unset → provider A off (503)',
+  }),
+  IDPA_CLIENT_ID: optionalString.meta({ description: "provider A's web client id", default: 'unset → browser flow off' }),
+  IDPA_CLIENT_SECRET: optionalString.meta({ description: "provider A's web client secret", default: 'unset → browser flow off' }),
+  IDPA_SCOPES: optionalString.meta({ description: 'scopes asked of provider A', default: '`openid email profile`', values: 'space-separated scopes' }),
+  IDPA_MOBILE_CLIENT_IDS: optionalString.meta({
+    description: 'client ids of the native apps whose ID tokens `POST /auth/mobile/idpa` accepts (`IDPA_CLIENT_ID` is always accepted too)',
+    values: 'comma-separated client ids',
+  }),
+  IDPB_AUTHORIZE_URL: optionalUrl.meta({ description: "provider B's authorization endpoint", default: '`https://github.com/login/oauth/authorize`' }),
+  IDPB_TOKEN_URL: optionalUrl.meta({ description: "provider B's token endpoint", default: '`https://github.com/login/oauth/access_token`' }),
+  IDPB_USER_URL: optionalUrl.meta({ description: 'user-info endpoint (a JSON object holding the subject)', default: '`https://api.github.com/user`' }),
+  IDPB_EMAILS_URL: optionalString.pipe(z.union([z.literal('none'), providerUrl]).optional()).meta({
+    description: 'GitHub-shaped `[{email, primary, verified}]` list; `none`: trust only a user-info `email` with `email_verified: true`',
+    default: '`https://api.github.com/user/emails`',
+    values: 'https URL (http on loopback) or `none`',
+  }),
+  IDPB_CLIENT_ID: optionalString.meta({ description: "provider B's OAuth app client id", default: 'unset → provider B off (503)' }),
+  IDPB_CLIENT_SECRET: optionalString.meta({ description: "provider B's OAuth app client secret", default: 'unset → provider B off (503)' }),
+  IDPB_SCOPES: optionalString.meta({ description: 'scopes asked of provider B', default: '`read:user user:email`', values: 'space-separated scopes' }),
+  IDPB_SUBJECT_FIELD: optionalString
+    .pipe(z.string().regex(/^\w{1,64}$/, 'must be a field name').optional())
+    .meta({ description: "user-info field that identifies the person (GitHub's numeric id: logins can be renamed)", default: '`id`', values: 'a field name' }),
+  IDPB_PKCE: optionalString
+    .pipe(z.enum(['true', 'false']).optional())
+    .meta({ description: 'send PKCE (S256); `false` for providers that refuse it', default: '`true`' }),
+  /** The contract's 60 s is also the ceiling (tests shorten it). */
+  AUTH_CODE_TTL_SECONDS: z
+    .preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().int().min(1).max(60))
+    .describe('lifetime in seconds of the one-time code an OAuth callback hands the web client for `POST /auth/exchange`'),
+  OAUTH_PROVIDER_TIMEOUT_SECONDS: z
+    .preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().int().min(1).max(60))
+    .describe('timeout in seconds of each call to a provider'),
 };
 
 type OAuthEnv = z.output<z.ZodObject<typeof oauthEnv>>;

@@ -1,5 +1,5 @@
 /**
- * The cookie that binds an OAuth transaction to the browser that started it (design.md):
+ * The cookie that binds an OAuth transaction to the browser that started it (docs/api.md, "Provider A and B"):
  * random value (its hash is stored with the state), HttpOnly, SameSite=Lax (sent on the
  * provider's top-level redirect back to us, not on cross-site subrequests), Secure on https,
  * scoped to the provider's OAuth path, and only as long-lived as the state itself.

@@ -14,6 +14,7 @@ import * as client from 'openid-client';
 import { AppError } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
 import type { AccountDb } from '../../store.js';
+import type { ClientInfo } from '../../users/activity.js';
 import { signInWithIdentity, type IdentityClaim } from '../../users/identities.js';
 import { issueAuthCode } from './codes.js';
 import { OAuthFailure, type OAuthErrorCode } from './failure.js';
@@ -22,6 +23,8 @@ import { consumeOAuthState, createOAuthState } from './state.js';
 
 export interface FlowDeps {
   db: AccountDb;
+  /** The browser that returns from the provider, for the activity log of a link. */
+  client: ClientInfo;
   providers: OAuthProviders;
   frontendUrl: string;
   log: Logger;
@@ -29,7 +32,7 @@ export interface FlowDeps {
 
 export async function startAuthorization(
   deps: FlowDeps,
-  input: { provider: OAuthProvider; guestUserId: string | undefined; now: Date },
+  input: { provider: OAuthProvider; linkUserId: string | undefined; now: Date },
 ): Promise<{ location: string; browserSecret: string }> {
   const configuration = await deps.providers.configuration(input.provider);
   const started = await createOAuthState(deps.db, input);
@@ -61,8 +64,8 @@ export async function finishAuthorization(
       throw new OAuthFailure(input.params.error === 'access_denied' ? 'access_denied' : 'provider_error', `provider answered error=${input.params.error.slice(0, 100)}`);
     }
     const claim = await identityFromProvider(deps.providers, input.provider, input.params, state);
-    const user = await signInWithIdentity(deps.db, claim, state.guestUserId);
-    const code = await issueAuthCode(deps.db, { userId: user.userId, createdUser: user.created, now: input.now, ttlSeconds: input.authCodeTtlSeconds });
+    const user = await signInWithIdentity(deps.db, claim, state.linkUserId, deps.client);
+    const code = await issueAuthCode(deps.db, { userId: user.userId, provider: input.provider, createdUser: user.created, now: input.now, ttlSeconds: input.authCodeTtlSeconds });
     landing.searchParams.set('code', code);
   } catch (error) {
     const code = failureCode(error);

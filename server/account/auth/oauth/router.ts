@@ -1,13 +1,14 @@
 /**
  * Browser OAuth with provider A (OpenID Connect) and provider B (OAuth 2), and the one-time
  * code exchange. REST: GET /auth/oauth/{idpa,idpb}[/callback] (302s), POST /auth/exchange.
- * tRPC only: `authorizationUrl`, the start for a signed-in guest (the guest's Authorization
- * header binds the guest to the state; the client then navigates to the returned URL).
+ * tRPC only: `authorizationUrl`, the start for a signed-in user (the Authorization header binds
+ * the account — a guest to upgrade or a full account linking — to the state; the client then navigates to the returned URL).
  */
 import { z } from 'zod';
 import { AppError } from '../../../common/errors.js';
 import { TokenPair } from '../../tokens/schemas.js';
 import { clientKeyOf, publicProcedure, rateLimited, requestLog, router, type AccountContext } from '../../trpc.js';
+import { openSession, signInCall, signInTarget } from '../../users/sign-in.js';
 import { exchangeAuthCode } from './codes.js';
 import { bindingCookie, bindingCookieName, clearedBindingCookie } from './cookies.js';
 import { finishAuthorization, startAuthorization, type FlowDeps } from './flow.js';
@@ -16,14 +17,15 @@ import { AuthorizationUrlInput, CallbackQuery, ExchangeInput, Redirect } from '.
 
 const deps = (ctx: AccountContext): FlowDeps => ({
   db: ctx.services.store.db,
+  client: ctx.request.client,
   providers: ctx.services.oauth,
   frontendUrl: ctx.services.config.frontendUrl,
   log: requestLog(ctx),
 });
 
 async function start(ctx: AccountContext, provider: OAuthProvider) {
-  const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.request.authorization);
-  const { location, browserSecret } = await startAuthorization(deps(ctx), { provider, guestUserId, now: new Date() });
+  const target = await signInTarget(signInCall(ctx));
+  const { location, browserSecret } = await startAuthorization(deps(ctx), { provider, linkUserId: target?.userId, now: new Date() });
   ctx.request.setHeader('Cache-Control', 'no-store');
   ctx.request.setHeader('Set-Cookie', bindingCookie(provider, browserSecret, ctx.services.config.baseUrl));
   return { location };
@@ -90,8 +92,9 @@ export const oauthRouter = router({
     .input(ExchangeInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
-      const guestUserId = await ctx.services.tokens.guestToUpgrade(ctx.request.authorization);
-      const user = await exchangeAuthCode(ctx.services.store.db, { code: input.code, now: new Date(), guestUserId });
-      return ctx.services.tokens.startSession(user);
+      const call = signInCall(ctx);
+      const target = await signInTarget(call);
+      const user = await exchangeAuthCode(ctx.services.store.db, { code: input.code, now: new Date(), linkUserId: target?.userId, client: ctx.request.client });
+      return openSession(call, user, user.method);
     }),
 });

@@ -29,7 +29,7 @@ export interface StartedState {
 
 export async function createOAuthState(
   db: AccountDb,
-  input: { provider: OAuthProvider; guestUserId: string | undefined; now: Date },
+  input: { provider: OAuthProvider; linkUserId: string | undefined; now: Date },
 ): Promise<StartedState> {
   const state = client.randomState();
   const browserSecret = randomBytes(32).toString('base64url');
@@ -44,7 +44,7 @@ export async function createOAuthState(
       codeVerifier,
       nonce,
       browserHash: sha256(browserSecret),
-      guestUserId: input.guestUserId ?? null,
+      guestUserId: input.linkUserId ?? null,
       expiresAt: new Date(input.now.getTime() + STATE_TTL_SECONDS * 1000),
     },
   });
@@ -54,7 +54,7 @@ export async function createOAuthState(
 export interface ConsumedState {
   codeVerifier: string;
   nonce: string;
-  guestUserId: string | undefined;
+  linkUserId: string | undefined;
 }
 
 const sameHash = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -75,5 +75,5 @@ export async function consumeOAuthState(
   if (!input.browserSecret || !sameHash(sha256(input.browserSecret), row.browserHash)) {
     throw new OAuthFailure('invalid_state', 'state not bound to this browser');
   }
-  return { codeVerifier: row.codeVerifier, nonce: row.nonce, guestUserId: row.guestUserId ?? undefined };
+  return { codeVerifier: row.codeVerifier, nonce: row.nonce, linkUserId: row.guestUserId ?? undefined };
 }

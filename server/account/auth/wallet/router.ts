@@ -1,6 +1,6 @@
 import { TokenPair } from '../../tokens/schemas.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
-import { signInWithIdentity } from '../../users/identities.js';
+import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
 import { JsonRpcClient } from './rpc.js';
 import { WalletChallenge, WalletChallengeInput, WalletVerifyInput } from './schemas.js';
 import { issueChallenge, verifySignIn } from './siwe.js';
@@ -13,7 +13,7 @@ export const walletRouter = router({
     .output(WalletChallenge)
     .mutation(({ ctx, input }) => issueChallenge({ db: ctx.services.store.db, config: ctx.services.config, address: input.address, now: new Date() })),
 
-  /** `Authorization: Bearer <guest access token>` upgrades that guest in place (design.md). */
+  /** `Authorization: Bearer <access token>` attaches the wallet to that account: guest upgrade or linking (users/sign-in.ts). */
   verify: publicProcedure
     .use(rateLimited('auth.wallet.verify'))
     .meta({ openapi: { method: 'POST', path: '/auth/wallet/verify', protect: false, summary: 'Sign in with the signed challenge' } })
@@ -21,10 +21,10 @@ export const walletRouter = router({
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
       const { services } = ctx;
-      const guestUserId = await services.tokens.guestToUpgrade(ctx.request.authorization);
+      const call = signInCall(ctx);
+      const target = await signInTarget(call);
       const rpc = services.config.rpcUrl ? new JsonRpcClient(services.config.rpcUrl) : undefined;
       const wallet = await verifySignIn({ db: services.store.db, config: services.config, input, now: new Date(), rpc });
-      const user = await signInWithIdentity(services.store.db, { provider: 'wallet', subject: wallet.address }, guestUserId);
-      return services.tokens.startSession(user);
+      return completeSignIn(call, { provider: 'wallet', subject: wallet.address }, target);
     }),
 });

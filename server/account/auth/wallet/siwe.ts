@@ -1,5 +1,5 @@
 /**
- * Sign-In with Ethereum (EIP-4361), design.md "Wallet".
+ * Sign-In with Ethereum (EIP-4361), docs/api.md, "Wallet sign-in".
  *
  * Challenge: a message naming our domain and URI (from FRONTEND_URL: the page the user signs
  * in on), WALLET_CHAIN_ID, a login sentence, a random 128-bit nonce, issued-at and a 5-minute

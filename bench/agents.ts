@@ -1,0 +1,207 @@
+/**
+ * `npm run bench:agents` (and part of `npm run bench`): what an idle agent costs the host, this
+ * tree's build side by side with a baseline's (the agent as it was before it got lighter).
+ *
+ * For each side, BENCH_AGENTS (20; 10 with BENCH_QUICK=1) compiled agent processes are started
+ * one after another, as new guests' first calls start them: a new workspace each, spawn → first
+ * `/health` answer timed (the cold start), then one chat message answered by a scripted model on
+ * loopback. Then they all sit idle and each one's RSS is read from /proc after
+ * BENCH_IDLE_SECONDS (45; 30 with BENCH_QUICK=1): V8 gives back the young generation it grew
+ * during start-up once a process has been idle for a while (10–40 s here), and an idle agent
+ * lives for AGENT_IDLE_TIMEOUT (30 min), so that is the figure that adds up on a host. RSS right
+ * at `/health` is reported too. Then all are stopped and started again on their workspaces (an
+ * agent coming back after its idle stop) and measured the same way. Sides alternate between
+ * rounds (BENCH_AGENT_ROUNDS, 1 by default: about 5 minutes with 20 agents).
+ *
+ * The baseline is BENCH_BASELINE (a commit; default: the last one before lighter agents),
+ * extracted with `git archive` into a temporary directory, with this tree's node_modules linked
+ * in, its own Prisma client generated and its own build made there (kept for the next run, per
+ * commit). Every agent listens on loopback only.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort } from '../server/common/net.js';
+import { buildIfStale } from '../scripts/build.js';
+import { startScriptedModel } from '../test/support/scripted-model.js';
+import { median, root, rssOf, runIfEntry, stop, table } from './lib/harness.js';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const COUNT = Math.min(50, Number(process.env.BENCH_AGENTS ?? (QUICK ? 10 : 20)));
+const IDLE_SECONDS = Math.min(120, Number(process.env.BENCH_IDLE_SECONDS ?? (QUICK ? 30 : 45)));
+const ROUNDS = Math.min(5, Number(process.env.BENCH_AGENT_ROUNDS ?? 1));
+/** The last commit before lighter agents (issue 28, item 7). */
+const BASELINE = process.env.BENCH_BASELINE ?? '56a8cf0';
+const START_TIMEOUT_MS = 30_000;
+const SECRET = 'bench-secret-0123456789';
+
+type Side = 'baseline' | 'lighter';
+type Phase = 'new workspace' | 'restart';
+
+export interface AgentSample {
+  coldStartMs: number;
+  firstReplyMs: number;
+  rssAtHealthMb: number;
+  rssIdleMb: number;
+}
+
+export interface AgentsResults {
+  date: string;
+  count: number;
+  idleSeconds: number;
+  rounds: number;
+  baseline: string;
+  samples: Record<Side, Record<Phase, AgentSample[]>>;
+  rows: Array<{ side: Side; phase: Phase; coldStartMedianMs: number; coldStartMaxMs: number; firstReplyMedianMs: number; rssAtHealthMeanMb: number; rssIdleMeanMb: number; rssIdleMaxMb: number }>;
+  ratios: Record<Phase, { coldStart: number; rssIdleMean: number; rssIdleMax: number }>;
+}
+
+const git = (args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
+
+/** The baseline's tree with its own build (made once per commit). */
+async function baselineTree(ref: string): Promise<string> {
+  const sha = git(['rev-parse', `${ref}^{commit}`]);
+  const dir = path.join(tmpdir(), `agent-bench-baseline-${sha.slice(0, 12)}`);
+  if (existsSync(path.join(dir, 'dist', '.build-stamp'))) return dir;
+  console.log(`preparing the baseline (${sha.slice(0, 12)}) in ${dir}`);
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  execFileSync('tar', ['-x', '-C', dir], { input: execFileSync('git', ['archive', '--format=tar', sha], { cwd: root, maxBuffer: 1 << 30 }) });
+  await symlink(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
+  const run = (script: string, args: string[]) => execFileSync(process.execPath, ['--import', 'tsx', script, ...args], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  run('scripts/db.ts', ['generate']);
+  run('scripts/build.ts', ['--server']);
+  return dir;
+}
+
+async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
+  const until = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`agent exited with ${child.exitCode} before answering ${url}`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) throw new Error(`${url} did not answer within ${START_TIMEOUT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+interface Running {
+  child: ChildProcess;
+  coldStartMs: number;
+  firstReplyMs: number;
+  rssAtHealthMb: number;
+}
+
+async function startOne(tree: string, workspace: string, modelSpec: string): Promise<Running> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const started = performance.now();
+  const child = spawn(process.execPath, [path.join(tree, 'dist/server/agent/main.js')], {
+    cwd: tree,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', AGENT_PORT: String(port), AGENT_SECRET: SECRET, AGENT_WORKSPACE: workspace, MODEL: modelSpec, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  try {
+    await waitForHealth(`${url}/health`, child);
+    const coldStartMs = performance.now() - started;
+    const rssAtHealthMb = (await rssOf(child.pid ?? 0)) / 2 ** 20;
+    const sent = performance.now();
+    const reply = await fetch(`${url}/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${SECRET}` },
+      body: JSON.stringify({ chat_id: 'bench', message: 'hello' }),
+      signal: AbortSignal.timeout(START_TIMEOUT_MS),
+    });
+    const body = await reply.text();
+    if (!reply.ok || !body.includes('"type":"done"')) throw new Error(`chat answered ${reply.status}: ${body.slice(0, 200)}`);
+    return { child, coldStartMs, firstReplyMs: performance.now() - sent, rssAtHealthMb };
+  } catch (error) {
+    await stop(child, 'SIGKILL');
+    throw error;
+  }
+}
+
+/** Starts one agent per workspace in turn, lets them idle, reads their RSS, stops them. */
+async function phase(tree: string, workspaces: string[], modelSpec: string): Promise<AgentSample[]> {
+  const running: Running[] = [];
+  try {
+    for (const workspace of workspaces) running.push(await startOne(tree, workspace, modelSpec));
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
+    const samples: AgentSample[] = [];
+    for (const agent of running) {
+      samples.push({ coldStartMs: agent.coldStartMs, firstReplyMs: agent.firstReplyMs, rssAtHealthMb: agent.rssAtHealthMb, rssIdleMb: (await rssOf(agent.child.pid ?? 0)) / 2 ** 20 });
+    }
+    return samples;
+  } finally {
+    await Promise.all(running.map((agent) => stop(agent.child)));
+  }
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
+export async function agentsBench(): Promise<AgentsResults> {
+  await buildIfStale({ web: false });
+  const trees: Record<Side, string> = { baseline: await baselineTree(BASELINE), lighter: root };
+  const model = await startScriptedModel({ responder: () => ({ text: 'hi' }) });
+  const samples: AgentsResults['samples'] = { baseline: { 'new workspace': [], restart: [] }, lighter: { 'new workspace': [], restart: [] } };
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const side of round % 2 === 0 ? (['baseline', 'lighter'] as const) : (['lighter', 'baseline'] as const)) {
+        const workspaces = await Promise.all(Array.from({ length: COUNT }, () => mkdtemp(path.join(tmpdir(), 'bench-agent-'))));
+        try {
+          for (const which of ['new workspace', 'restart'] as const) {
+            console.log(`  round ${round + 1}/${ROUNDS}, ${side}: ${COUNT} agents, ${which}, then ${IDLE_SECONDS} s idle`);
+            samples[side][which].push(...(await phase(trees[side], workspaces, model.modelSpec)));
+          }
+        } finally {
+          await Promise.all(workspaces.map((dir) => rm(dir, { recursive: true, force: true })));
+        }
+      }
+    }
+  } finally {
+    await model.close();
+  }
+  const rows = (['baseline', 'lighter'] as const).flatMap((side) =>
+    (['new workspace', 'restart'] as const).map((which) => {
+      const s = samples[side][which];
+      return {
+        side,
+        phase: which,
+        coldStartMedianMs: Math.round(median(s.map((x) => x.coldStartMs))),
+        coldStartMaxMs: Math.round(Math.max(...s.map((x) => x.coldStartMs))),
+        firstReplyMedianMs: Math.round(median(s.map((x) => x.firstReplyMs))),
+        rssAtHealthMeanMb: round1(mean(s.map((x) => x.rssAtHealthMb))),
+        rssIdleMeanMb: round1(mean(s.map((x) => x.rssIdleMb))),
+        rssIdleMaxMb: round1(Math.max(...s.map((x) => x.rssIdleMb))),
+      };
+    }),
+  );
+  const row = (side: Side, which: Phase) => rows.find((r) => r.side === side && r.phase === which)!;
+  const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+  const ratios = Object.fromEntries(
+    (['new workspace', 'restart'] as const).map((which) => {
+      const [l, b] = [row('lighter', which), row('baseline', which)];
+      return [which, { coldStart: ratio(l.coldStartMedianMs, b.coldStartMedianMs), rssIdleMean: ratio(l.rssIdleMeanMb, b.rssIdleMeanMb), rssIdleMax: ratio(l.rssIdleMaxMb, b.rssIdleMaxMb) }];
+    }),
+  ) as AgentsResults['ratios'];
+  return { date: new Date().toISOString(), count: COUNT, idleSeconds: IDLE_SECONDS, rounds: ROUNDS, baseline: git(['rev-parse', '--short', `${BASELINE}^{commit}`]), samples, rows, ratios };
+}
+
+export function printAgentsTables(results: AgentsResults): void {
+  console.log(`\nIdle agents (${results.count} compiled agent processes per side, started in turn, one chat message each, RSS after ${results.idleSeconds} s idle; baseline ${results.baseline}):`);
+  console.log(
+    table(
+      ['side', 'workspace', 'cold start median ms', 'cold start max ms', 'first reply median ms', 'RSS at /health mean MB', 'idle RSS mean MB', 'idle RSS max MB', '≤ 100 MB'],
+      results.rows.map((r) => [r.side, r.phase, r.coldStartMedianMs, r.coldStartMaxMs, r.firstReplyMedianMs, r.rssAtHealthMeanMb, r.rssIdleMeanMb, r.rssIdleMaxMb, r.rssIdleMaxMb <= 100 ? 'met' : 'MISSED']),
+    ),
+  );
+  for (const [which, r] of Object.entries(results.ratios)) console.log(`${which}: lighter / baseline = cold start ${r.coldStart}×, idle RSS mean ${r.rssIdleMean}×, max ${r.rssIdleMax}×`);
+}
+
+await runIfEntry(import.meta.url, 'agents.json', agentsBench, printAgentsTables);

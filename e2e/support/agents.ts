@@ -1,0 +1,47 @@
+/**
+ * The e2e product's local agent processes, found under its data directory
+ * (playwright.config.ts: test-results/e2e-data), so a spec can kill one the way a crash would.
+ * Each agent is the outermost process of its cgroup (`agent-sandbox/<agent id>.<launch>`, when
+ * sandboxed) or that names its workspace in its environment (when it runs unsandboxed).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+const AGENTS = `${path.resolve('test-results/e2e-data/agents')}/`;
+
+const read = (file: string) => {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+};
+
+/** Agent id → pids of the processes that are its outermost ones. */
+export function agentProcesses(): Map<string, number[]> {
+  const agentOf = new Map<number, string>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const sandboxed = /agent-sandbox\/([\w-]+)\.\d+/.exec(read(`/proc/${entry}/cgroup`));
+    if (sandboxed) {
+      agentOf.set(Number(entry), sandboxed[1]!);
+      continue;
+    }
+    const words = read(`/proc/${entry}/environ`).split('\0');
+    const hit = words.map((w) => w.slice(w.indexOf(AGENTS))).find((w) => w.startsWith(AGENTS));
+    if (hit) agentOf.set(Number(entry), hit.slice(AGENTS.length).split('/')[0]!);
+  }
+  const result = new Map<string, number[]>();
+  for (const [pid, agent] of agentOf) {
+    const stat = read(`/proc/${pid}/stat`);
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (agentOf.get(parent) === agent) continue;
+    result.set(agent, [...(result.get(agent) ?? []), pid]);
+  }
+  return result;
+}
+
+/** SIGKILL to the given pids (processes the e2e run itself started, through the product). */
+export function killNow(pids: number[]): void {
+  for (const pid of pids) process.kill(pid, 'SIGKILL');
+}

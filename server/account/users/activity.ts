@@ -1,0 +1,59 @@
+/**
+ * The security activity log a user sees (docs/api.md, "Account self-service"): sign-ins with
+ * their method, a refresh-token reuse and the session it ended, identities linked and unlinked,
+ * sessions revoked, logout everywhere, passkeys added.
+ *
+ * Each event is written by the statement or transaction that does what it records (sessions.ts,
+ * identities.ts, account.ts, passkeys), so the log never claims what did not happen nor misses
+ * what did. Events are kept 90 days; `pruneActivity` runs in the background (services.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Prisma } from '../../generated/account/client.js';
+import type { AccountDb } from '../store.js';
+
+export const ACTIVITY_TYPES = ['sign_in', 'refresh_token_reused', 'identity_linked', 'identity_unlinked', 'session_revoked', 'logout_all', 'passkey_added'] as const;
+export type ActivityType = (typeof ACTIVITY_TYPES)[number];
+
+export const ACTIVITY_RETENTION_MS = 90 * 24 * 60 * 60 * 1000;
+
+/** Where a request came from, as far as the account service can tell (request.ts). */
+export interface ClientInfo {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+export const NO_CLIENT: ClientInfo = { ip: null, userAgent: null };
+
+/** User agents are free text from the client: bounded before they are stored. */
+export const boundedUserAgent = (value: string | undefined): string | null => (value ? value.slice(0, 512) : null);
+
+export interface ActivityEvent {
+  type: ActivityType;
+  detail?: Record<string, string>;
+}
+
+/** The row for `tx.activityEvent.create`, inside the caller's transaction. */
+export const activityRow = (userId: string, event: ActivityEvent, client: ClientInfo, at = new Date()): Prisma.ActivityEventUncheckedCreateInput => ({
+  id: randomUUID(),
+  userId,
+  type: event.type,
+  at,
+  ip: client.ip,
+  userAgent: client.userAgent,
+  detail: event.detail ?? {},
+});
+
+export async function listActivity(db: AccountDb, userId: string, now = new Date()) {
+  const rows = await db.activityEvent.findMany({
+    where: { userId, at: { gt: new Date(now.getTime() - ACTIVITY_RETENTION_MS) } },
+    orderBy: [{ at: 'desc' }, { id: 'asc' }],
+    take: 500,
+    select: { type: true, at: true, ip: true, userAgent: true, detail: true },
+  });
+  return rows.map((row) => ({ type: row.type as ActivityType, at: row.at, ip: row.ip, user_agent: row.userAgent, detail: (row.detail ?? {}) as Record<string, string> }));
+}
+
+export async function pruneActivity(db: AccountDb, now = new Date()): Promise<number> {
+  const { count } = await db.activityEvent.deleteMany({ where: { at: { lt: new Date(now.getTime() - ACTIVITY_RETENTION_MS) } } });
+  return count;
+}

@@ -1,0 +1,73 @@
+/** Account self-service: who am I, sessions, linked methods, activity (users/account.ts and tokens/sessions.ts). */
+import { z } from 'zod';
+import { notFound } from '../../common/errors.js';
+import { listSessions, revokeOwnSession } from '../tokens/sessions.js';
+import { rateLimited, router, userProcedure } from '../trpc.js';
+import { listActivity } from './activity.js';
+import { getAccount, unlinkIdentity, utc } from './account.js';
+import { deleteAccount } from './delete.js';
+import { renamePasskey } from '../auth/passkey/service.js';
+import { RenamePasskeyInput } from '../auth/passkey/schemas.js';
+import { Account, Activity, IdInput, Sessions } from './schemas.js';
+
+const reading = userProcedure.use(rateLimited('account.read'));
+const changing = userProcedure.use(rateLimited('account.change'));
+
+export const accountRouter = router({
+  get: reading
+    .meta({ openapi: { method: 'GET', path: '/account', summary: 'The signed-in account and every sign-in method linked to it' } })
+    .input(z.void())
+    .output(Account)
+    .query(({ ctx }) => getAccount(ctx.services.store.db, ctx.user.userId)),
+
+  sessions: reading
+    .meta({ openapi: { method: 'GET', path: '/account/sessions', summary: 'Where the account is signed in, newest first' } })
+    .input(z.void())
+    .output(Sessions)
+    .query(async ({ ctx }) => ({
+      sessions: (await listSessions(ctx.services.store.db, ctx.user.userId)).map((s) => ({
+        id: s.id,
+        created_at: utc(s.createdAt),
+        last_used_at: utc(s.lastUsedAt),
+        user_agent: s.userAgent,
+        ip: s.ip,
+        current: s.id === ctx.user.sessionId,
+      })),
+    })),
+
+  revokeSession: changing
+    .meta({ openapi: { method: 'DELETE', path: '/account/sessions/{id}', summary: 'End one session of the account (204); its tokens stop at once' }, rest: { kind: 'empty' } })
+    .input(IdInput)
+    .output(z.void())
+    .mutation(async ({ ctx, input }) => {
+      if (!(await revokeOwnSession(ctx.services.store.db, ctx.user.userId, input.id, ctx.request.client))) throw notFound('No such session on this account', 'SESSION_NOT_FOUND');
+      ctx.services.tokens.sessions.markRevoked([input.id]);
+    }),
+
+  unlinkIdentity: changing
+    .meta({ openapi: { method: 'DELETE', path: '/account/identities/{id}', summary: 'Remove a sign-in method (204); 409 LAST_IDENTITY for the last one' }, rest: { kind: 'empty' } })
+    .input(IdInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => unlinkIdentity(ctx.services.store.db, ctx.user.userId, input.id, ctx.request.client)),
+
+  delete: changing
+    .meta({ openapi: { method: 'DELETE', path: '/account', summary: 'Delete the account, its methods, sessions, activity and agent (204); needs a sign-in within 10 minutes' }, rest: { kind: 'empty' } })
+    .input(z.void())
+    .output(z.void())
+    .mutation(({ ctx }) => deleteAccount(ctx.services, ctx.user.userId, ctx.user.sessionId)),
+
+  renamePasskey: changing
+    .meta({ openapi: { method: 'PATCH', path: '/account/passkeys/{id}', summary: 'Rename a passkey (id: its identity id); answers the account' } })
+    .input(RenamePasskeyInput)
+    .output(Account)
+    .mutation(async ({ ctx, input }) => {
+      await renamePasskey(ctx.services.store.db, ctx.user.userId, input.id, input.name);
+      return getAccount(ctx.services.store.db, ctx.user.userId);
+    }),
+
+  activity: reading
+    .meta({ openapi: { method: 'GET', path: '/account/activity', summary: 'Security activity of the last 90 days, newest first' } })
+    .input(z.void())
+    .output(Activity)
+    .query(async ({ ctx }) => ({ events: (await listActivity(ctx.services.store.db, ctx.user.userId)).map((e) => ({ ...e, at: utc(e.at) })) })),
+});

@@ -1,0 +1,29 @@
+/** Wire shapes of account self-service (docs/api.md, "Account self-service"). */
+import { z } from 'zod';
+import { ACTIVITY_TYPES } from './activity.js';
+
+/** UTC, ISO 8601 without a zone suffix. */
+const Timestamp = z.string().meta({ description: 'UTC, ISO 8601 without a zone suffix' });
+
+export const IdentityMethod = z.enum(['email', 'idpa', 'idpb', 'wallet', 'passkey']);
+
+export const Identity = z
+  .object({ id: z.string(), method: IdentityMethod, label: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() })
+  .meta({ id: 'Identity' });
+
+export const Account = z.object({ user_id: z.string(), guest: z.boolean(), created_at: Timestamp, identities: z.array(Identity) }).meta({ id: 'Account' });
+
+export const Session = z
+  .object({ id: z.string(), created_at: Timestamp, last_used_at: Timestamp, user_agent: z.string().nullable(), ip: z.string().nullable(), current: z.boolean() })
+  .meta({ id: 'Session' });
+
+export const Sessions = z.object({ sessions: z.array(Session) });
+
+export const ActivityEvent = z
+  .object({ type: z.enum(ACTIVITY_TYPES), at: Timestamp, ip: z.string().nullable(), user_agent: z.string().nullable(), detail: z.record(z.string(), z.string()) })
+  .meta({ id: 'ActivityEvent' });
+
+export const Activity = z.object({ events: z.array(ActivityEvent) });
+
+/** Path ids: anything else than a short string is refused before it reaches a query. */
+export const IdInput = z.object({ id: z.string().min(1).max(64) });

@@ -1,0 +1,35 @@
+/**
+ * The one pipeline every verify endpoint ends in (e-mail, OAuth exchange, native ID token,
+ * wallet, passkey): 1. settle whom the caller is (`signInTarget`: an access token names the
+ * account a new identity attaches to — a guest to upgrade or a full account linking a method),
+ * before any single-use credential is consumed, so a bad header (401) spends nothing; 2. the
+ * method verifies its credential into an identity claim; 3. `completeSignIn` finds, creates or
+ * links the account and opens a session. Guest upgrade and linking are therefore the same code.
+ */
+import type { AccountRequest } from '../request.js';
+import type { AccountDb } from '../store.js';
+import type { TokenPair } from '../tokens/jwt.js';
+import type { LinkTarget, TokenService } from '../tokens/service.js';
+import type { AccountContext } from '../trpc.js';
+import { signInWithIdentity, type IdentityClaim, type SignedInUser } from './identities.js';
+
+export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client'>;
+
+export interface SignInCall {
+  db: AccountDb;
+  tokens: TokenService;
+  request: SignInRequest;
+}
+
+export const signInCall = (ctx: AccountContext): SignInCall => ({ db: ctx.services.store.db, tokens: ctx.services.tokens, request: ctx.request });
+
+export const signInTarget = (call: SignInCall): Promise<LinkTarget | undefined> => call.tokens.linkTarget(call.request.authorization);
+
+export async function completeSignIn(call: SignInCall, claim: IdentityClaim, target: LinkTarget | undefined): Promise<TokenPair> {
+  const user = await signInWithIdentity(call.db, claim, target?.userId, call.request.client);
+  return openSession(call, user, claim.provider);
+}
+
+/** For flows whose account is already settled (the OAuth exchange): just the session. */
+export const openSession = (call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'>, method: string): Promise<TokenPair> =>
+  call.tokens.startSession(user, { client: call.request.client, method });
