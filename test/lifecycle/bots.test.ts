@@ -5,7 +5,8 @@
  *   sealed at rest and never answered, owner pairing with a one-time code, a polling agent is not
  *   put to sleep and answers later messages, disconnect.
  * - Webhook mode: setWebhook under /api/v1/telegram/ with a secret, the agent sleeps, a message
- *   wakes it and is answered, a wrong secret is refused and nothing is delivered.
+ *   wakes it and is answered, a wrong secret is refused and nothing is delivered; deleting the
+ *   account deletes the webhook.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
@@ -212,5 +213,16 @@ describe('webhook mode', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(model.requests.length).toBe(modelCalls);
     expect(rig.fake.textsTo(alice.id)).toHaveLength(texts);
+  });
+
+  it('deleting the account removes its bot: the webhook is deleted and a push to the old address finds nothing', async () => {
+    const leaving = await rig.fullUser('hook-leaving');
+    expect((await rig.call(leaving, 'PUT', '/agent/messenger/bot', { token: rig.fake.token })).status).toBe(200);
+    const hook = rig.fake.webhook()!;
+    expect((await rig.call(leaving, 'DELETE', '/account')).status).toBe(204);
+    expect(rig.fake.webhook()).toBeUndefined();
+    const update = { update_id: 99_002, message: { message_id: 2, date: 0, from: { ...alice, is_bot: false }, chat: { id: alice.id, type: 'private' }, text: 'anyone there?' } };
+    const res = await fetch(hook.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': hook.secret! }, body: JSON.stringify(update) });
+    expect(res.status).toBe(404);
   });
 });
