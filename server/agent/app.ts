@@ -42,10 +42,10 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
     url: server.url,
     services,
     async close() {
-      // Runs get the grace period to finish; the bot stops next (no new runs from Telegram;
-      // it still delivers the runs' ends), then what is left is interrupted: each such run ends
-      // with an `error` saying so, and the streams end with `done` instead of holding the
-      // server open.
+      // Runs get the grace period to finish, then what is left is interrupted: each such run
+      // ends with an `error` saying so and its stream with `done`, instead of holding the server
+      // open. The bot stops after that, so it still delivers those ends; a run it started in
+      // the meantime is interrupted by the second close.
       await services.drain(config.stopGraceMs);
       await services.chat.close();
       await services.messenger.stop();
