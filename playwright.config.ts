@@ -8,6 +8,8 @@ const idpaPort = portBase + 10;
 const idpbPort = portBase + 11;
 // The scripted model the product's agents talk to (e2e/support/model.ts).
 const modelPort = portBase + 12;
+// The fake Bot API for the Messenger page (e2e/support/telegram.ts).
+const telegramPort = portBase + 13;
 const client = { id: 'web-client', secret: 'web-secret-0123456789' };
 const providerEnv = {
   IDPA_ISSUER: `http://127.0.0.1:${idpaPort}`,
@@ -22,6 +24,7 @@ const providerEnv = {
   // Short enough for e2e/oauth.spec.ts to wait out an expired code; the product's default is the spec's 60 s.
   AUTH_CODE_TTL_SECONDS: '8',
   MODEL: `openai-compatible:http://127.0.0.1:${modelPort}/v1#scripted`,
+  TELEGRAM_API_ROOT: `http://127.0.0.1:${telegramPort}`,
   // Browsers refuse passkeys on an IP address: e2e/account.spec.ts uses the web client at localhost for them.
   WEBAUTHN_RP_ID: 'localhost',
   WEBAUTHN_ORIGIN: `http://localhost:${accountPort}`,
@@ -56,6 +59,13 @@ export default defineConfig({
       timeout: 60_000,
       reuseExistingServer: false,
       env: { E2E_MODEL_PORT: String(modelPort) },
+    },
+    {
+      command: 'npx tsx e2e/support/telegram.ts',
+      port: telegramPort,
+      timeout: 60_000,
+      reuseExistingServer: false,
+      env: { E2E_TELEGRAM_PORT: String(telegramPort) },
     },
     {
       // The product exactly as `npm start` runs it (compiled, built first when stale), on a throw-away data directory.

@@ -8,7 +8,8 @@ import { accountRouter } from '../server/account/router.js';
 import type { AccountContext } from '../server/account/trpc.js';
 import { proxyToOwnAgent } from '../server/account/agents/http-proxy.js';
 import type { AccountServices } from '../server/account/services.js';
-import { badRequest } from '../server/common/errors.js';
+import { badRequest, notFound } from '../server/common/errors.js';
+import { jsonBody } from '../server/common/http.js';
 import { mountJsonProcedures } from './json.js';
 import { openApiDocument } from './openapi.js';
 import { RouteTable } from './routes.js';
@@ -33,6 +34,17 @@ export function mountAccountBridge(api: IRouter, services: AccountServices, cont
     res.locals.route = '/agent/*';
     return proxyToOwnAgent(services, req, res, agentTarget(req.originalUrl.slice(`${req.baseUrl}/agent`.length)));
   });
+
+  // Telegram's pushes for a user's bot (webhook mode, messenger/bots.ts): authenticated by the
+  // secret_token header, answered once the agent accepted the update.
+  table.add('post', '/telegram/{webhook_id}/webhook', [
+    jsonBody,
+    async (req, res) => {
+      if (!services.bots) throw notFound('No such webhook', 'WEBHOOK_NOT_FOUND');
+      await services.bots.relay(String(req.params.webhook_id), req.get('x-telegram-bot-api-secret-token'), req.body);
+      res.json({ ok: true });
+    },
+  ]);
 
   let document: Promise<unknown> | undefined;
   table.add('get', '/openapi.json', [

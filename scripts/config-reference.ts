@@ -105,11 +105,11 @@ this page does not list.
 `;
 
 const AGENT_NOTE = `A local agent (\`AGENT_PROVISIONER=local\`) is started by the account service, which sets its
-secret, socket, workspace, quota and sandbox itself, hands it the model settings of its own
-configuration (never a key: the egress gateway adds keys on the way out), and passes on \`LOG_LEVEL\`,
-\`LOG_PRETTY\`, \`HEARTBEAT_*\`, \`SUBAGENT_*\`, \`AGENT_EXEC\`, \`AGENT_EXEC_TIMEOUT\` and \`AGENT_RUN_*\`
-from its own environment. A standalone agent (\`npm run start:agent\`, an agent VM) reads them all
-from its environment.
+secret, socket, workspace, quota, sandbox and stop grace itself (and its user's own bot token, when
+they connected one), hands it the model settings of its own configuration (never a key: the
+egress gateway adds keys on the way out), and passes on \`LOG_LEVEL\`, \`LOG_PRETTY\`, \`HEARTBEAT_*\`,
+\`SUBAGENT_*\`, \`AGENT_EXEC\`, \`AGENT_EXEC_TIMEOUT\` and \`AGENT_RUN_*\` from its own environment. A
+standalone agent (\`npm run start:agent\`, an agent VM) reads them all from its environment.
 `;
 
 export function renderConfigurationPage(services: ServiceReference[] = configReference()): string {

@@ -52,7 +52,9 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     url: server.url,
     services,
     async close() {
-      await server.close();
+      // Agents stop while the server drains, so that a reply cut by the shutdown still reaches
+      // its follower with the `error` that says so.
+      await Promise.all([server.close(config.agentStopGraceMs + 5_000), services.stopAgents()]);
       await services.close();
     },
   };

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { httpUrl, logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
@@ -10,6 +11,12 @@ const count = (fallback: number, min: number, max: number) =>
 
 const intSetting = (fallback: number, { min, max }: { min: number; max: number }) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
+
+/**
+ * AGENT_MAX_RUNNING's default: what this host's memory holds at about 100 MB per idle agent,
+ * after 1 GB for the service itself and the system (at least one agent).
+ */
+export const defaultMaxRunningAgents = (totalBytes = os.totalmem()): number => Math.max(1, Math.floor((totalBytes - 1024 ** 3) / (100 * 1024 ** 2)));
 
 /**
  * The account service's environment. Each variable's meaning lives on its schema (`.describe`, or
@@ -41,7 +48,21 @@ export const accountEnv = z.object({
     .describe('`local`: one agent process per user on this machine; `static`: agents registered with `npm run agents`'),
   AGENT_IDLE_TIMEOUT: z
     .preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0))
-    .describe('seconds without use before a `local` agent is stopped (`0`: never)'),
+    .describe(
+      'seconds without use before a `local` agent is stopped (`0`: never); only an agent that reports itself idle is stopped (no chat or subagent run, heartbeat, request or Telegram long poll in flight)',
+    ),
+  AGENT_STOP_GRACE: z
+    .preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().min(0).max(3600))
+    .describe("seconds a stopping agent (idle, eviction, shutdown) gets to finish its runs before it interrupts them; a run it abandons ends with an `error` saying so"),
+  // No schema default: it depends on the host, and the generated docs must not.
+  AGENT_MAX_RUNNING: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).max(1_000_000).optional()).meta({
+    description:
+      'local agents running at once; at the cap the least recently used idle agent is stopped (state on disk, back on its next call); when all are busy a call that needs another agent gets 503 `AGENT_CAPACITY` with `Retry-After`',
+    default: 'host memory ÷ 100 MB, after 1 GB for the service (at least 1)',
+  }),
+  AGENT_WAKE_POLL: z
+    .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.05).max(3600))
+    .describe("seconds between the wake scheduler's rounds: sleeping agents whose next heartbeat is due are started (one instance at a time per agent); failed wakes are retried with backoff"),
   // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
   AGENT_SANDBOX: z
     .preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off']))
@@ -81,6 +102,10 @@ export const accountEnv = z.object({
   ANTHROPIC_API_KEY: optionalString.describe('key for `anthropic:` models; added by the egress gateway'),
   ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()).describe('another endpoint for `anthropic:` models'),
   TELEGRAM_API_ROOT: optionalString.pipe(httpUrl.optional()).meta({ description: "the Telegram Bot API the local agents' bots reach through the gateway", default: '`https://api.telegram.org`' }),
+  TELEGRAM_WEBHOOK_BASE: optionalString.pipe(httpUrl.optional()).meta({
+    description: "the account's public base URL (https in production): users' bots are connected in webhook mode at `{base}/api/v1/telegram/{opaque id}/webhook`, so their agents may sleep",
+    default: "unset → users' bots long-poll from their agents",
+  }),
   AGENT_SECRETS_KEY: optionalString
     .pipe(z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional())
     .meta({ description: 'the key that seals agent secrets in the registry', default: 'generated into `DATA_DIR/agent-secrets.key`', values: '32 bytes, base64' }),
@@ -173,6 +198,10 @@ const schema = accountEnv
       captcha: captchaConfig(env),
       agentProvisioner: env.AGENT_PROVISIONER,
       agentIdleTimeoutSeconds: env.AGENT_IDLE_TIMEOUT,
+      agentStopGraceMs: env.AGENT_STOP_GRACE * 1000,
+      /** Local agents running at once; at the cap the least recently used idle one is stopped. */
+      agentMaxRunning: env.AGENT_MAX_RUNNING ?? defaultMaxRunningAgents(),
+      agentWakePollMs: env.AGENT_WAKE_POLL * 1000,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
       agentLauncher: {
         sandbox: env.AGENT_SANDBOX,
@@ -198,6 +227,8 @@ const schema = accountEnv
         telegramApiRoot: env.TELEGRAM_API_ROOT ?? 'https://api.telegram.org',
         allow: (env.AGENT_EGRESS_ALLOW ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
       },
+      /** Users' bots (messenger/bots.ts): set → webhook mode at `{base}/api/v1/telegram/{id}/webhook`. */
+      telegramWebhookBase: env.TELEGRAM_WEBHOOK_BASE?.replace(/\/+$/, ''),
       /** SIWE (auth/wallet): the EIP-155 chain id in challenges; the JSON-RPC endpoint for smart-wallet signatures. */
       walletChainId: env.WALLET_CHAIN_ID,
       rpcUrl: env.RPC_URL,

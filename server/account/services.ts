@@ -12,6 +12,9 @@ import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
+import { agentMetrics } from './agents/metrics.js';
+import { WakeScheduler } from './agents/wake-scheduler.js';
+import { MessengerBots } from './messenger/bots.js';
 import { loadSecretBox } from './agents/secrets.js';
 import { loadEmailCodeKey } from './auth/email/codes.js';
 import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
@@ -33,6 +36,8 @@ export interface AccountServices {
   tokens: TokenService;
   rateLimits: RateLimits;
   agents: { registry: AgentRegistry; provisioner: AgentProvisioner };
+  /** Users' own Telegram bots (local agents only). */
+  bots: MessengerBots | undefined;
   /** Outgoing mail: SMTP_URL, or the local outbox. */
   mail: MailQueue;
   email: EmailSignIn;
@@ -40,6 +45,8 @@ export interface AccountServices {
   oauth: OAuthProviders;
   /** Unset when CAPTCHA_PROVIDER is not. */
   captcha: Captcha | undefined;
+  /** Stops the wake scheduler, then every agent, gracefully (safe to call again from close). */
+  stopAgents(): Promise<void>;
   /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
   metrics: ServiceMetrics;
   /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
@@ -88,17 +95,30 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     record: (userId: string, usage: TokenUsage) => modelBudget.record(userId, usage),
     observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
   };
-  const registry = new AgentRegistry(store.db, await loadSecretBox(config.agentSecretsKey, config.dataDir));
+  const box = await loadSecretBox(config.agentSecretsKey, config.dataDir);
+  const registry = new AgentRegistry(store.db, box);
+  // Bound below: the bots need the provisioner, the provisioner asks them for an agent's bot settings.
+  let bots: MessengerBots | undefined;
   const provisioner =
     config.agentProvisioner === 'static'
       ? new StaticProvisioner(registry, log)
       : new LocalProvisioner(registry, log, {
           dataDir: config.dataDir,
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
+          stopGraceMs: config.agentStopGraceMs,
+          maxRunning: config.agentMaxRunning,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
           launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelMeter), log),
+          userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
           workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
         });
+  agentMetrics(metrics, provisioner);
+  if (provisioner instanceof LocalProvisioner) {
+    bots = new MessengerBots(store.db, box, provisioner, log, { telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''), webhookBase: config.telegramWebhookBase });
+  }
+  // Sleeping local agents are started when their next heartbeat is due.
+  const wakes = provisioner instanceof LocalProvisioner ? new WakeScheduler(store.db, provisioner, log, { pollMs: config.agentWakePollMs }) : undefined;
+  wakes?.start();
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
   if (!config.smtpUrl) log.info({ outbox: config.outboxDir }, 'no SMTP_URL: mail is written to the local outbox');
@@ -108,7 +128,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   }, 60 * 60 * 1000);
   pruning.unref();
   const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, frontendUrl: config.frontendUrl, log });
-  const guestRetention = config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner } }, config.guestRetentionDays, log) : undefined;
+  const guestRetention = config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
   guestRetention?.start();
   return {
     config,
@@ -117,6 +137,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     tokens,
     rateLimits,
     agents: { registry, provisioner },
+    bots,
     metrics,
     authMetrics,
     modelBudget,
@@ -125,7 +146,12 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
     guestRetention,
+    async stopAgents() {
+      await wakes?.close();
+      await provisioner.close();
+    },
     async close() {
+      await wakes?.close();
       clearInterval(pruning);
       await guestRetention?.stop();
       await provisioner.close();

@@ -25,6 +25,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   const services = await createAgentServices(config, log);
   const metrics = createMetrics('agent');
   const app = createHttpApp(log, { metrics });
+  app.use(services.requests.middleware);
   app.use('/trpc', trpcEndpoint(agentRouter, (req) => createAgentContext(services, req.log, req.headers.authorization, req.headers)));
   // Telegram's webhook calls (webhook mode only): authenticated by their own secret header.
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
@@ -41,8 +42,12 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
     url: server.url,
     services,
     async close() {
-      // The bot first (no new runs from Telegram), then chat runs: their streams end with
-      // `done` instead of holding the server open.
+      // Runs get the grace period to finish, then what is left is interrupted: each such run
+      // ends with an `error` saying so and its stream with `done`, instead of holding the server
+      // open. The bot stops after that, so it still delivers those ends; a run it started in
+      // the meantime is interrupted by the second close.
+      await services.drain(config.stopGraceMs);
+      await services.chat.close();
       await services.messenger.stop();
       await services.chat.close();
       await server.close();

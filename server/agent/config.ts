@@ -84,6 +84,11 @@ export const agentEnv = z.object({
   SUBAGENT_MAX_RUNNING: z.preprocess((v) => (v === '' || v === undefined ? 8 : v), z.coerce.number().int().min(1).max(100)).describe('subagent runs running at once'),
   SUBAGENT_RETENTION: seconds(3600, { max: 86_400 * 7 }).describe('seconds a finished subagent run is kept after it ended, then purged'),
   SUBAGENT_PURGE_INTERVAL: seconds(60, { max: 86_400 }).describe('seconds between purges of expired runs (reads purge too)'),
+  // Set by the account service: the wake time it kept while the agent slept (a past one runs at once).
+  HEARTBEAT_NEXT_AT: optionalString
+    .pipe(z.iso.datetime({ offset: true }).optional())
+    .meta({ description: 'when the first heartbeat is due (a past time runs it right after start)', default: 'unset → one interval after start', internal: true, values: 'an ISO 8601 time with offset' }),
+  AGENT_STOP_GRACE: seconds(10, { max: 3600 }).describe('seconds a SIGTERM lets runs finish before they are interrupted (each ends with an `error` saying so)'),
   HEARTBEAT_WAIT: z
     .preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().min(0).max(3600))
     .describe("seconds a heartbeat waits for the user's active run in its chat before it skips (`0`: skip at once)"),
@@ -111,7 +116,8 @@ export const agentEnv = z.object({
   TELEGRAM_WEBHOOK_SECRET: optionalString
     .pipe(z.string().regex(/^[\w-]{16,256}$/, 'must be 16..256 of A-Z a-z 0-9 _ -').optional())
     .meta({
-      description: 'Telegram sends it in `X-Telegram-Bot-Api-Secret-Token`',
+      description:
+        "Telegram sends it in `X-Telegram-Bot-Api-Secret-Token`; without `TELEGRAM_WEBHOOK_URL` the webhook is someone else's (the account service set it and relays the updates): the agent neither polls nor calls `setWebhook`",
       default: '— (required with `TELEGRAM_WEBHOOK_URL`)',
       values: '16..256 of `A-Z a-z 0-9 _ -`',
     }),
@@ -176,11 +182,16 @@ const schema = agentEnv
       retryBaseMs: env.TELEGRAM_RETRY_BASE * 1000,
       retryMaxMs: Math.max(env.TELEGRAM_RETRY_MAX, env.TELEGRAM_RETRY_BASE) * 1000,
       /** Set: Telegram pushes updates to `POST /telegram/webhook` instead of long polling. */
-      webhook: env.TELEGRAM_WEBHOOK_URL && env.TELEGRAM_WEBHOOK_SECRET ? { url: env.TELEGRAM_WEBHOOK_URL, secret: env.TELEGRAM_WEBHOOK_SECRET } : undefined,
+      // A secret without a URL: someone else (the account service) set the webhook and relays updates.
+      webhook: env.TELEGRAM_WEBHOOK_SECRET ? { url: env.TELEGRAM_WEBHOOK_URL, secret: env.TELEGRAM_WEBHOOK_SECRET } : undefined,
     },
     /** Seconds between heartbeats; 0 disables them. */
     heartbeatIntervalSeconds: env.HEARTBEAT_INTERVAL,
+    /** Seconds a requested stop waits for runs before it interrupts them (each ends with an `error`). */
+    stopGraceMs: env.AGENT_STOP_GRACE * 1000,
     heartbeat: {
+      /** The first tick (HEARTBEAT_NEXT_AT); unset: one interval after start. */
+      nextAt: env.HEARTBEAT_NEXT_AT ? new Date(env.HEARTBEAT_NEXT_AT) : undefined,
       /** How long a heartbeat waits for the user's active run in its chat before it skips. */
       waitMs: env.HEARTBEAT_WAIT * 1000,
     },

@@ -16,6 +16,7 @@ import { SubagentRegistry } from './subagents/registry.js';
 import { spawnSubagentTool } from './subagents/tool.js';
 import { WorkspaceQuota } from './files/quota.js';
 import { workspaceTools } from './tools/index.js';
+import { RequestActivity } from './lifecycle.js';
 
 export interface AgentServices {
   config: AgentConfig;
@@ -27,6 +28,13 @@ export interface AgentServices {
   subagents: SubagentRegistry;
   heartbeat: HeartbeatScheduler;
   messenger: MessengerService;
+  /** Requests in flight (the HTTP app counts them; lifecycle.ts reports them). */
+  requests: RequestActivity;
+  /**
+   * The first half of a requested stop: no new runs or heartbeats; resolves once what runs has
+   * ended or after `graceMs`. `close` then interrupts what is left.
+   */
+  drain(graceMs: number): Promise<void>;
   /** The workspace's disk quota (uploads; the tools hold their own view of the same limit). */
   quota: WorkspaceQuota;
   close(): Promise<void>;
@@ -70,7 +78,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     },
     config.heartbeatIntervalSeconds * 1000,
   );
-  heartbeat.start();
+  heartbeat.start(config.heartbeat.nextAt);
   // Telegram (no-op without TELEGRAM_BOT_TOKEN); heartbeat and subagent messages for `telegram:<id>` chats reach Telegram too.
   const messenger = new MessengerService({ config, log, db: store.db, chat, pending });
   messenger.start();
@@ -84,6 +92,10 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     subagents,
     heartbeat,
     messenger,
+    requests: new RequestActivity(),
+    async drain(graceMs) {
+      await Promise.all([chat.drain(graceMs), subagents.drain(graceMs), heartbeat.drain(graceMs)]);
+    },
     async close() {
       await messenger.stop();
       await heartbeat.close();

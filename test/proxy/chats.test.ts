@@ -31,8 +31,9 @@ afterAll(async () => {
   else process.env.MODEL = savedModel;
 });
 
+// Guest device ids are at least 16 characters: pad the readable names.
 const guest = async (deviceId: string): Promise<Pair> => {
-  const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) });
+  const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: `${deviceId}-device-id-for-tests` }) });
   return (await res.json()) as Pair;
 };
 const bearer = (pair: Pair) => ({ authorization: `Bearer ${pair.access_token}` });

@@ -12,11 +12,15 @@ import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import { createAccountClient, errorCode } from '../../sdk/account.js';
 import type { AccountRouter } from '../../../server/account/router.js';
+import { retryingWhenBusy } from './busy.js';
 import { clearTokens, loadTokens, tokenStorage } from './session.js';
 
 export { errorCode };
 
-export const account = createAccountClient({ url: location.origin, storage: tokenStorage });
+/** Every call waits and retries while the service is at its running-agent cap (busy.ts). */
+const busyAwareFetch = retryingWhenBusy((input, init) => fetch(input, init));
+
+export const account = createAccountClient({ url: location.origin, storage: tokenStorage, fetch: busyAwareFetch });
 export const api = account.trpc;
 
 let lostHandler: () => void = () => undefined;
@@ -52,7 +56,7 @@ export const live = createTRPCClient<AccountRouter>({
         fetch: async (input: string | URL | Request, init?: RequestInit) => {
           const token = await bearer();
           if (!token) return new Response(null, { status: 401 });
-          return fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: `Bearer ${token}` } });
+          return busyAwareFetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: `Bearer ${token}` } });
         },
       },
     }),
@@ -77,7 +81,7 @@ export async function agentFetch(path: string, init: RequestInit = {}): Promise<
   for (let attempt = 0; ; attempt++) {
     const token = await bearer();
     if (!token) throw new ApiError(401, 'SESSION_LOST', 'Your session has ended. Please sign in again.');
-    const res = await fetch(agentUrl(path), { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), authorization: `Bearer ${token}` } });
+    const res = await busyAwareFetch(agentUrl(path), { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), authorization: `Bearer ${token}` } });
     if (res.status !== 401) return res;
     const body = (await res.clone().json().catch(() => ({}))) as { code?: string };
     if (body.code === 'TOKEN_EXPIRED' && attempt === 0) {
@@ -143,6 +147,8 @@ export function errorMessage(error: unknown): string {
     case 'GUEST_LIMITED':
     case 'PAYLOAD_TOO_LARGE':
       return error instanceof Error ? error.message : 'Guest limit reached.';
+    case 'AGENT_CAPACITY':
+      return 'The service is busy right now. Try again in a moment.';
     case 'AGENT_UNREACHABLE':
     case 'AGENT_UNAVAILABLE':
       return 'Your agent is not answering right now. Try again in a moment.';

@@ -6,6 +6,7 @@
 import './pages/callback.js';
 import './pages/verify.js';
 import { onSessionLost, signedIn } from './api.js';
+import { busyNotice } from './busy.js';
 import { h } from './dom.js';
 import { chatPage } from './pages/chat.js';
 import { filesPage } from './pages/files.js';
@@ -34,6 +35,7 @@ onSessionLost(() => {
 });
 
 const app = document.getElementById('app') as HTMLElement;
+app.before(busyNotice(document));
 startRouter(app, () => {
   if (signedIn()) return layout(PAGES[location.pathname] ?? notFound);
   const page = signInPage(() => {

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Request, Response } from 'express';
-import { AppError } from '../../common/errors.js';
+import { AppError, notFound } from '../../common/errors.js';
 import { AccountRequest } from '../request.js';
 import type { AccountServices } from '../services.js';
 import { admitAgentRequest } from './guest-policy.js';
@@ -105,6 +105,9 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
  */
 export async function proxyToOwnAgent(services: AccountServices, req: Request, res: Response, target: { path: string; pathname: string }): Promise<void> {
   const user = await services.tokens.authenticate(req.headers.authorization, new AccountRequest(req));
+  // The agent's own tRPC endpoint is proxied as `agent.*` procedures, each under the guest
+  // policy; reached through here, its calls would name no REST path the policy knows.
+  if (/^\/trpc(\/|$)/i.test(target.pathname)) throw notFound('No such agent path', 'ROUTE_NOT_FOUND');
   const { maxBodyBytes } = await admitAgentRequest({ method: req.method, path: target.pathname, guest: user.guest, userId: user.userId }, services.rateLimits, services.modelBudget);
   const agent = await services.agents.provisioner.agentFor(user.userId);
   await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes });

@@ -4,7 +4,10 @@
  * - `local` (default): one agent process per user on this machine, started on first use (in its
  *   sandbox, launcher.ts) with its own workspace under DATA_DIR/agents/<agent id>/, its own random
  *   secret and a Unix socket only this service can reach; restarted with backoff when it dies;
- *   stopped after AGENT_IDLE_TIMEOUT without use.
+ *   stopped after AGENT_IDLE_TIMEOUT without use — and only when it says it is idle (no chat or
+ *   subagent run, heartbeat, request or Telegram polling in flight: the agent's GET /lifecycle).
+ *   Every stop we ask for is graceful: SIGTERM, and the agent gets AGENT_STOP_GRACE to finish
+ *   (what it must abandon ends with an `error` saying it was interrupted) before SIGKILL.
  * - `static`: agents run elsewhere and are registered and assigned with `npm run agents`.
  *
  * A cloud provisioner implements the same interface: `agentFor` creates or wakes the user's VM
@@ -19,14 +22,21 @@ import type { Logger } from '../../common/log.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from './registry.js';
 import type { AgentLauncher } from './launcher.js';
 import { agentFetch, releaseAgentConnections } from './transport.js';
+import { agentClient } from './client.js';
+import type { LifecycleReport } from '../../agent/lifecycle.js';
 
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */
   agentFor(userId: string): Promise<AgentEndpoint>;
+  /** Agents running on this machine and how many were stopped to make room (local agents only). */
+  stats?(): { running: number; evicted: number };
   /** The user's account is being deleted: stop its agent and delete its workspace, or hand a shared one back. */
   deleteAgentOf(userId: string): Promise<void>;
   close(): Promise<void>;
 }
+
+/** Seconds a caller refused for capacity is told to wait (about one idle-sweep round). */
+export const CAPACITY_RETRY_AFTER_SECONDS = 10;
 
 const agentUnavailable = (detail: string) => new AppError(503, 'AGENT_UNAVAILABLE', detail);
 
@@ -53,7 +63,6 @@ export class StaticProvisioner implements AgentProvisioner {
   async close(): Promise<void> {}
 }
 
-
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const agent = agentFetch(url);
   const deadline = Date.now() + timeoutMs;
@@ -68,6 +77,9 @@ async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number
 }
 
 interface Running {
+  agent: AgentEndpoint;
+  /** The next wake time the agent last reported (ISO), as stored. */
+  reportedWake?: string | null;
   child: ChildProcess;
   url: string;
   lastUsed: number;
@@ -83,7 +95,7 @@ interface Running {
  * key or secret (provider keys are added by the egress gateway on the way out); the model settings
  * come from the account's configuration (egress-gateway.ts, agentModelEnvironment).
  */
-const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
+const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_(?!NEXT_AT$)\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
 
 export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
@@ -93,10 +105,16 @@ export interface LocalProvisionerOptions {
   dataDir: string;
   /** Seconds without use before an agent is stopped; 0 keeps agents running. */
   idleTimeoutSeconds: number;
+  /** At most this many agents run at once (AGENT_MAX_RUNNING); unset: no cap. */
+  maxRunning?: number;
+  /** How long a stopping agent may take to finish its runs before it interrupts them (ms). */
+  stopGraceMs?: number;
   /** Environment every agent gets (MODEL, provider keys, …) on top of its own settings. */
   agentEnv: NodeJS.ProcessEnv;
   /** Starts the processes (sandboxed where it can). */
   launcher: AgentLauncher;
+  /** Settings of the user's own (their bot: token, webhook secret), added to the agent's environment at start. */
+  userEnv?: (userId: string) => Promise<Record<string, string>>;
   /** The workspace quota of a user's agent, in MB (guests get less); unset: the agent's default. */
   workspaceQuotaMb?: (userId: string) => Promise<number>;
   startTimeoutMs?: number;
@@ -110,6 +128,13 @@ export class LocalProvisioner implements AgentProvisioner {
   private readonly stopping = new Map<string, Promise<void>>();
   private readonly sweeper: NodeJS.Timeout | undefined;
   private closed = false;
+  private closing: Promise<void> | undefined;
+  private sweeping = false;
+  /** Admissions (capacity checks and evictions) one at a time, so two starts never share a slot. */
+  private admission: Promise<unknown> = Promise.resolve();
+  /** Starts admitted but not yet in `running`. */
+  private reserved = 0;
+  private evicted = 0;
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -117,7 +142,7 @@ export class LocalProvisioner implements AgentProvisioner {
     private readonly options: LocalProvisionerOptions,
   ) {
     if (options.idleTimeoutSeconds > 0) {
-      this.sweeper = setInterval(() => this.stopIdle(), Math.min(30_000, options.idleTimeoutSeconds * 500));
+      this.sweeper = setInterval(() => void this.sweep(), Math.min(30_000, options.idleTimeoutSeconds * 500));
       this.sweeper.unref();
     }
   }
@@ -159,16 +184,19 @@ export class LocalProvisioner implements AgentProvisioner {
 
   private async start(agent: AgentEndpoint): Promise<AgentEndpoint> {
     await this.stopping.get(agent.id);
-    const workspace = this.workspaceOf(agent.id);
-    await mkdir(workspace, { recursive: true });
-    const { child, url } = await this.options.launcher.launch(agent.id, workspace, {
-      ...this.options.agentEnv,
-      AGENT_SECRET: agent.secret,
-      AGENT_SECRET_SHA256: '',
-      AGENT_NAME: agent.name,
-      ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
-    }, agent.userId ?? undefined);
-    const running: Running = { child, url, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
+    const turn = this.admission.then(() => this.makeRoom());
+    this.admission = turn.catch(() => undefined);
+    await turn;
+    let launched: Awaited<ReturnType<AgentLauncher['launch']>>;
+    try {
+      const workspace = this.workspaceOf(agent.id);
+      await mkdir(workspace, { recursive: true });
+      launched = await this.launch(agent, workspace);
+    } finally {
+      this.reserved--;
+    }
+    const { child, url } = launched;
+    const running: Running = { agent, child, url, reportedWake: undefined, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
     this.running.set(agent.id, running);
     child.once('exit', (code, signal) => this.onExit(agent, running, code, signal));
     await waitForHealth(url, child, this.options.startTimeoutMs ?? 30_000);
@@ -177,6 +205,54 @@ export class LocalProvisioner implements AgentProvisioner {
     if (agent.url !== url) await this.registry.moveTo(agent.id, url);
     this.log.info({ agent: agent.name, url, pid: child.pid }, 'agent started');
     return { ...agent, url };
+  }
+
+  /**
+   * Reserves a slot for one more agent. At the cap, the least recently used agent that says it
+   * is idle is stopped (its state is on disk; its next call starts it again); when every running
+   * agent is busy, 503 AGENT_CAPACITY.
+   */
+  private async makeRoom(): Promise<void> {
+    const max = this.options.maxRunning;
+    while (max !== undefined && this.running.size + this.reserved >= max) {
+      const candidates = [...this.running].filter(([, r]) => r.ready).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+      let freed = false;
+      for (const [id, running] of candidates) {
+        const seen = running.lastUsed;
+        const report = await this.lifecycle(running);
+        if (this.running.get(id) !== running) {
+          freed = true; // it went away meanwhile (idle sweep, crash): look again
+          break;
+        }
+        if (report?.busy || running.lastUsed !== seen) continue;
+        this.evicted++;
+        this.log.info({ agentId: id, running: this.running.size, max }, 'at the running-agent cap: stopping the least recently used idle agent');
+        await this.stop(id, running);
+        freed = true;
+        break;
+      }
+      if (!freed) {
+        throw new AppError(503, 'AGENT_CAPACITY', 'The service is busy: every agent it can run is working. Try again shortly.', {
+          'Retry-After': String(CAPACITY_RETRY_AFTER_SECONDS),
+        });
+      }
+    }
+    this.reserved++;
+  }
+
+  private async launch(agent: AgentEndpoint, workspace: string) {
+    // A heartbeat that fell due while it slept runs right after start.
+    const nextWake = await this.registry.nextWake(agent.id);
+    return this.options.launcher.launch(agent.id, workspace, {
+      ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
+      ...(this.options.userEnv && agent.userId ? await this.options.userEnv(agent.userId) : {}),
+      ...this.options.agentEnv,
+      AGENT_SECRET: agent.secret,
+      AGENT_SECRET_SHA256: '',
+      AGENT_NAME: agent.name,
+      AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
+      ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
+    }, agent.userId ?? undefined);
   }
 
   /** Unexpected exits restart with backoff (1 s, 2 s, 4 s … 30 s); stops we asked for do not. */
@@ -197,14 +273,80 @@ export class LocalProvisioner implements AgentProvisioner {
     this.restarts.set(agent.id, state);
   }
 
-  private stopIdle(now = Date.now()): void {
-    for (const [id, running] of this.running) {
-      if (!running.ready || now - running.lastUsed < this.options.idleTimeoutSeconds * 1000) continue;
-      this.log.info({ agentId: id }, 'stopping idle agent');
-      this.running.delete(id);
-      const stopped = this.stopProcess(running).finally(() => this.stopping.delete(id));
-      this.stopping.set(id, stopped);
+  private get stopGraceMs(): number {
+    return this.options.stopGraceMs ?? 10_000;
+  }
+
+  /** What the agent says about itself; undefined when it does not answer. */
+  private async lifecycle(running: Running): Promise<LifecycleReport | undefined> {
+    let report: LifecycleReport;
+    try {
+      report = await agentClient({ url: running.url, secret: running.agent.secret }).health.lifecycle.query(undefined, { signal: AbortSignal.timeout(5_000) });
+    } catch {
+      return undefined;
     }
+    // Kept for the wake scheduler: what it must wake the agent for once it sleeps.
+    if (report.next_wake_at !== running.reportedWake) {
+      await this.registry.setNextWake(running.agent.id, report.next_wake_at ? new Date(report.next_wake_at) : null);
+      running.reportedWake = report.next_wake_at;
+    }
+    return report;
+  }
+
+  /**
+   * Stops the user's agent if it runs (gracefully) so that its next start reads its settings
+   * again; `start` starts it right away (a long-polling bot must run).
+   */
+  async restart(userId: string, opts: { start: boolean }): Promise<void> {
+    const agent = await this.registry.forUser(userId);
+    const running = agent && this.running.get(agent.id);
+    if (agent && running) await this.stop(agent.id, running);
+    if (opts.start || running) await this.agentFor(userId);
+  }
+
+  /** Starts the user's agent for its schedule unless it runs (it then lives by the idle rule). */
+  async wake(userId: string): Promise<void> {
+    const agent = await this.registry.forUser(userId);
+    // Running: its own timer runs the heartbeat; waking it must not count as a use.
+    if (agent && this.running.has(agent.id)) return;
+    await this.agentFor(userId);
+  }
+
+  /**
+   * Agents unused for the idle timeout are asked whether they are busy; a busy one counts as
+   * used now (the idle time starts again when its work ends), an idle or mute one is stopped.
+   */
+  private async sweep(): Promise<void> {
+    if (this.sweeping || this.closed) return;
+    this.sweeping = true;
+    try {
+      const idleMs = this.options.idleTimeoutSeconds * 1000;
+      for (const [id, running] of [...this.running]) {
+        if (!running.ready || Date.now() - running.lastUsed < idleMs) continue;
+        const seen = running.lastUsed;
+        const report = await this.lifecycle(running);
+        // Used while we asked: not idle after all.
+        if (this.closed || this.running.get(id) !== running || running.lastUsed !== seen) continue;
+        if (report?.busy) {
+          running.lastUsed = Date.now();
+          continue;
+        }
+        this.log.info({ agentId: id, answered: report !== undefined }, 'stopping idle agent');
+        this.stop(id, running);
+      }
+    } catch (error) {
+      this.log.error({ err: error }, 'idle sweep failed');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** Forgets the agent at once (its next call starts a new process) and stops it gracefully. */
+  private stop(id: string, running: Running): Promise<void> {
+    this.running.delete(id);
+    const stopped = this.stopProcess(running).finally(() => this.stopping.delete(id));
+    this.stopping.set(id, stopped);
+    return stopped;
   }
 
   private stopProcess(running: Running): Promise<void> {
@@ -212,13 +354,17 @@ export class LocalProvisioner implements AgentProvisioner {
     running.stopRequested = true;
     if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
     return new Promise((resolve) => {
-      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const kill = setTimeout(() => child.kill('SIGKILL'), this.stopGraceMs + 5_000);
       child.once('exit', () => {
         clearTimeout(kill);
         resolve();
       });
       this.options.launcher.terminate(child);
     });
+  }
+
+  stats(): { running: number; evicted: number } {
+    return { running: this.running.size, evicted: this.evicted };
   }
 
   async deleteAgentOf(userId: string): Promise<void> {
@@ -245,12 +391,19 @@ export class LocalProvisioner implements AgentProvisioner {
     return [...this.running].map(([agentId, r]) => ({ agentId, pid: r.child.pid, url: r.url }));
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.sweeper) clearInterval(this.sweeper);
-    for (const state of this.restarts.values()) clearTimeout(state.timer);
-    await Promise.all([...[...this.running.values()].map((r) => this.stopProcess(r)), ...this.stopping.values()]);
-    this.running.clear();
-    await this.options.launcher.close();
+  /** Stops every agent gracefully (runs get the grace period). Safe to call twice. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      if (this.sweeper) clearInterval(this.sweeper);
+      for (const state of this.restarts.values()) clearTimeout(state.timer);
+      const running = [...this.running.values()];
+      // Their next wake times, so that the scheduler (here or on another instance) keeps them.
+      await Promise.all(running.filter((r) => r.ready).map((r) => this.lifecycle(r).catch(() => undefined)));
+      await Promise.all([...running.map((r) => this.stopProcess(r)), ...this.stopping.values()]);
+      this.running.clear();
+      await this.options.launcher.close();
+    })();
+    return this.closing;
   }
 }

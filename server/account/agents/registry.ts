@@ -65,6 +65,16 @@ export class AgentRegistry {
     await this.db.agent.update({ where: { id }, data: { url } });
   }
 
+  /** What the agent last said about its next wake (null: nothing scheduled). */
+  async nextWake(id: string): Promise<Date | null> {
+    const row = await this.db.agent.findUnique({ where: { id }, select: { nextWakeAt: true } });
+    return row?.nextWakeAt ?? null;
+  }
+
+  async setNextWake(id: string, at: Date | null): Promise<void> {
+    await this.db.agent.updateMany({ where: { id }, data: { nextWakeAt: at, wakeAttempts: 0, wakeLeaseUntil: null } });
+  }
+
   async remove(name: string): Promise<void> {
     const { count } = await this.db.agent.deleteMany({ where: { name } });
     if (count === 0) throw notFound(`No agent named ${name}`, 'AGENT_NOT_FOUND');

@@ -29,6 +29,8 @@ import { router, userProcedure, type AccountContext } from '../trpc.js';
 import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from './client.js';
 import { admitAgentAction, type AgentAction } from './guest-policy.js';
 import { agentUnreachable } from './http-proxy.js';
+import { BotConnected, BotTokenInput, OwnerCode } from '../messenger/schemas.js';
+import type { MessengerBots } from '../messenger/bots.js';
 
 type UserContext = AccountContext & { user: { userId: string; sessionId: string; guest: boolean } };
 type ActionOf<I> = AgentAction | ((input: I) => AgentAction);
@@ -102,6 +104,13 @@ export const forward = {
     }),
 };
 
+/** The user's own bot is the account's business (its token is kept here); guests are refused. */
+async function botsFor(ctx: UserContext): Promise<MessengerBots> {
+  await admitAgentAction('messenger', ctx.user, ctx.services.rateLimits);
+  if (!ctx.services.bots) throw new AppError(501, 'NOT_IMPLEMENTED', 'This service does not host agents; configure the bot on the agent (TELEGRAM_BOT_TOKEN)');
+  return ctx.services.bots;
+}
+
 /** A message counts against the guest quota; a reconnect to its run (`lastEventId`) does not. */
 const messageAction = (input: { lastEventId?: string | undefined }): AgentAction => (input.lastEventId === undefined ? 'chat.message' : 'other');
 
@@ -145,5 +154,21 @@ export const agentProxyRouter = router({
     contacts: forward.query(ContactsQuery, (agent, input) => agent.messenger.contacts.query(input), 'messenger'),
     updateContact: forward.mutation(ContactPatchInput, (agent, input) => agent.messenger.updateContact.mutate(input), 'messenger'),
     deleteContact: forward.mutation(ContactIdInput, (agent, input) => agent.messenger.deleteContact.mutate(input), 'messenger'),
+    // The user's own bot (messenger/bots.ts): served by the account, beside the proxied paths.
+    connectBot: userProcedure
+      .meta({ openapi: { method: 'PUT', path: '/agent/messenger/bot', summary: "Connect the user's own Telegram bot (token from @BotFather)" } })
+      .input(BotTokenInput)
+      .output(BotConnected)
+      .mutation(async ({ ctx, input }) => (await botsFor(ctx)).connect(ctx.user.userId, input.token)),
+    disconnectBot: userProcedure
+      .meta({ openapi: { method: 'DELETE', path: '/agent/messenger/bot', summary: "Disconnect the user's bot and forget its token (204)" }, rest: { kind: 'empty' } })
+      .input(z.void())
+      .output(z.void())
+      .mutation(async ({ ctx }) => (await botsFor(ctx)).disconnect(ctx.user.userId)),
+    ownerCode: userProcedure
+      .meta({ openapi: { method: 'POST', path: '/agent/messenger/bot/owner-code', summary: 'A one-time code (10 minutes): whoever sends /start <code> to the bot becomes its owner' } })
+      .input(z.void())
+      .output(OwnerCode)
+      .mutation(async ({ ctx }) => relay(async () => (await botsFor(ctx)).ownerCode(ctx.user.userId))),
   }),
 });

@@ -5,10 +5,11 @@
  *
  * Order: 1. end every session and drop them from this instance's cache, so the account's tokens
  * stop at once and nothing can wake the agent again; 2. stop the agent and delete its workspace
- * (a shared, static agent is handed back instead: agents/provisioner.ts); 3. in one transaction,
- * the user row — identities, sessions, passkeys and activity go with it (ON DELETE CASCADE) — and
- * every row elsewhere that names the person: pending e-mail codes of their addresses, wallet
- * challenges of their addresses, OAuth states and auth codes, passkey challenges, model-usage counters.
+ * (a shared, static agent is handed back instead: agents/provisioner.ts) and their own bot's
+ * webhook (messenger/bots.ts); 3. in one transaction, the user row — identities, sessions,
+ * passkeys, activity and the bot go with it (ON DELETE CASCADE) — and every row elsewhere that
+ * names the person: pending e-mail codes of their addresses, wallet challenges of their
+ * addresses, OAuth states and auth codes, passkey challenges, model-usage counters.
  */
 import { getAddress } from 'viem';
 import { forbidden } from '../../common/errors.js';
@@ -16,7 +17,7 @@ import type { AccountServices } from '../services.js';
 
 export const REAUTH_WINDOW_MS = 10 * 60 * 1000;
 
-export async function deleteAccount(services: Pick<AccountServices, 'store' | 'tokens' | 'agents'>, userId: string, sessionId: string, now = new Date()): Promise<void> {
+export async function deleteAccount(services: Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots'>, userId: string, sessionId: string, now = new Date()): Promise<void> {
   const session = await services.store.db.session.findFirst({ where: { id: sessionId, userId }, select: { createdAt: true } });
   if (!session || now.getTime() - session.createdAt.getTime() > REAUTH_WINDOW_MS) {
     throw forbidden('Deleting the account needs a recent sign-in: sign in again, then delete within 10 minutes', 'REAUTH_REQUIRED');
@@ -28,13 +29,15 @@ export async function deleteAccount(services: Pick<AccountServices, 'store' | 't
  * Removes a user and everything of theirs, in the order above; also what the guest retention
  * sweep does to abandoned guests (retention.ts). Removing a user who is already gone is a no-op.
  */
-export async function removeUser(services: Pick<AccountServices, 'store' | 'tokens' | 'agents'>, userId: string, now = new Date()): Promise<void> {
+export async function removeUser(services: Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots'>, userId: string, now = new Date()): Promise<void> {
   const { db } = services.store;
   const live = await db.session.findMany({ where: { userId }, select: { id: true } });
   await db.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
   services.tokens.sessions.markRevoked(live.map((s) => s.id));
 
   await services.agents.provisioner.deleteAgentOf(userId);
+  // Their own bot's webhook would keep pointing at us; the row itself goes with the user.
+  await services.bots?.forget(userId);
 
   await db.$transaction(async (tx) => {
     const user = await tx.user.findUnique({ where: { id: userId }, select: { email: true, identities: { select: { provider: true, subject: true, email: true } } } });

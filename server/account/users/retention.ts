@@ -13,7 +13,7 @@ export const GUEST_SWEEP_LOCK = 0x67_75_65_73; // "gues"
 const BATCH = 100;
 const SWEEP_EVERY_MS = 60 * 60 * 1000;
 
-type Services = Pick<AccountServices, 'store' | 'tokens' | 'agents'>;
+type Services = Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots'>;
 
 export class GuestRetention {
   private timer: NodeJS.Timeout | undefined;

@@ -9,6 +9,11 @@ export const MESSAGE_MAX_CHARS = 32_000;
 /** `content` of the `error` event that ends a run stopped on request (stream and history). */
 export const STOPPED = 'stopped';
 
+/**
+ * `content` of the `error` event that ends a run the agent had to abandon because it was stopped
+ * (idle stop, eviction, shutdown) before the reply was finished (stream and history).
+ */
+export const INTERRUPTED = 'interrupted: the agent was stopped before this reply was finished; send your message again';
 /** Longest chat title, in code points: automatic titles are cut to it, renames refused over it. */
 export const CHAT_TITLE_MAX_CHARS = 80;
 

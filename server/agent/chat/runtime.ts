@@ -24,7 +24,7 @@ import type { ChatModel } from './chat-model.js';
 import { createLanguageModel, NO_MODEL_REPLY } from './model.js';
 import { buildSystemPrompt } from './prompt.js';
 import { parseEventId, Run, RunRegistry, type StreamItem } from './runs.js';
-import { STOPPED, type ChatEvent, type ChatMessageInput, type ChatStartInput, type ChatStreamInput, type ChatSummary, type RunStarted } from './schemas.js';
+import { INTERRUPTED, STOPPED, type ChatEvent, type ChatMessageInput, type ChatStartInput, type ChatStreamInput, type ChatSummary, type RunStarted } from './schemas.js';
 
 class RunCancelled extends Error {
   override name = 'RunCancelled';
@@ -34,6 +34,10 @@ class RunTimedOut extends Error {
 }
 class RunStopped extends Error {
   override name = 'RunStopped';
+}
+/** The agent is stopping and the run did not end within the grace period. */
+class RunInterrupted extends Error {
+  override name = 'RunInterrupted';
 }
 
 export interface ChatRuntimeDeps {
@@ -133,10 +137,11 @@ export class ChatRuntime {
         });
         if (result.status === 'aborted') {
           const reason: unknown = run.signal.reason;
-          if (reason instanceof RunStopped) {
+          if (reason instanceof RunStopped || reason instanceof RunInterrupted) {
             // After the cut text the loop has already queued, so history reads as the stream did.
-            emit({ type: 'error', content: STOPPED });
-            persist({ type: 'error', content: STOPPED });
+            const content = reason instanceof RunStopped ? STOPPED : INTERRUPTED;
+            emit({ type: 'error', content });
+            persist({ type: 'error', content });
           } else if (reason instanceof RunTimedOut) emit({ type: 'error', content: `The run timed out after ${chat.runTimeoutMs / 1000} s` });
           else if (!(reason instanceof RunCancelled)) emit({ type: 'error', content: 'The run was stopped' });
         }
@@ -261,11 +266,32 @@ export class ChatRuntime {
     });
   }
 
-  /** Stops every run (their streams end with `done`, partial text saved as cut). */
+  /** Runs not yet ended (the agent is busy while there are any). */
+  running(): number {
+    return this.registry.all().filter((run) => !run.ended).length;
+  }
+
+  /**
+   * No new runs from now on; resolves when the running ones have ended or after `graceMs`,
+   * whichever comes first (what is left is interrupted by `close`).
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.closed = true;
+    const runs = this.registry.all();
+    if (runs.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(runs.map((run) => run.finished)), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Interrupts every run still going: each ends with an `error` saying so, in its stream and in
+   * history (never a silently cut answer), then `done`.
+   */
   async close(): Promise<void> {
     this.closed = true;
     const runs = this.registry.all();
-    for (const run of runs) run.cancel(new RunCancelled('agent stopping'));
+    for (const run of runs) run.cancel(new RunInterrupted('agent stopping'));
     await Promise.all(runs.map((run) => run.finished));
     this.registry.clear();
   }

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS, TITLE_FORBIDDEN } from './limits.js';
 
-export { MESSAGE_MAX_CHARS, STOPPED } from './limits.js';
+export { INTERRUPTED, MESSAGE_MAX_CHARS, STOPPED } from './limits.js';
 
 /** Bounded length and charset: chat ids appear in paths, logs and the database. */
 export const ChatId = z

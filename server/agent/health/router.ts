@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AGENT_VERSION } from '../config.js';
-import { publicProcedure, router } from '../trpc.js';
+import { LifecycleReport, lifecycleReport } from '../lifecycle.js';
+import { agentProcedure, publicProcedure, router } from '../trpc.js';
 
 export const AgentHealth = z.object({ status: z.literal('ok'), agent_name: z.string(), version: z.string() });
 
@@ -10,4 +11,11 @@ export const healthRouter = router({
     .input(z.void())
     .output(AgentHealth)
     .query(({ ctx }) => ({ status: 'ok' as const, agent_name: ctx.services.config.name, version: AGENT_VERSION })),
+
+  /** For the account service's idle sweep and wake scheduler (lifecycle.ts). */
+  lifecycle: agentProcedure
+    .meta({ openapi: { method: 'GET', path: '/lifecycle', summary: 'Whether the agent is busy, and when it next wants to wake' } })
+    .input(z.void())
+    .output(LifecycleReport)
+    .query(({ ctx }) => lifecycleReport(ctx.services)),
 });

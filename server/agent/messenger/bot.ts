@@ -25,8 +25,11 @@ export interface TelegramBotOptions {
   pollTimeoutSeconds: number;
   retryBaseMs: number;
   retryMaxMs: number;
-  /** Set: `setWebhook` at start and updates arrive through `receive` (webhook.ts), no polling. */
-  webhook?: { url: string; secret: string };
+  /**
+   * Set: updates arrive through `receive` (webhook.ts), no polling; with a `url`, `setWebhook` at
+   * start, without one the webhook is someone else's (the account service set it and relays).
+   */
+  webhook?: { url?: string | undefined; secret: string };
   log: Logger;
   /** Called for every `message` update; must not throw (errors are logged). */
   onMessage(ctx: Context): Promise<void>;
@@ -100,6 +103,19 @@ export class TelegramBot {
     return { username: this.me.username, name: [this.me.first_name, this.me.last_name].filter(Boolean).join(' ') };
   }
 
+  /**
+   * Whether stopping the agent now would lose something: a message being handled, or (long
+   * polling) the loop itself, since nobody else would fetch the bot's messages while it sleeps.
+   */
+  get busy(): boolean {
+    return this.inflight.size > 0 || this.polling;
+  }
+
+  /** Long polling (or about to): only this process fetches the bot's messages. */
+  get polling(): boolean {
+    return !this.opts.webhook && (this.state === 'connecting' || this.state === 'connected');
+  }
+
   get api() {
     return this.bot.api;
   }
@@ -162,7 +178,12 @@ export class TelegramBot {
       }
     }
     if (signal.aborted) return;
-    if (this.opts.webhook) return this.registerWebhook(this.opts.webhook, signal);
+    if (this.opts.webhook?.url) return this.registerWebhook({ url: this.opts.webhook.url, secret: this.opts.webhook.secret }, signal);
+    if (this.opts.webhook) {
+      this.state = 'connected';
+      log.info({ bot: this.me?.username }, 'telegram: bot connected (webhook relayed by the account service)');
+      return;
+    }
     this.state = 'connected';
     log.info({ bot: this.me?.username }, 'telegram: bot connected (long polling)');
 

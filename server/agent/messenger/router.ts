@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
 import { deleteContact, listContacts, setContactStatus } from './contacts.js';
-import { Contact, ContactDeleted, ContactIdInput, ContactPatchInput, ContactsList, ContactsQuery, MessengerStatus } from './schemas.js';
+import { setOwnerCode } from './owner-code.js';
+import { Contact, ContactDeleted, ContactIdInput, ContactPatchInput, ContactsList, ContactsQuery, MessengerStatus, OwnerCodeInput } from './schemas.js';
 
 export function messengerRouterAt(prefix: '/messenger' | '/telegram') {
   return router({
@@ -34,6 +35,12 @@ export function messengerRouterAt(prefix: '/messenger' | '/telegram') {
       .input(ContactIdInput)
       .output(ContactDeleted)
       .mutation(({ ctx, input }) => deleteContact(ctx.services.store.db, input.telegram_id)),
+
+    // For the account service (POST /messenger/bot/owner-code there): tRPC only, no REST path.
+    setOwnerCode: agentProcedure
+      .input(OwnerCodeInput)
+      .output(z.void())
+      .mutation(({ ctx, input }) => setOwnerCode(ctx.services.store.db, input.code_sha256, new Date(input.expires_at))),
   });
 }
 

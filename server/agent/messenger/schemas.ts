@@ -28,3 +28,6 @@ export const ContactsList = z.object({ contacts: z.array(Contact) });
 export const ContactIdInput = z.object({ telegram_id: TelegramId });
 export const ContactPatchInput = z.object({ telegram_id: TelegramId, status: ContactStatus });
 export const ContactDeleted = z.object({ status: z.literal('ok'), telegram_id: z.string() });
+
+/** The hash of a one-time owner pairing code and when it expires (account → agent). */
+export const OwnerCodeInput = z.object({ code_sha256: z.string().regex(/^[0-9a-f]{64}$/), expires_at: z.iso.datetime() });

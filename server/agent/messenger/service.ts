@@ -18,7 +18,8 @@ import { MESSAGE_MAX_CHARS } from '../chat/schemas.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
 import type { TelegramBot } from './bot.js';
-import { claimNotice, findContact, recordSender, releaseNotice } from './contacts.js';
+import { claimNotice, findContact, recordSender, releaseNotice, setContactStatus } from './contacts.js';
+import { claimOwnerCode, pairingCode } from './owner-code.js';
 import type { MessengerStatus } from './schemas.js';
 
 /** The parts that need grammY, loaded together by an agent that has a bot. */
@@ -47,6 +48,7 @@ export const PENDING_NOTICE =
   'Hello! This is a personal assistant bot. Its owner has not approved you yet, so your messages are not read for now. ' +
   'You will be able to talk to it once the owner allows you; there is no need to write again before that.';
 export const TEXT_ONLY_NOTICE = 'I can only read text messages for now.';
+export const PAIRED_NOTICE = 'You are now the owner of this bot: your messages go to your agent.';
 
 export const TELEGRAM_CHAT_PREFIX = 'telegram:';
 
@@ -63,6 +65,8 @@ export interface MessengerDeps {
 export class MessengerService {
   private telegram: Telegram | undefined;
   private loading: Promise<void> | undefined;
+  /** grammY is being imported: the bot is about to poll or receive, so the agent is not idle. */
+  private starting = false;
   private stopped = false;
   private unsubscribe: (() => void) | undefined;
 
@@ -79,25 +83,30 @@ export class MessengerService {
     const telegram = config.telegram;
     if (!telegram.token || this.loading || this.stopped) return;
     const token = telegram.token;
-    this.loading = Promise.all([import('./bot.js'), import('./delivery.js')]).then(
-      ([{ TelegramBot }, delivery]) => {
-        if (this.stopped) return;
-        const bot = new TelegramBot({
-          token,
-          apiRoot: telegram.apiRoot,
-          egressSocket: config.egressSocket,
-          pollTimeoutSeconds: telegram.pollTimeoutSeconds,
-          retryBaseMs: telegram.retryBaseMs,
-          retryMaxMs: telegram.retryMaxMs,
-          webhook: telegram.webhook,
-          log: log.child({ area: 'telegram' }),
-          onMessage: (ctx) => this.onMessage(ctx),
-        });
-        this.telegram = { bot, delivery };
-        bot.start();
-      },
-      (error: unknown) => log.error({ reason: error instanceof Error ? error.message : String(error) }, 'telegram: the bot could not be loaded'),
-    );
+    this.starting = true;
+    this.loading = Promise.all([import('./bot.js'), import('./delivery.js')])
+      .then(
+        ([{ TelegramBot }, delivery]) => {
+          if (this.stopped) return;
+          const bot = new TelegramBot({
+            token,
+            apiRoot: telegram.apiRoot,
+            egressSocket: config.egressSocket,
+            pollTimeoutSeconds: telegram.pollTimeoutSeconds,
+            retryBaseMs: telegram.retryBaseMs,
+            retryMaxMs: telegram.retryMaxMs,
+            webhook: telegram.webhook,
+            log: log.child({ area: 'telegram' }),
+            onMessage: (ctx) => this.onMessage(ctx),
+          });
+          this.telegram = { bot, delivery };
+          bot.start();
+        },
+        (error: unknown) => log.error({ reason: error instanceof Error ? error.message : String(error) }, 'telegram: the bot could not be loaded'),
+      )
+      .finally(() => {
+        this.starting = false;
+      });
   }
 
   async stop(): Promise<void> {
@@ -116,6 +125,15 @@ export class MessengerService {
   /** Webhook mode: one update pushed by Telegram; false while the bot is not connected yet. */
   receive(update: Update): boolean {
     return this.telegram?.bot.receive(update) ?? false;
+  }
+
+  busy(): boolean {
+    return this.telegram?.bot.busy ?? (this.starting && !this.stopped);
+  }
+
+  /** The bot long-polls: the agent must be running for its messages to be read. */
+  polling(): boolean {
+    return this.telegram?.bot.polling ?? (this.starting && !this.stopped && !this.deps.config.telegram.webhook);
   }
 
   status(): MessengerStatus {
@@ -137,6 +155,14 @@ export class MessengerService {
       { telegramId: String(from.id), username: from.username ?? '', displayName: [from.first_name, from.last_name].filter(Boolean).join(' ') },
       config.telegram.ownerId,
     );
+    // Owner pairing: a valid one-time code from the account makes the sender allowed.
+    const code = isPrivate ? pairingCode(message.text ?? '') : undefined;
+    if (code && (await claimOwnerCode(db, code))) {
+      await setContactStatus(db, contact.telegram_id, 'allowed');
+      log.info({ telegramId: contact.telegram_id, username: contact.username }, 'telegram: owner paired with a one-time code');
+      await delivery.sendText(bot.api, message.chat.id, PAIRED_NOTICE, bot.signal);
+      return;
+    }
     if (contact.status === 'blocked') return;
     if (contact.status === 'pending') {
       if (isPrivate && (await claimNotice(db, contact.telegram_id))) {

@@ -263,6 +263,16 @@ export class SubagentRegistry {
     return purgeRuns(this.deps.db, now, this.deps.config.subagents.retentionMs);
   }
 
+  /** No new runs; resolves when the live ones have ended or after `graceMs` (then `close` interrupts the rest). */
+  async drain(graceMs: number): Promise<void> {
+    this.closed = true;
+    const runs = [...this.live.values()];
+    if (runs.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(runs.map((run) => run.done)), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+  }
+
   /** Interrupts the live runs (they end as `failed`/`interrupted`, announced) and waits for them. */
   async close(): Promise<void> {
     this.closed = true;

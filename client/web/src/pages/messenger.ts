@@ -1,9 +1,11 @@
 /**
- * Messenger: the bot's status and its contacts with allow / hold / block / delete, through the
- * REST proxy (`/messenger/status`, `/messenger/contacts`). 404: not available on this agent;
- * 403 GUEST_LIMITED: guests must upgrade first.
+ * Messenger: the user's own Telegram bot — connect it with a token from @BotFather (steps shown),
+ * pair the owner with a one-time code (and its t.me link), disconnect — and its contacts with
+ * allow / hold / block / delete, through the REST proxy (`/messenger/bot`, `/messenger/status`,
+ * `/messenger/contacts`). 404: not available on this agent; 403 GUEST_LIMITED: guests must
+ * upgrade first.
  */
-import { agentJson, ApiError } from '../api.js';
+import { agentFetch, agentJson, ApiError, apiError } from '../api.js';
 import type { ContactStatus, MessengerContact, MessengerStatus } from '../agent/types.js';
 import { alertBox, h, pageHeading } from '../dom.js';
 import { notAvailable } from './subagents.js';
@@ -96,14 +98,86 @@ export function messengerPage(): HTMLElement {
     }
   }
 
+  function connectForm(): HTMLElement {
+    const token = h('input', { id: 'bot-token', type: 'password', autocomplete: 'off', spellcheck: false, required: true, placeholder: '123456789:AA…' });
+    const submit = h('button', { type: 'submit' }, 'Connect');
+    const form = h(
+      'form',
+      { 'aria-label': 'Connect your bot' },
+      h('p', {}, 'The messenger bot is not connected. Connect a Telegram bot of your own, and people you allow can talk to your agent through it.'),
+      h(
+        'ol',
+        {},
+        h('li', {}, 'In Telegram, open ', h('a', { href: 'https://t.me/BotFather', target: '_blank', rel: 'noopener noreferrer' }, '@BotFather'), ' and send ', h('code', {}, '/newbot'), '.'),
+        h('li', {}, 'Choose a name and a username ending in ', h('code', {}, 'bot'), '.'),
+        h('li', {}, 'Copy the token BotFather answers with and paste it here.'),
+      ),
+      h('div', { class: 'field' }, h('label', { for: 'bot-token' }, 'Bot token'), token),
+      submit,
+    );
+    form.onsubmit = async (event) => {
+      event.preventDefault();
+      submit.disabled = true;
+      alert.clear();
+      try {
+        const connected = await agentJson<MessengerStatus>('/messenger/bot', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: token.value.trim() }) });
+        token.value = '';
+        // From the answer: the agent's own status may still say "connecting" for a moment.
+        statusBox.replaceChildren(connectedPanel(connected));
+        await loadContacts();
+      } catch (error) {
+        alert.fail(error);
+      } finally {
+        submit.disabled = false;
+      }
+    };
+    return form;
+  }
+
+  function connectedPanel(status: MessengerStatus): HTMLElement {
+    const codeBox = h('div', { 'data-testid': 'owner-code', 'aria-live': 'polite' });
+    const codeButton = h('button', { type: 'button' }, 'Get an owner code');
+    codeButton.onclick = async () => {
+      codeButton.disabled = true;
+      try {
+        const { code, expires_at } = await agentJson<{ code: string; expires_at: string }>('/messenger/bot/owner-code', { method: 'POST' });
+        const link = `https://t.me/${encodeURIComponent(status.bot_username)}?start=${encodeURIComponent(code)}`;
+        codeBox.replaceChildren(
+          h('p', {}, 'Open ', h('a', { href: link, target: '_blank', rel: 'noopener noreferrer' }, link), ' on your phone and press Start, or send the bot ', h('code', {}, `/start ${code}`), '.'),
+          h('p', { class: 'muted' }, `The code works once, until ${new Date(expires_at).toLocaleTimeString()}. Whoever uses it becomes the bot's owner.`),
+        );
+      } catch (error) {
+        alert.fail(error);
+      } finally {
+        codeButton.disabled = false;
+      }
+    };
+    const disconnect = h('button', { type: 'button', class: 'danger' }, 'Disconnect');
+    disconnect.onclick = async () => {
+      if (!confirm(`Disconnect @${status.bot_username}? Your agent stops answering through it and the token is forgotten.`)) return;
+      disconnect.disabled = true;
+      try {
+        const res = await agentFetch('/messenger/bot', { method: 'DELETE' });
+        if (!res.ok) throw await apiError(res);
+        await load();
+      } catch (error) {
+        alert.fail(error);
+        disconnect.disabled = false;
+      }
+    };
+    return h(
+      'div',
+      {},
+      h('p', {}, 'Connected as ', h('strong', {}, status.bot_name), status.bot_username ? ` (@${status.bot_username})` : '', '.'),
+      h('div', { class: 'row' }, codeButton, disconnect),
+      codeBox,
+    );
+  }
+
   async function load(): Promise<void> {
     try {
       const status = await agentJson<MessengerStatus>('/messenger/status');
-      statusBox.replaceChildren(
-        status.connected
-          ? h('p', {}, 'Connected as ', h('strong', {}, status.bot_name), status.bot_username ? ` (@${status.bot_username})` : '', '.')
-          : h('p', {}, 'The messenger bot is not connected.'),
-      );
+      statusBox.replaceChildren(status.connected ? connectedPanel(status) : connectForm());
       await loadContacts();
     } catch (error) {
       if (!unavailable(error)) alert.fail(error);

@@ -1,0 +1,61 @@
+/**
+ * What the account service needs to decide whether this agent may sleep (`GET /lifecycle`, agent
+ * secret): whether anything is going on — chat runs, subagent runs, a heartbeat, requests in
+ * flight, a Telegram bot that long-polls or handles a message — and when the agent next wants to
+ * be woken (its next heartbeat while HEARTBEAT.md has something in it; now for a long-polling
+ * bot; null otherwise).
+ */
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import { readHeartbeatFile } from './heartbeat/run.js';
+import type { AgentServices } from './services.js';
+
+export const LifecycleReport = z.object({
+  busy: z.boolean(),
+  activity: z.object({
+    chat_runs: z.number().int(),
+    subagent_runs: z.number().int(),
+    heartbeat: z.boolean(),
+    requests: z.number().int(),
+    messenger: z.boolean(),
+  }),
+  /** ISO time; null: nothing scheduled. */
+  next_wake_at: z.string().nullable(),
+});
+export type LifecycleReport = z.infer<typeof LifecycleReport>;
+
+/** Paths that ask about the agent rather than use it: they never make it busy. */
+const PROBES = /^\/(health|healthz|readyz|metrics|lifecycle)$|^\/trpc\/health\./;
+
+/** Counts requests in flight (streams count until they end). */
+export class RequestActivity {
+  private count = 0;
+
+  get inFlight(): number {
+    return this.count;
+  }
+
+  readonly middleware: RequestHandler = (req, res, next) => {
+    if (PROBES.test(req.path)) return next();
+    this.count++;
+    res.once('close', () => this.count--);
+    next();
+  };
+}
+
+export async function lifecycleReport(services: AgentServices): Promise<LifecycleReport> {
+  const activity = {
+    chat_runs: services.chat.running(),
+    subagent_runs: services.subagents.running(),
+    heartbeat: services.heartbeat.running,
+    requests: services.requests.inFlight,
+    messenger: services.messenger.busy(),
+  };
+  const busy = activity.chat_runs > 0 || activity.subagent_runs > 0 || activity.heartbeat || activity.requests > 0 || activity.messenger;
+  // A long-polling bot wants to run all the time: should the agent be stopped anyway (the
+  // service restarts), it is due again at once.
+  if (services.messenger.polling()) return { busy, activity, next_wake_at: new Date().toISOString() };
+  const next = services.heartbeat.nextAt;
+  const wants = next !== undefined && Boolean(await readHeartbeatFile(services.config.workspace));
+  return { busy, activity, next_wake_at: wants ? next.toISOString() : null };
+}
