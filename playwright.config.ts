@@ -42,7 +42,16 @@ export default defineConfig({
     screenshot: 'only-on-failure',
     launchOptions: {
       executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     },
   },
   webServer: [
@@ -51,7 +60,13 @@ export default defineConfig({
       url: `http://127.0.0.1:${idpaPort}/.well-known/openid-configuration`,
       timeout: 120_000,
       reuseExistingServer: false,
-      env: { E2E_ACCOUNT_URL: `http://127.0.0.1:${accountPort}`, E2E_IDPA_PORT: String(idpaPort), E2E_IDPB_PORT: String(idpbPort), E2E_CLIENT_ID: client.id, E2E_CLIENT_SECRET: client.secret },
+      env: {
+        E2E_ACCOUNT_URL: `http://127.0.0.1:${accountPort}`,
+        E2E_IDPA_PORT: String(idpaPort),
+        E2E_IDPB_PORT: String(idpbPort),
+        E2E_CLIENT_ID: client.id,
+        E2E_CLIENT_SECRET: client.secret,
+      },
     },
     {
       command: 'npx tsx e2e/support/model.ts',

@@ -49,7 +49,13 @@ async function countQueries(databaseUrl: string): Promise<Record<string, number>
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof original;
   const dataDir = await mkdtemp(path.join(tmpdir(), 'bench-count-'));
-  const config = loadAccountConfig({ PORT: String(await freePort()), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, RATE_LIMIT_MULTIPLIER: '100000', LOG_LEVEL: 'silent' });
+  const config = loadAccountConfig({
+    PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    RATE_LIMIT_MULTIPLIER: '100000',
+    LOG_LEVEL: 'silent',
+  });
   const account = await startAccount(config, createLogger('bench', 'silent'));
   const api = `${account.url}/api/v1`;
   const post = async (p: string, body: unknown, headers: Record<string, string> = {}) => {
@@ -97,7 +103,9 @@ async function main() {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'bench-account-'));
   const children: ChildProcess[] = [];
   try {
-    console.log(`account bench: ${usePostgres ? 'PostgreSQL (fresh database)' : 'PGlite (no PostgreSQL reachable)'}, ${CONNECTIONS} connections, ${SECONDS} s per run, ${cpus().length} cores`);
+    console.log(
+      `account bench: ${usePostgres ? 'PostgreSQL (fresh database)' : 'PGlite (no PostgreSQL reachable)'}, ${CONNECTIONS} connections, ${SECONDS} s per run, ${cpus().length} cores`,
+    );
     const queries = database ? await countQueries(database.url) : {};
     if (database) {
       console.log('queries per request (PostgreSQL statements, BEGIN/COMMIT included):');
@@ -114,9 +122,17 @@ async function main() {
       NODE_ENV: 'production',
       ...(database ? { DATABASE_URL: database.url } : {}),
     });
-    children.push(accountChild, spawnServer('bench/ceiling-server.ts', ['express', String(expressPort)], {}), spawnServer('bench/ceiling-server.ts', ['http', String(httpPort)], {}));
+    children.push(
+      accountChild,
+      spawnServer('bench/ceiling-server.ts', ['express', String(expressPort)], {}),
+      spawnServer('bench/ceiling-server.ts', ['http', String(httpPort)], {}),
+    );
     const accountUrl = `http://127.0.0.1:${accountPort}`;
-    await Promise.all([waitForHttp(`${accountUrl}/.well-known/jwks.json`), waitForHttp(`http://127.0.0.1:${expressPort}/`), waitForHttp(`http://127.0.0.1:${httpPort}/`)]);
+    await Promise.all([
+      waitForHttp(`${accountUrl}/.well-known/jwks.json`),
+      waitForHttp(`http://127.0.0.1:${expressPort}/`),
+      waitForHttp(`http://127.0.0.1:${httpPort}/`),
+    ]);
 
     const rows: Row[] = [];
     const json = { 'content-type': 'application/json' };
@@ -135,7 +151,14 @@ async function main() {
       url: accountUrl,
       connections: CONNECTIONS,
       duration: warmSeconds,
-      requests: [{ method: 'POST', path: '/api/v1/auth/guest', headers: json, setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `warm-device-${runId}-${device++}` }) }) }],
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/auth/guest',
+          headers: json,
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ device_id: `warm-device-${runId}-${device++}` }) }),
+        },
+      ],
     });
     device = 0;
 
@@ -143,14 +166,29 @@ async function main() {
     const postEach = (name: string, apiPath: string, body: () => unknown, onResponse?: (status: number, text: string) => void) =>
       load(name, {
         url: accountUrl,
-        requests: [{ method: 'POST', path: apiPath, headers: json, setupRequest: (req) => ({ ...req, body: JSON.stringify(body()) }), ...(onResponse ? { onResponse } : {}) }],
+        requests: [
+          {
+            method: 'POST',
+            path: apiPath,
+            headers: json,
+            setupRequest: (req) => ({ ...req, body: JSON.stringify(body()) }),
+            ...(onResponse ? { onResponse } : {}),
+          },
+        ],
       });
 
     console.log('load:');
     rows.push(await postEach('POST /auth/guest (new device)', '/api/v1/auth/guest', () => ({ device_id: `bench-device-${runId}-${device++}` }), harvest));
     const knownDevices = Math.min(device, 2000);
     let known = 0;
-    rows.push(await postEach('POST /auth/guest (known device)', '/api/v1/auth/guest', () => ({ device_id: `bench-device-${runId}-${known++ % knownDevices}` }), harvest));
+    rows.push(
+      await postEach(
+        'POST /auth/guest (known device)',
+        '/api/v1/auth/guest',
+        () => ({ device_id: `bench-device-${runId}-${known++ % knownDevices}` }),
+        harvest,
+      ),
+    );
 
     // Access tokens for the protected call, taken before their refresh tokens are spent.
     const meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);
@@ -179,7 +217,11 @@ async function main() {
     // on a machine whose load drifts, and with the very same request stream (the rotating
     // Authorization header costs autocannon time too; the ceilings ignore it).
     let meIndex = 0;
-    const meRequest = { method: 'GET', path: '/api/v1/auth/me', setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }) };
+    const meRequest = {
+      method: 'GET',
+      path: '/api/v1/auth/me',
+      setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }),
+    };
     rows.push(await load('bare node:http (ceiling)', { url: `http://127.0.0.1:${httpPort}`, requests: [meRequest] }));
     rows.push(await load('bare express (ceiling)', { url: `http://127.0.0.1:${expressPort}`, requests: [meRequest] }));
 

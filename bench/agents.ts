@@ -54,7 +54,16 @@ export interface AgentsResults {
   rounds: number;
   baseline: string;
   samples: Record<Side, Record<Phase, AgentSample[]>>;
-  rows: Array<{ side: Side; phase: Phase; coldStartMedianMs: number; coldStartMaxMs: number; firstReplyMedianMs: number; rssAtHealthMeanMb: number; rssIdleMeanMb: number; rssIdleMaxMb: number }>;
+  rows: Array<{
+    side: Side;
+    phase: Phase;
+    coldStartMedianMs: number;
+    coldStartMaxMs: number;
+    firstReplyMedianMs: number;
+    rssAtHealthMeanMb: number;
+    rssIdleMeanMb: number;
+    rssIdleMaxMb: number;
+  }>;
   ratios: Record<Phase, { coldStart: number; rssIdleMean: number; rssIdleMax: number }>;
 }
 
@@ -70,7 +79,8 @@ async function baselineTree(ref: string): Promise<string> {
   await mkdir(dir, { recursive: true });
   execFileSync('tar', ['-x', '-C', dir], { input: execFileSync('git', ['archive', '--format=tar', sha], { cwd: root, maxBuffer: 1 << 30 }) });
   await symlink(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
-  const run = (script: string, args: string[]) => execFileSync(process.execPath, ['--import', 'tsx', script, ...args], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  const run = (script: string, args: string[]) =>
+    execFileSync(process.execPath, ['--import', 'tsx', script, ...args], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
   run('scripts/db.ts', ['generate']);
   run('scripts/build.ts', ['--server']);
   return dir;
@@ -103,7 +113,15 @@ async function startOne(tree: string, workspace: string, modelSpec: string): Pro
   const started = performance.now();
   const child = spawn(process.execPath, [path.join(tree, 'dist/server/agent/main.js')], {
     cwd: tree,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', AGENT_PORT: String(port), AGENT_SECRET: SECRET, AGENT_WORKSPACE: workspace, MODEL: modelSpec, LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST: '127.0.0.1',
+      AGENT_PORT: String(port),
+      AGENT_SECRET: SECRET,
+      AGENT_WORKSPACE: workspace,
+      MODEL: modelSpec,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   try {
@@ -134,7 +152,12 @@ async function phase(tree: string, workspaces: string[], modelSpec: string): Pro
     await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
     const samples: AgentSample[] = [];
     for (const agent of running) {
-      samples.push({ coldStartMs: agent.coldStartMs, firstReplyMs: agent.firstReplyMs, rssAtHealthMb: agent.rssAtHealthMb, rssIdleMb: (await rssOf(agent.child.pid ?? 0)) / 2 ** 20 });
+      samples.push({
+        coldStartMs: agent.coldStartMs,
+        firstReplyMs: agent.firstReplyMs,
+        rssAtHealthMb: agent.rssAtHealthMb,
+        rssIdleMb: (await rssOf(agent.child.pid ?? 0)) / 2 ** 20,
+      });
     }
     return samples;
   } finally {
@@ -187,21 +210,60 @@ export async function agentsBench(): Promise<AgentsResults> {
   const ratios = Object.fromEntries(
     (['new workspace', 'restart'] as const).map((which) => {
       const [l, b] = [row('lighter', which), row('baseline', which)];
-      return [which, { coldStart: ratio(l.coldStartMedianMs, b.coldStartMedianMs), rssIdleMean: ratio(l.rssIdleMeanMb, b.rssIdleMeanMb), rssIdleMax: ratio(l.rssIdleMaxMb, b.rssIdleMaxMb) }];
+      return [
+        which,
+        {
+          coldStart: ratio(l.coldStartMedianMs, b.coldStartMedianMs),
+          rssIdleMean: ratio(l.rssIdleMeanMb, b.rssIdleMeanMb),
+          rssIdleMax: ratio(l.rssIdleMaxMb, b.rssIdleMaxMb),
+        },
+      ];
     }),
   ) as AgentsResults['ratios'];
-  return { date: new Date().toISOString(), count: COUNT, idleSeconds: IDLE_SECONDS, rounds: ROUNDS, baseline: git(['rev-parse', '--short', `${BASELINE}^{commit}`]), samples, rows, ratios };
+  return {
+    date: new Date().toISOString(),
+    count: COUNT,
+    idleSeconds: IDLE_SECONDS,
+    rounds: ROUNDS,
+    baseline: git(['rev-parse', '--short', `${BASELINE}^{commit}`]),
+    samples,
+    rows,
+    ratios,
+  };
 }
 
 export function printAgentsTables(results: AgentsResults): void {
-  console.log(`\nIdle agents (${results.count} compiled agent processes per side, started in turn, one chat message each, RSS after ${results.idleSeconds} s idle; baseline ${results.baseline}):`);
+  console.log(
+    `\nIdle agents (${results.count} compiled agent processes per side, started in turn, one chat message each, RSS after ${results.idleSeconds} s idle; baseline ${results.baseline}):`,
+  );
   console.log(
     table(
-      ['side', 'workspace', 'cold start median ms', 'cold start max ms', 'first reply median ms', 'RSS at /health mean MB', 'idle RSS mean MB', 'idle RSS max MB', '≤ 100 MB'],
-      results.rows.map((r) => [r.side, r.phase, r.coldStartMedianMs, r.coldStartMaxMs, r.firstReplyMedianMs, r.rssAtHealthMeanMb, r.rssIdleMeanMb, r.rssIdleMaxMb, r.rssIdleMaxMb <= 100 ? 'met' : 'MISSED']),
+      [
+        'side',
+        'workspace',
+        'cold start median ms',
+        'cold start max ms',
+        'first reply median ms',
+        'RSS at /health mean MB',
+        'idle RSS mean MB',
+        'idle RSS max MB',
+        '≤ 100 MB',
+      ],
+      results.rows.map((r) => [
+        r.side,
+        r.phase,
+        r.coldStartMedianMs,
+        r.coldStartMaxMs,
+        r.firstReplyMedianMs,
+        r.rssAtHealthMeanMb,
+        r.rssIdleMeanMb,
+        r.rssIdleMaxMb,
+        r.rssIdleMaxMb <= 100 ? 'met' : 'MISSED',
+      ]),
     ),
   );
-  for (const [which, r] of Object.entries(results.ratios)) console.log(`${which}: lighter / baseline = cold start ${r.coldStart}×, idle RSS mean ${r.rssIdleMean}×, max ${r.rssIdleMax}×`);
+  for (const [which, r] of Object.entries(results.ratios))
+    console.log(`${which}: lighter / baseline = cold start ${r.coldStart}×, idle RSS mean ${r.rssIdleMean}×, max ${r.rssIdleMax}×`);
 }
 
 await runIfEntry(import.meta.url, 'agents.json', agentsBench, printAgentsTables);

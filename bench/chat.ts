@@ -31,7 +31,19 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../server/common/net.js';
 import { startScriptedModel, type ScriptedModel } from '../test/support/scripted-model.js';
 import { benchNodeOptions, median } from './lib/harness.js';
-import { benchMessage, chunkGrid, latencyOfStamp, percentile, stampedChunk, round, sleep, sse, streamPhase, timedReplay, type PhaseResult } from './lib/stream.js';
+import {
+  benchMessage,
+  chunkGrid,
+  latencyOfStamp,
+  percentile,
+  stampedChunk,
+  round,
+  sleep,
+  sse,
+  streamPhase,
+  timedReplay,
+  type PhaseResult,
+} from './lib/stream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -66,8 +78,16 @@ function overRounds(results: StreamingResult[]): StreamingResult {
   };
 }
 
-async function startChild(script: string, env: Record<string, string>, ready: (child: ChildProcess) => Promise<string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [...benchNodeOptions(), '--import', 'tsx', script], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+async function startChild(
+  script: string,
+  env: Record<string, string>,
+  ready: (child: ChildProcess) => Promise<string>,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [...benchNodeOptions(), '--import', 'tsx', script], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await ready(child);
   return { child, url };
 }
@@ -100,13 +120,27 @@ async function main(): Promise<void> {
   const agentPort = await freePort();
   const agent = await startChild(
     'server/agent/main.ts',
-    { AGENT_PORT: String(agentPort), AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', AGENT_MODEL_RETRIES: '0', AGENT_RUN_TIMEOUT: '3600' },
+    {
+      AGENT_PORT: String(agentPort),
+      AGENT_SECRET: secret,
+      AGENT_WORKSPACE: workspace,
+      MODEL: model.modelSpec,
+      LOG_LEVEL: 'silent',
+      HEARTBEAT_INTERVAL: '0',
+      AGENT_MODEL_RETRIES: '0',
+      AGENT_RUN_TIMEOUT: '3600',
+    },
     async () => `http://127.0.0.1:${agentPort}`,
   );
   await waitHealthy(agent.url);
   const startBare = (relay: string) =>
-    startChild('bench/bare-sse.ts', { MODEL_BASE_URL: model.baseUrl, PORT: '0', RELAY: relay }, (child) =>
-      new Promise((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${(JSON.parse(chunk.toString()) as { port: number }).port}`))),
+    startChild(
+      'bench/bare-sse.ts',
+      { MODEL_BASE_URL: model.baseUrl, PORT: '0', RELAY: relay },
+      (child) =>
+        new Promise((resolve) =>
+          child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${(JSON.parse(chunk.toString()) as { port: number }).port}`)),
+        ),
     );
   const bare = await startBare('plain');
   const provider = await startBare('provider');
@@ -119,13 +153,21 @@ async function main(): Promise<void> {
   const steadyCounter = { n: 0 };
   const postTo = (url: string, headers: Record<string, string>, round: number) => (chat: number) => {
     let seen = 0;
-    return sse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ message: benchMessage(chat, CHATS), chat_id: `bench-${round}-${chat}` }) }, (data) => {
-      const ms = latencyOfStamp(data.type === 'text' ? data.content : undefined);
-      if (ms === undefined) return;
-      latencies[counter.n++] = ms;
-      const at = seen++;
-      if (at >= EDGE && at < EVENTS - EDGE) steady[steadyCounter.n++] = ms;
-    });
+    return sse(
+      `${url}/chat`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ message: benchMessage(chat, CHATS), chat_id: `bench-${round}-${chat}` }),
+      },
+      (data) => {
+        const ms = latencyOfStamp(data.type === 'text' ? data.content : undefined);
+        if (ms === undefined) return;
+        latencies[counter.n++] = ms;
+        const at = seen++;
+        if (at >= EDGE && at < EVENTS - EDGE) steady[steadyCounter.n++] = ms;
+      },
+    );
   };
 
   console.log(`chat bench: ${CHATS} concurrent chats × ${EVENTS} model chunks every ${INTERVAL} ms, ${ROUNDS} round(s); replay of ${REPLAY} events`);
@@ -133,7 +175,15 @@ async function main(): Promise<void> {
   const warmUp = (url: string, headers: Record<string, string>) =>
     Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        sse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ message: 'warm-up', chat_id: `warm-up-${i}` }) }, () => undefined),
+        sse(
+          `${url}/chat`,
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...headers },
+            body: JSON.stringify({ message: 'warm-up', chat_id: `warm-up-${i}` }),
+          },
+          () => undefined,
+        ),
       ),
     );
   await warmUp(agent.url, auth);
@@ -158,7 +208,11 @@ async function main(): Promise<void> {
     }
   }
   const [bareRounds, providerRounds, agentRounds] = rounds as [StreamingResult[], StreamingResult[], StreamingResult[]];
-  const [bareResult, providerResult, agentResult] = [bareRounds, providerRounds, agentRounds].map(overRounds) as [StreamingResult, StreamingResult, StreamingResult];
+  const [bareResult, providerResult, agentResult] = [bareRounds, providerRounds, agentRounds].map(overRounds) as [
+    StreamingResult,
+    StreamingResult,
+    StreamingResult,
+  ];
   const overheadOf = (base: StreamingResult[]) => ({
     medianMs: round(median(agentRounds.map((a, r) => a.medianMs - base[r]!.medianMs))),
     p99Ms: round(median(agentRounds.map((a, r) => a.p99Ms - base[r]!.p99Ms))),
@@ -166,7 +220,11 @@ async function main(): Promise<void> {
   });
 
   // Replay: a run that has buffered REPLAY events (and stays active), read back by GET /stream.
-  const replayStream = sse(`${agent.url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'replay-run', chat_id: 'replay' }) }, () => undefined);
+  const replayStream = sse(
+    `${agent.url}/chat`,
+    { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'replay-run', chat_id: 'replay' }) },
+    () => undefined,
+  );
   for (let i = 0; i < 600; i++) {
     await sleep(100);
     // The run is buffered once the model's stream has been fully sent and the run still hangs.
@@ -178,7 +236,11 @@ async function main(): Promise<void> {
   await sleep(1_000);
   let replayed = 0;
   let reader: Promise<void> = Promise.resolve();
-  const agentReplay = await timedReplay((onData) => (reader = sse(`${agent.url}/chat/replay/stream`, { method: 'GET', headers: auth }, onData)), (data) => data.type === 'text' && ++replayed === REPLAY, 60_000);
+  const agentReplay = await timedReplay(
+    (onData) => (reader = sse(`${agent.url}/chat/replay/stream`, { method: 'GET', headers: auth }, onData)),
+    (data) => data.type === 'text' && ++replayed === REPLAY,
+    60_000,
+  );
   const agentReplayMs = agentReplay.complete ? agentReplay.ms : NaN;
   await fetch(`${agent.url}/chat/replay`, { method: 'DELETE', headers: auth });
   await Promise.allSettled([reader, replayStream]);
@@ -208,10 +270,32 @@ async function main(): Promise<void> {
   };
 
   console.log('');
-  console.table(results.streaming.map((r) => ({ server: r.server, chats: r.chats, events: r.events, 's': r.seconds, 'events/s': r.eventsPerSecond, 'median ms': r.medianMs, 'p99 ms': r.p99Ms, [`p99 w/o first+last ${EDGE}`]: r.steadyP99Ms, 'max ms': r.maxMs, 'peak RSS MB': r.peakRssMb, 'idle RSS MB': r.idleRssMb, 'CPU µs/event': r.cpuUsPerEvent, errors: r.errors })));
-  console.log(`overhead of the agent over the bare writer (median of the rounds): median ${results.overhead.medianMs} ms, p99 ${results.overhead.p99Ms} ms per event (target ≤ 2 ms p99); p99 by round: ${results.overhead.p99ByRoundMs.join(', ')} ms`);
-  console.log(`of which beyond the model client (agent vs bare writer via the model client): median ${results.overheadBeyondProvider.medianMs} ms, p99 ${results.overheadBeyondProvider.p99Ms} ms; p99 by round: ${results.overheadBeyondProvider.p99ByRoundMs.join(', ')} ms`);
-  console.log(`agent peak RSS with ${CHATS} streams: ${agentResult.peakRssMb} MB, highest of the rounds (target < 300 MB); RSS each second of the last round: ${agentRounds.at(-1)!.rssTimelineMb.join(' ')}`);
+  console.table(
+    results.streaming.map((r) => ({
+      server: r.server,
+      chats: r.chats,
+      events: r.events,
+      s: r.seconds,
+      'events/s': r.eventsPerSecond,
+      'median ms': r.medianMs,
+      'p99 ms': r.p99Ms,
+      [`p99 w/o first+last ${EDGE}`]: r.steadyP99Ms,
+      'max ms': r.maxMs,
+      'peak RSS MB': r.peakRssMb,
+      'idle RSS MB': r.idleRssMb,
+      'CPU µs/event': r.cpuUsPerEvent,
+      errors: r.errors,
+    })),
+  );
+  console.log(
+    `overhead of the agent over the bare writer (median of the rounds): median ${results.overhead.medianMs} ms, p99 ${results.overhead.p99Ms} ms per event (target ≤ 2 ms p99); p99 by round: ${results.overhead.p99ByRoundMs.join(', ')} ms`,
+  );
+  console.log(
+    `of which beyond the model client (agent vs bare writer via the model client): median ${results.overheadBeyondProvider.medianMs} ms, p99 ${results.overheadBeyondProvider.p99Ms} ms; p99 by round: ${results.overheadBeyondProvider.p99ByRoundMs.join(', ')} ms`,
+  );
+  console.log(
+    `agent peak RSS with ${CHATS} streams: ${agentResult.peakRssMb} MB, highest of the rounds (target < 300 MB); RSS each second of the last round: ${agentRounds.at(-1)!.rssTimelineMb.join(' ')}`,
+  );
   console.table(results.replay.map((r) => ({ server: r.server, events: r.events, ms: r.ms, 'events/s': Math.round(r.events / (r.ms / 1000)) })));
 
   await mkdir(path.join(root, 'bench/results'), { recursive: true });

@@ -45,7 +45,10 @@ export interface GrowthResults {
   store: 'postgres' | 'pglite';
   secondsPerRun: number;
   account: { base: number; rows: Array<{ scale: string; users: number; sessions: number; seedMs: number; signIn: Row; refresh: Row; me: Row }> };
-  history: { base: { chats: number; entriesPerChat: number; hotEntries: number }; rows: Array<{ scale: string; entries: number; chats: number; hotEntries: number; dbMb: number; seedMs: number; chat: Row; hot: Row }> };
+  history: {
+    base: { chats: number; entriesPerChat: number; hotEntries: number };
+    rows: Array<{ scale: string; entries: number; chats: number; hotEntries: number; dbMb: number; seedMs: number; chat: Row; hot: Row }>;
+  };
 }
 
 /** One SQL entry point over either store (pg's client, or PGlite opened while the service is stopped). */
@@ -151,7 +154,14 @@ async function historyGrowth(): Promise<GrowthResults['history']> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const start = async () => {
-    const child = spawnServer('server/agent/main.ts', [], { AGENT_PORT: String(port), HOST: '127.0.0.1', AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0' });
+    const child = spawnServer('server/agent/main.ts', [], {
+      AGENT_PORT: String(port),
+      HOST: '127.0.0.1',
+      AGENT_SECRET: secret,
+      AGENT_WORKSPACE: workspace,
+      LOG_LEVEL: 'silent',
+      HEARTBEAT_INTERVAL: '0',
+    });
     await waitForHttp(`${url}/health`);
     return child;
   };
@@ -175,7 +185,9 @@ async function historyGrowth(): Promise<GrowthResults['history']> {
       const pageSize = db.pragma('page_size', { simple: true }) as number;
       db.close();
       agent = await start();
-      console.log(`agent history at ${factor}×: ${entries} entries in ${chats + 1} chats (hot chat ${hot}), ${Math.round((pages * pageSize) / 1e6)} MB (seeded in ${seedMs} ms)`);
+      console.log(
+        `agent history at ${factor}×: ${entries} entries in ${chats + 1} chats (hot chat ${hot}), ${Math.round((pages * pageSize) / 1e6)} MB (seeded in ${seedMs} ms)`,
+      );
       const headers = { authorization: `Bearer ${secret}` };
       const chatRead: autocannon.Options = {
         url,
@@ -197,14 +209,18 @@ async function historyGrowth(): Promise<GrowthResults['history']> {
 export async function growthBench(): Promise<GrowthResults> {
   const usePostgres = await postgresReachable();
   const runId = Date.now().toString(36);
-  console.log(`growth: account store on ${usePostgres ? 'PostgreSQL (a database of its own, dropped after)' : 'PGlite'}, agent history on SQLite; 1×, 10×, 100×; one ${SECONDS} s run per figure`);
+  console.log(
+    `growth: account store on ${usePostgres ? 'PostgreSQL (a database of its own, dropped after)' : 'PGlite'}, agent history on SQLite; 1×, 10×, 100×; one ${SECONDS} s run per figure`,
+  );
   const account = await accountGrowth(usePostgres, runId);
   const history = await historyGrowth();
   return { date: new Date().toISOString(), store: usePostgres ? 'postgres' : 'pglite', secondsPerRun: SECONDS, account, history };
 }
 
 export function printGrowthTables(g: GrowthResults): void {
-  console.log(`\nGrowth, account store (${g.store === 'postgres' ? 'PostgreSQL' : 'PGlite'}; users with an identity and a session each, seeded with SQL; one ${g.secondsPerRun} s run each):`);
+  console.log(
+    `\nGrowth, account store (${g.store === 'postgres' ? 'PostgreSQL' : 'PGlite'}; users with an identity and a session each, seeded with SQL; one ${g.secondsPerRun} s run each):`,
+  );
   console.log(
     table(
       ['store holds', 'users', 'sessions', 'guest sign-in req/s', 'refresh req/s', '/auth/me req/s', '/auth/me p99 ms'],

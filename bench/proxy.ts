@@ -54,7 +54,19 @@ import { createTestDatabase, postgresReachable, type TestDatabase } from '../tes
 import { startScriptedModel } from '../test/support/scripted-model.js';
 import { signInByEmail, startAccountService, type RunningAccountService } from './lib/account.js';
 import { cpuMsOf, median, root, runIfEntry, spawnServer, stop, table, waitForHttp } from './lib/harness.js';
-import { benchMessage, chunkGrid, latencyOfStamp, round, sleep, sse, stampedChunk, streamPhase, timedReplay, type PhaseResult, type ReplayResult } from './lib/stream.js';
+import {
+  benchMessage,
+  chunkGrid,
+  latencyOfStamp,
+  round,
+  sleep,
+  sse,
+  stampedChunk,
+  streamPhase,
+  timedReplay,
+  type PhaseResult,
+  type ReplayResult,
+} from './lib/stream.js';
 import { download, mb, mbps, timed, upload, withRss } from './lib/transfer.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -92,14 +104,58 @@ const inOrder = <T>(paths: T[], r: number): T[] => (r % 2 === 0 ? paths : [paths
 export interface ProxyResults {
   date: string;
   store: 'postgres' | 'pglite';
-  params: { lightChats: number; chats: number; events: number; intervalMs: number; rounds: number; fileBytes: number; runs: number; replayEvents: number; replayRounds: number };
+  params: {
+    lightChats: number;
+    chats: number;
+    events: number;
+    intervalMs: number;
+    rounds: number;
+    fileBytes: number;
+    runs: number;
+    replayEvents: number;
+    replayRounds: number;
+  };
   /** Per path: medians over the rounds (each round's figures in `rounds`). */
-  streaming: Array<{ chats: number; face: Face; via: Via; label: string; eventsPerSecond: number; agentCpuUsPerEvent: number; accountCpuUsPerEvent: number; medianMs: number; p99Ms: number; agentPeakRssMb: number; accountPeakRssMb: number; errors: number; rounds: PhaseResult[] }>;
+  streaming: Array<{
+    chats: number;
+    face: Face;
+    via: Via;
+    label: string;
+    eventsPerSecond: number;
+    agentCpuUsPerEvent: number;
+    accountCpuUsPerEvent: number;
+    medianMs: number;
+    p99Ms: number;
+    agentPeakRssMb: number;
+    accountPeakRssMb: number;
+    errors: number;
+    rounds: PhaseResult[];
+  }>;
   /** proxy − direct, per event. */
   added: Array<{ chats: number; face: Face; medianMs: number; p99Ms: number; perRound: Array<{ medianMs: number; p99Ms: number }> }>;
   /** Reconnect replay of a finished run's buffer, per path: medians over the rounds; `vsDirect`: proxy ÷ direct time within a round, median. */
-  replay: Array<{ face: Face; via: Via; label: string; events: number; msToDone: number; eventsPerSecond: number; vsDirect: number; agentCpuUsPerEvent: number; accountCpuUsPerEvent: number; errors: number; rounds: ReplayResult[] }>;
-  transfers: Array<{ case: string; directMbps: number; proxyMbps: number; ratio: number; agentRssGrowthMb: number; accountRssGrowthMb: number; raw: { direct: number[]; proxy: number[] } }>;
+  replay: Array<{
+    face: Face;
+    via: Via;
+    label: string;
+    events: number;
+    msToDone: number;
+    eventsPerSecond: number;
+    vsDirect: number;
+    agentCpuUsPerEvent: number;
+    accountCpuUsPerEvent: number;
+    errors: number;
+    rounds: ReplayResult[];
+  }>;
+  transfers: Array<{
+    case: string;
+    directMbps: number;
+    proxyMbps: number;
+    ratio: number;
+    agentRssGrowthMb: number;
+    accountRssGrowthMb: number;
+    raw: { direct: number[]; proxy: number[] };
+  }>;
 }
 
 type Item = { id?: string; data?: { type: string; content?: string }; type?: string; content?: string };
@@ -136,7 +192,9 @@ function subscribeUntilDone(
 /** Resolves with `work`, or rejects after `ms` (the work itself is abandoned: its sockets close with the process). */
 function bounded<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([work, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: over ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([work, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: over ${ms} ms`)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 export async function proxyBench(): Promise<ProxyResults> {
@@ -188,11 +246,15 @@ export async function proxyBench(): Promise<ProxyResults> {
     // database: the service steps aside meanwhile (same DATA_DIR again: same keys, same store).
     if (!usePostgres) await stop(account.child);
     const registered = await new Promise<number>((resolve) => {
-      const cli = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/agents.ts'), 'add', 'bench-agent', agentUrl, '--secret', secret, '--user', user.userId], {
-        cwd: root,
-        env: { PATH: process.env.PATH ?? '', DATA_DIR: account.dataDir, LOG_LEVEL: 'warn', ...(database ? { DATABASE_URL: database.url } : {}) },
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
+      const cli = spawn(
+        process.execPath,
+        ['--import', 'tsx', path.join(root, 'scripts/agents.ts'), 'add', 'bench-agent', agentUrl, '--secret', secret, '--user', user.userId],
+        {
+          cwd: root,
+          env: { PATH: process.env.PATH ?? '', DATA_DIR: account.dataDir, LOG_LEVEL: 'warn', ...(database ? { DATABASE_URL: database.url } : {}) },
+          stdio: ['ignore', 'ignore', 'inherit'],
+        },
+      );
       cli.once('exit', (code) => resolve(code ?? 1));
     });
     if (registered !== 0) throw new Error('npm run agents -- add failed');
@@ -220,7 +282,11 @@ export async function proxyBench(): Promise<ProxyResults> {
       if (face === 'REST') {
         const url = via === 'direct' ? `${agentUrl}/chat` : `${account.url}/api/v1/agent/chat`;
         const authorization = via === 'direct' ? `Bearer ${secret}` : `Bearer ${access}`;
-        return sse(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body: JSON.stringify({ message, chat_id: chatId }) }, onData);
+        return sse(
+          url,
+          { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body: JSON.stringify({ message, chat_id: chatId }) },
+          onData,
+        );
       }
       const input = { message, chat_id: chatId };
       return via === 'direct'
@@ -228,9 +294,15 @@ export async function proxyBench(): Promise<ProxyResults> {
         : subscribeUntilDone((cb) => accountTrpc.agent.chat.send.subscribe(input, cb), onData);
     };
 
-    console.log(`proxy bench: ${usePostgres ? 'PostgreSQL' : 'PGlite'}; ${LIGHT_CHATS} and ${CHATS} concurrent chats × ${EVENTS} chunks every ${INTERVAL} ms, ${ROUNDS} round(s) alternating; replay of ${REPLAY} events × ${REPLAY_ROUNDS}; transfers of ${mb(MAX_UPLOAD_BYTES).toFixed(1)} MB × ${RUNS}`);
+    console.log(
+      `proxy bench: ${usePostgres ? 'PostgreSQL' : 'PGlite'}; ${LIGHT_CHATS} and ${CHATS} concurrent chats × ${EVENTS} chunks every ${INTERVAL} ms, ${ROUNDS} round(s) alternating; replay of ${REPLAY} events × ${REPLAY_ROUNDS}; transfers of ${mb(MAX_UPLOAD_BYTES).toFixed(1)} MB × ${RUNS}`,
+    );
     for (const p of PATHS) {
-      await bounded(Promise.all(Array.from({ length: 10 }, (_, i) => send(p.face, p.via, `warm-${p.face}-${p.via}-${i}`, 'warm-up', () => undefined))), 60_000, `warm-up ${p.label}`);
+      await bounded(
+        Promise.all(Array.from({ length: 10 }, (_, i) => send(p.face, p.via, `warm-${p.face}-${p.via}-${i}`, 'warm-up', () => undefined))),
+        60_000,
+        `warm-up ${p.label}`,
+      );
     }
     const streaming: ProxyResults['streaming'] = [];
     const added: ProxyResults['added'] = [];
@@ -240,12 +312,18 @@ export async function proxyBench(): Promise<ProxyResults> {
       const cpu = new Map<PhaseResult, number[]>();
       for (let r = 0; r < ROUNDS; r++) {
         for (const p of inOrder(PATHS, r)) {
-          const post = (chat: number) => bounded(send(p.face, p.via, `b-${chats}-${p.face}-${p.via}-${r}-${chat}`, benchMessage(chat, chats), record), PHASE_TIMEOUT_MS, p.label);
+          const post = (chat: number) =>
+            bounded(send(p.face, p.via, `b-${chats}-${p.face}-${p.via}-${r}-${chat}`, benchMessage(chat, chats), record), PHASE_TIMEOUT_MS, p.label);
           const cpuBefore = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
           const result = await streamPhase(p.label, pids.agent, post, latencies, counter, chats, { account: pids.account });
           const cpuAfter = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
-          cpu.set(result, cpuAfter.map((v, k) => (v - cpuBefore[k]!) * (1000 / Math.max(1, result.events))));
-          console.log(`  ${chats} chats, ${p.label}: ${result.eventsPerSecond} events/s, median ${result.medianMs} ms, p99 ${result.p99Ms} ms, RSS agent ${result.peakRssMb} MB, account ${result.otherPeakRssMb?.account} MB${result.errors ? `, errors ${result.errors}` : ''}`);
+          cpu.set(
+            result,
+            cpuAfter.map((v, k) => (v - cpuBefore[k]!) * (1000 / Math.max(1, result.events))),
+          );
+          console.log(
+            `  ${chats} chats, ${p.label}: ${result.eventsPerSecond} events/s, median ${result.medianMs} ms, p99 ${result.p99Ms} ms, RSS agent ${result.peakRssMb} MB, account ${result.otherPeakRssMb?.account} MB${result.errors ? `, errors ${result.errors}` : ''}`,
+          );
           perPath.set(p.label, [...(perPath.get(p.label) ?? []), result]);
           await new Promise((res) => setTimeout(res, 300));
         }
@@ -268,7 +346,10 @@ export async function proxyBench(): Promise<ProxyResults> {
       }
       for (const face of ['REST', 'tRPC'] as const) {
         const of = (via: Via) => perPath.get(PATHS.find((p) => p.face === face && p.via === via)!.label)!;
-        const perRound = of('proxy').map((proxy, i) => ({ medianMs: round(proxy.medianMs - of('direct')[i]!.medianMs), p99Ms: round(proxy.p99Ms - of('direct')[i]!.p99Ms) }));
+        const perRound = of('proxy').map((proxy, i) => ({
+          medianMs: round(proxy.medianMs - of('direct')[i]!.medianMs),
+          p99Ms: round(proxy.p99Ms - of('direct')[i]!.p99Ms),
+        }));
         added.push({ chats, face, medianMs: median(perRound.map((d) => d.medianMs)), p99Ms: median(perRound.map((d) => d.p99Ms)), perRound });
       }
     }
@@ -277,7 +358,11 @@ export async function proxyBench(): Promise<ProxyResults> {
     const replayOf = (face: Face, via: Via, chatId: string, lastEventId: string, onData: (e: { type: string; content?: string }) => void): Promise<void> => {
       if (face === 'REST') {
         const url = via === 'direct' ? `${agentUrl}/chat/${chatId}/stream` : `${account.url}/api/v1/agent/chat/${chatId}/stream`;
-        return sse(url, { method: 'GET', headers: { authorization: via === 'direct' ? `Bearer ${secret}` : `Bearer ${access}`, 'last-event-id': lastEventId } }, onData);
+        return sse(
+          url,
+          { method: 'GET', headers: { authorization: via === 'direct' ? `Bearer ${secret}` : `Bearer ${access}`, 'last-event-id': lastEventId } },
+          onData,
+        );
       }
       const input = { chat_id: chatId, lastEventId };
       return via === 'direct'
@@ -290,11 +375,19 @@ export async function proxyBench(): Promise<ProxyResults> {
       let runId: string | undefined;
       let buffered = 0;
       await bounded(
-        sse(`${agentUrl}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: JSON.stringify({ message: 'replay-run', chat_id: chatId }) }, (_event, id) => {
-          if (id === undefined) return;
-          buffered++;
-          runId ??= parseEventId(id)?.runId;
-        }),
+        sse(
+          `${agentUrl}/chat`,
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+            body: JSON.stringify({ message: 'replay-run', chat_id: chatId }),
+          },
+          (_event, id) => {
+            if (id === undefined) return;
+            buffered++;
+            runId ??= parseEventId(id)?.runId;
+          },
+        ),
         120_000,
         'replay run',
       );
@@ -302,11 +395,18 @@ export async function proxyBench(): Promise<ProxyResults> {
       await sleep(300);
       for (const p of inOrder(REPLAY_PATHS, r)) {
         const cpuBefore = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
-        const result = await timedReplay((onData) => replayOf(p.face, p.via, chatId, `${runId}-0`, onData), (event) => event.type === 'done', REPLAY_TIMEOUT_MS);
+        const result = await timedReplay(
+          (onData) => replayOf(p.face, p.via, chatId, `${runId}-0`, onData),
+          (event) => event.type === 'done',
+          REPLAY_TIMEOUT_MS,
+        );
         const cpuAfter = [await cpuMsOf(pids.agent), await cpuMsOf(pids.account)];
         const ok = result.complete && result.events === buffered;
         if (!ok) console.error(`  replay, ${p.label}: ${result.events} of ${buffered} events${result.error ? ` (${result.error})` : ''}`);
-        replays.set(p.label, [...(replays.get(p.label) ?? []), { result, ok, cpu: cpuAfter.map((v, k) => (v - cpuBefore[k]!) * (1000 / Math.max(1, result.events))) }]);
+        replays.set(p.label, [
+          ...(replays.get(p.label) ?? []),
+          { result, ok, cpu: cpuAfter.map((v, k) => (v - cpuBefore[k]!) * (1000 / Math.max(1, result.events))) },
+        ]);
         console.log(`  replay of ${buffered} events, ${p.label}: ${result.ms} ms to done, ${Math.round(result.events / (result.ms / 1000))} events/s`);
         await sleep(200);
       }
@@ -359,13 +459,31 @@ export async function proxyBench(): Promise<ProxyResults> {
     const transfer = (name: string, key: 'up' | 'down') => {
       const directMbps = Math.round(median(raw[key].direct));
       const proxyMbps = Math.round(median(raw[key].proxy));
-      return { case: name, directMbps, proxyMbps, ratio: round(proxyMbps / directMbps), agentRssGrowthMb: round(mb(growth[key][0]!)), accountRssGrowthMb: round(mb(growth[key][1]!)), raw: { direct: raw[key].direct.map(Math.round), proxy: raw[key].proxy.map(Math.round) } };
+      return {
+        case: name,
+        directMbps,
+        proxyMbps,
+        ratio: round(proxyMbps / directMbps),
+        agentRssGrowthMb: round(mb(growth[key][0]!)),
+        accountRssGrowthMb: round(mb(growth[key][1]!)),
+        raw: { direct: raw[key].direct.map(Math.round), proxy: raw[key].proxy.map(Math.round) },
+      };
     };
 
     return {
       date: new Date().toISOString(),
       store: usePostgres ? 'postgres' : 'pglite',
-      params: { lightChats: LIGHT_CHATS, chats: CHATS, events: EVENTS, intervalMs: INTERVAL, rounds: ROUNDS, fileBytes: size, runs: RUNS, replayEvents: REPLAY, replayRounds: REPLAY_ROUNDS },
+      params: {
+        lightChats: LIGHT_CHATS,
+        chats: CHATS,
+        events: EVENTS,
+        intervalMs: INTERVAL,
+        rounds: ROUNDS,
+        fileBytes: size,
+        runs: RUNS,
+        replayEvents: REPLAY,
+        replayRounds: REPLAY_ROUNDS,
+      },
       streaming,
       added,
       replay,
@@ -378,23 +496,45 @@ export async function proxyBench(): Promise<ProxyResults> {
 }
 
 export function printProxyTables(r: ProxyResults): void {
-  console.log(`\nChat, agent directly vs through the account proxy (${r.params.events} chunks per chat, ${r.params.intervalMs} ms apart; medians of ${r.params.rounds} round(s); chunk → client per event):`);
+  console.log(
+    `\nChat, agent directly vs through the account proxy (${r.params.events} chunks per chat, ${r.params.intervalMs} ms apart; medians of ${r.params.rounds} round(s); chunk → client per event):`,
+  );
   console.log(
     table(
       ['chats', 'path', 'events/s', 'median ms', 'p99 ms', 'CPU µs/event agent', 'CPU µs/event account', 'agent peak RSS MB', 'account peak RSS MB', 'errors'],
-      r.streaming.map((s) => [s.chats, s.label, s.eventsPerSecond, s.medianMs, s.p99Ms, s.agentCpuUsPerEvent, s.accountCpuUsPerEvent, s.agentPeakRssMb, s.accountPeakRssMb, s.errors]),
+      r.streaming.map((s) => [
+        s.chats,
+        s.label,
+        s.eventsPerSecond,
+        s.medianMs,
+        s.p99Ms,
+        s.agentCpuUsPerEvent,
+        s.accountCpuUsPerEvent,
+        s.agentPeakRssMb,
+        s.accountPeakRssMb,
+        s.errors,
+      ]),
     ),
   );
   console.log(`\nThe proxy's added latency per event (proxy − direct within a round, median over ${r.params.rounds} round(s)):`);
-  console.log(table(['chats', 'face', 'median ms', 'p99 ms', 'per round (median / p99)'], r.added.map((a) => [a.chats, a.face, a.medianMs, a.p99Ms, a.perRound.map((d) => `${d.medianMs} / ${d.p99Ms}`).join(', ')])));
-  console.log(`\nReconnect replay of a finished run (${r.params.replayEvents} model chunks, then done) with Last-Event-ID <run>-0, timed to done (medians of ${r.params.replayRounds} round(s), a fresh run per round, alternating):`);
+  console.log(
+    table(
+      ['chats', 'face', 'median ms', 'p99 ms', 'per round (median / p99)'],
+      r.added.map((a) => [a.chats, a.face, a.medianMs, a.p99Ms, a.perRound.map((d) => `${d.medianMs} / ${d.p99Ms}`).join(', ')]),
+    ),
+  );
+  console.log(
+    `\nReconnect replay of a finished run (${r.params.replayEvents} model chunks, then done) with Last-Event-ID <run>-0, timed to done (medians of ${r.params.replayRounds} round(s), a fresh run per round, alternating):`,
+  );
   console.log(
     table(
       ['path', 'events', 'ms to done', 'events/s', 'time × direct', 'CPU µs/event agent', 'CPU µs/event account', 'errors'],
       r.replay.map((x) => [x.label, x.events, x.msToDone, x.eventsPerSecond, `${x.vsDirect}×`, x.agentCpuUsPerEvent, x.accountCpuUsPerEvent, x.errors]),
     ),
   );
-  console.log(`\nTransfers, agent directly vs the REST proxy /api/v1/agent/files (medians of ${r.params.runs}, alternating; RSS growth during the proxy runs):`);
+  console.log(
+    `\nTransfers, agent directly vs the REST proxy /api/v1/agent/files (medians of ${r.params.runs}, alternating; RSS growth during the proxy runs):`,
+  );
   console.log(
     table(
       ['transfer', 'direct MB/s', 'proxy MB/s', 'proxy / direct', 'agent RSS growth MB', 'account RSS growth MB'],

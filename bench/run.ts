@@ -66,7 +66,11 @@ const ourWorkload = (url: string) => ourAccountWorkload(url, runId);
 function peerWorkload(url: string) {
   const cookies: string[] = [];
   let i = 0;
-  const withCookie = (p: string) => ({ method: 'GET', path: p, setupRequest: (req: autocannon.Request) => ({ ...req, headers: { cookie: cookies[i++ % cookies.length]! } }) });
+  const withCookie = (p: string) => ({
+    method: 'GET',
+    path: p,
+    setupRequest: (req: autocannon.Request) => ({ ...req, headers: { cookie: cookies[i++ % cookies.length]! } }),
+  });
   return {
     cookies,
     signIn: {
@@ -105,7 +109,10 @@ async function peerComparison(usePostgres: boolean) {
   children.push(peerChild);
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const [expressPort, httpPort] = [await freePort(), await freePort()];
-  children.push(spawnServer('bench/ceiling-server.ts', ['express', String(expressPort)], {}), spawnServer('bench/ceiling-server.ts', ['http', String(httpPort)], {}));
+  children.push(
+    spawnServer('bench/ceiling-server.ts', ['express', String(expressPort)], {}),
+    spawnServer('bench/ceiling-server.ts', ['http', String(httpPort)], {}),
+  );
   await Promise.all([waitForHttp(`${peerUrl}/health`), waitForHttp(`http://127.0.0.1:${expressPort}/`), waitForHttp(`http://127.0.0.1:${httpPort}/`)]);
 
   const o = ourWorkload(ours.url);
@@ -181,11 +188,32 @@ async function scaleOut(usePostgres: boolean) {
   let device = 0;
   const signIn = (url: string): autocannon.Options => ({
     url,
-    requests: [{ method: 'POST', path: '/api/v1/auth/guest', setupRequest: (req) => ({ ...req, headers: { ...json, 'x-forwarded-for': `10.${(device >> 16) & 255}.${(device >> 8) & 255}.${device & 255}` }, body: JSON.stringify({ device_id: `scale-device-${runId}-${device++}` }) }) }],
+    requests: [
+      {
+        method: 'POST',
+        path: '/api/v1/auth/guest',
+        setupRequest: (req) => ({
+          ...req,
+          headers: { ...json, 'x-forwarded-for': `10.${(device >> 16) & 255}.${(device >> 8) & 255}.${device & 255}` },
+          body: JSON.stringify({ device_id: `scale-device-${runId}-${device++}` }),
+        }),
+      },
+    ],
   });
   const both = async (name: string) => {
-    const [ra, rb] = await Promise.all([load(`${name} (instance A)`, { ...signIn(a.url), connections: CONNECTIONS / 2, duration: SECONDS, quiet: true }), load(`${name} (instance B)`, { ...signIn(b.url), connections: CONNECTIONS / 2, duration: SECONDS, quiet: true })]);
-    const row = { ...ra, name, requestsPerSecond: ra.requestsPerSecond + rb.requestsPerSecond, total: ra.total + rb.total, non2xx: ra.non2xx + rb.non2xx, p50: Math.max(ra.p50, rb.p50), p99: Math.max(ra.p99, rb.p99) };
+    const [ra, rb] = await Promise.all([
+      load(`${name} (instance A)`, { ...signIn(a.url), connections: CONNECTIONS / 2, duration: SECONDS, quiet: true }),
+      load(`${name} (instance B)`, { ...signIn(b.url), connections: CONNECTIONS / 2, duration: SECONDS, quiet: true }),
+    ]);
+    const row = {
+      ...ra,
+      name,
+      requestsPerSecond: ra.requestsPerSecond + rb.requestsPerSecond,
+      total: ra.total + rb.total,
+      non2xx: ra.non2xx + rb.non2xx,
+      p50: Math.max(ra.p50, rb.p50),
+      p99: Math.max(ra.p99, rb.p99),
+    };
     console.log(`  ${name}: ${row.requestsPerSecond}/s (A ${ra.requestsPerSecond} + B ${rb.requestsPerSecond})${row.non2xx ? ` non-2xx ${row.non2xx}` : ''}`);
     return row;
   };
@@ -201,14 +229,24 @@ async function scaleOut(usePostgres: boolean) {
   const ip = `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
   const statuses: number[] = [];
   for (let i = 0; i < 24; i++) {
-    const res = await fetch(`${(i % 2 ? b : a).url}/api/v1/auth/guest`, { method: 'POST', headers: { ...json, 'x-forwarded-for': ip }, body: JSON.stringify({ device_id: `exact-device-${runId}-${i}` }) });
+    const res = await fetch(`${(i % 2 ? b : a).url}/api/v1/auth/guest`, {
+      method: 'POST',
+      headers: { ...json, 'x-forwarded-for': ip },
+      body: JSON.stringify({ device_id: `exact-device-${runId}-${i}` }),
+    });
     statuses.push(res.status);
   }
   const allowed = statuses.filter((s) => s === 200).length;
   await Promise.all([stop(a.child), stop(b.child)]);
   const oneRow = medianRow('one instance', one);
   const twoRow = medianRow('two instances', two);
-  return { one: oneRow, two: twoRow, ratio: Math.round((twoRow.requestsPerSecond / oneRow.requestsPerSecond) * 100) / 100, rateLimit: { limit: 10, attempts: 24, allowed, exact: allowed === 10 }, redis: redisUrl.replace(/\/\/.*@/, '//') };
+  return {
+    one: oneRow,
+    two: twoRow,
+    ratio: Math.round((twoRow.requestsPerSecond / oneRow.requestsPerSecond) * 100) / 100,
+    rateLimit: { limit: 10, attempts: 24, allowed, exact: allowed === 10 },
+    redis: redisUrl.replace(/\/\/.*@/, '//'),
+  };
 }
 
 async function agentFigures() {
@@ -237,11 +275,23 @@ async function agentFigures() {
 
 async function main() {
   const usePostgres = await postgresReachable();
-  const store = usePostgres ? 'PostgreSQL (127.0.0.1:5432 or TEST_DATABASE_URL; a fresh database per server)' : 'PGlite (no PostgreSQL reachable): both services on embedded PGlite';
-  console.log(`npm run bench: ${store}; ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} alternating rounds, medians; ${cpus().length} cores, Node ${process.version}`);
+  const store = usePostgres
+    ? 'PostgreSQL (127.0.0.1:5432 or TEST_DATABASE_URL; a fresh database per server)'
+    : 'PGlite (no PostgreSQL reachable): both services on embedded PGlite';
+  console.log(
+    `npm run bench: ${store}; ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} alternating rounds, medians; ${cpus().length} cores, Node ${process.version}`,
+  );
   console.log('The machine may be shared: compare rows of one run, not runs.\n');
   const started = Date.now();
-  const results: Record<string, unknown> = { date: new Date().toISOString(), store: usePostgres ? 'postgres' : 'pglite', connections: CONNECTIONS, secondsPerRun: SECONDS, rounds: ROUNDS, cores: cpus().length, node: process.version };
+  const results: Record<string, unknown> = {
+    date: new Date().toISOString(),
+    store: usePostgres ? 'postgres' : 'pglite',
+    connections: CONNECTIONS,
+    secondsPerRun: SECONDS,
+    rounds: ROUNDS,
+    cores: cpus().length,
+    node: process.version,
+  };
   try {
     console.log('== peer: this service vs Better Auth');
     const peer = only.has('peer') ? await peerComparison(usePostgres) : undefined;
@@ -261,49 +311,87 @@ async function main() {
     if (proxy) await writeResults('proxy.json', proxy);
     console.log('\n== idle agents, this build vs the baseline (bench/agents.ts)');
     const agents = only.has('agents') ? await agentsBench() : undefined;
-    results.agents = agents ? { rows: agents.rows, ratios: agents.ratios, count: agents.count, idleSeconds: agents.idleSeconds, baseline: agents.baseline } : { skipped: 'not selected (BENCH_ONLY)' };
+    results.agents = agents
+      ? { rows: agents.rows, ratios: agents.ratios, count: agents.count, idleSeconds: agents.idleSeconds, baseline: agents.baseline }
+      : { skipped: 'not selected (BENCH_ONLY)' };
     if (agents) await writeResults('agents.json', agents);
 
     // The tables.
     console.log('\n');
     if (peer) {
-    console.log(`Peer (medians of ${ROUNDS} alternating ${SECONDS} s runs, ${CONNECTIONS} connections; ${usePostgres ? 'PostgreSQL' : 'PGlite'}):`);
-    console.log(
-      table(
-        ['comparison', 'ours req/s', 'ours p99 ms', 'Better Auth req/s', 'Better Auth p99 ms', 'ratio', '≥ 2×'],
-        peer.comparisons.map((c) => [c.what, c.ours.requestsPerSecond, c.ours.p99, c.peer.requestsPerSecond, c.peer.p99, `${c.ratio}×`, c.ratio >= 2 ? 'met' : 'MISSED']),
-      ),
-    );
-    console.log(
-      table(
-        ['ceiling (same /auth/me request stream)', 'req/s', 'p99 ms'],
-        [
-          ['bare node:http', peer.ceilings.http.requestsPerSecond, peer.ceilings.http.p99],
-          ['bare express', peer.ceilings.express.requestsPerSecond, peer.ceilings.express.p99],
-        ],
-      ),
-    );
-    console.log(`GET /auth/me = ${peer.mePercentOfExpress}% of bare express (target ≥ 70%: ${peer.mePercentOfExpress >= 70 ? 'met' : 'MISSED'})`);
+      console.log(`Peer (medians of ${ROUNDS} alternating ${SECONDS} s runs, ${CONNECTIONS} connections; ${usePostgres ? 'PostgreSQL' : 'PGlite'}):`);
+      console.log(
+        table(
+          ['comparison', 'ours req/s', 'ours p99 ms', 'Better Auth req/s', 'Better Auth p99 ms', 'ratio', '≥ 2×'],
+          peer.comparisons.map((c) => [
+            c.what,
+            c.ours.requestsPerSecond,
+            c.ours.p99,
+            c.peer.requestsPerSecond,
+            c.peer.p99,
+            `${c.ratio}×`,
+            c.ratio >= 2 ? 'met' : 'MISSED',
+          ]),
+        ),
+      );
+      console.log(
+        table(
+          ['ceiling (same /auth/me request stream)', 'req/s', 'p99 ms'],
+          [
+            ['bare node:http', peer.ceilings.http.requestsPerSecond, peer.ceilings.http.p99],
+            ['bare express', peer.ceilings.express.requestsPerSecond, peer.ceilings.express.p99],
+          ],
+        ),
+      );
+      console.log(`GET /auth/me = ${peer.mePercentOfExpress}% of bare express (target ≥ 70%: ${peer.mePercentOfExpress >= 70 ? 'met' : 'MISSED'})`);
     }
     if ('skipped' in scale) console.log(`\nScale-out: skipped (${scale.skipped})`);
     else {
       console.log(`\nScale-out (guest sign-in, medians of ${ROUNDS}; PostgreSQL + Redis shared, nothing else):`);
-      console.log(table(['setup', 'req/s', 'p99 ms'], [['one instance', scale.one.requestsPerSecond, scale.one.p99], ['two instances', scale.two.requestsPerSecond, scale.two.p99]]));
-      console.log(`two/one = ${scale.ratio}×; rate limit across both: ${scale.rateLimit.allowed} of ${scale.rateLimit.attempts} allowed for a limit of 10 → ${scale.rateLimit.exact ? 'exact' : 'NOT EXACT'}`);
+      console.log(
+        table(
+          ['setup', 'req/s', 'p99 ms'],
+          [
+            ['one instance', scale.one.requestsPerSecond, scale.one.p99],
+            ['two instances', scale.two.requestsPerSecond, scale.two.p99],
+          ],
+        ),
+      );
+      console.log(
+        `two/one = ${scale.ratio}×; rate limit across both: ${scale.rateLimit.allowed} of ${scale.rateLimit.attempts} allowed for a limit of 10 → ${scale.rateLimit.exact ? 'exact' : 'NOT EXACT'}`,
+      );
     }
     if (grow) printGrowthTables(grow);
     else console.log('\nGrowth: skipped (not selected)');
     const files = (results.agent as { files?: { transfers?: Array<{ case: string; mbps: number; rssGrowthMB: number; ceilingMbps: number }> } }).files;
     if (files?.transfers) {
       console.log('\nAgent workspace files (bench/files.ts, agent directly, medians of 5):');
-      console.log(table(['transfer', 'MB/s', 'RSS growth MB', 'fs copy ceiling MB/s'], files.transfers.map((t) => [t.case, Math.round(t.mbps), t.rssGrowthMB.toFixed(1), Math.round(t.ceilingMbps)])));
+      console.log(
+        table(
+          ['transfer', 'MB/s', 'RSS growth MB', 'fs copy ceiling MB/s'],
+          files.transfers.map((t) => [t.case, Math.round(t.mbps), t.rssGrowthMB.toFixed(1), Math.round(t.ceilingMbps)]),
+        ),
+      );
     }
-    const chat = (results.agent as { chat?: { skipped?: string; streaming?: Array<Record<string, number | string>>; replay?: Array<Record<string, number | string>> } }).chat;
+    const chat = (
+      results.agent as { chat?: { skipped?: string; streaming?: Array<Record<string, number | string>>; replay?: Array<Record<string, number | string>> } }
+    ).chat;
     if (chat?.skipped) console.log(`Agent chat: skipped (${chat.skipped})`);
     else if (chat?.streaming) {
       console.log('\nAgent chat streaming (bench/chat.ts; chunk → client data: line):');
-      console.log(table(['server', 'chats', 'events/s', 'median ms', 'p99 ms', 'peak RSS MB'], chat.streaming.map((r) => [r.server!, r.chats!, r.eventsPerSecond!, r.medianMs!, r.p99Ms!, r.peakRssMb!])));
-      if (chat.replay) console.log(table(['reconnect replay', 'events', 'ms'], chat.replay.map((r) => [r.server!, r.events!, r.ms!])));
+      console.log(
+        table(
+          ['server', 'chats', 'events/s', 'median ms', 'p99 ms', 'peak RSS MB'],
+          chat.streaming.map((r) => [r.server!, r.chats!, r.eventsPerSecond!, r.medianMs!, r.p99Ms!, r.peakRssMb!]),
+        ),
+      );
+      if (chat.replay)
+        console.log(
+          table(
+            ['reconnect replay', 'events', 'ms'],
+            chat.replay.map((r) => [r.server!, r.events!, r.ms!]),
+          ),
+        );
     }
     if (proxy) printProxyTables(proxy);
     if (agents) printAgentsTables(agents);

@@ -32,10 +32,20 @@ async function coldStart(mode: Mode): Promise<number> {
   const workspace = await mkdtemp(path.join(tmpdir(), 'bench-sandbox-'));
   const launcher = new AgentLauncher({ ...loadAccountConfig({}).agentLauncher, sandbox: mode }, new EgressGateway([], log), log);
   const started = performance.now();
-  const { child, url } = await launcher.launch(`bench-${randomUUID()}`, workspace, { PATH: process.env.PATH ?? '', AGENT_SECRET: 'bench-secret-0123456789', LOG_LEVEL: 'warn' });
+  const { child, url } = await launcher.launch(`bench-${randomUUID()}`, workspace, {
+    PATH: process.env.PATH ?? '',
+    AGENT_SECRET: 'bench-secret-0123456789',
+    LOG_LEVEL: 'warn',
+  });
   const agent = agentFetch(url);
   for (const deadline = Date.now() + 30_000; ; ) {
-    if (await agent.fetch(`${agent.base}/health`).then((r) => r.ok, () => false)) break;
+    if (
+      await agent.fetch(`${agent.base}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) throw new Error('agent did not start');
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -61,7 +71,13 @@ async function streamPerEvent(mode: Mode, modelSpec: string): Promise<number> {
   });
   try {
     await waitForHttp(`${url}/.well-known/jwks.json`);
-    const pair = (await (await fetch(`${url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: randomUUID() }) })).json()) as { access_token: string };
+    const pair = (await (
+      await fetch(`${url}/api/v1/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: randomUUID() }),
+      })
+    ).json()) as { access_token: string };
     const chat = (message: string) =>
       fetch(`${url}/api/v1/agent/chat`, {
         method: 'POST',

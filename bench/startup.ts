@@ -58,7 +58,13 @@ async function firstReply(mode: Mode, modelSpec: string): Promise<number> {
   });
   try {
     await waitForHttp(`${url}/.well-known/jwks.json`);
-    const pair = (await (await fetch(`${url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: crypto.randomUUID() }) })).json()) as { access_token: string };
+    const pair = (await (
+      await fetch(`${url}/api/v1/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: crypto.randomUUID() }),
+      })
+    ).json()) as { access_token: string };
     const sent = performance.now();
     const answer = await fetch(`${url}/api/v1/agent/chat`, {
       method: 'POST',
@@ -79,7 +85,10 @@ async function firstReply(mode: Mode, modelSpec: string): Promise<number> {
 
 await buildIfStale({ web: false });
 const model = await startScriptedModel({ responder: () => ({ text: 'hi' }) });
-const samples: Record<Mode, { cold: number[]; rss: number[]; first: number[] }> = { compiled: { cold: [], rss: [], first: [] }, tsx: { cold: [], rss: [], first: [] } };
+const samples: Record<Mode, { cold: number[]; rss: number[]; first: number[] }> = {
+  compiled: { cold: [], rss: [], first: [] },
+  tsx: { cold: [], rss: [], first: [] },
+};
 for (let round = 0; round < ROUNDS; round++) {
   for (const mode of round % 2 === 0 ? (['tsx', 'compiled'] as const) : (['compiled', 'tsx'] as const)) {
     const cold = await agentColdStart(mode);

@@ -106,7 +106,8 @@ test('Markdown renders; model output, file names and titles never run script or 
 
   const injected = async () =>
     page.evaluate(() => {
-      const bad = 'script, iframe, object, embed, form, svg, img:not(.preview-image), [onerror], [onload], [ontoggle], [style], .injected, a[href^="javascript:" i], a[href^="data:" i]';
+      const bad =
+        'script, iframe, object, embed, form, svg, img:not(.preview-image), [onerror], [onload], [ontoggle], [style], .injected, a[href^="javascript:" i], a[href^="data:" i]';
       const where = ['[data-testid="transcript"]', 'nav[aria-label="Chats"]'];
       return [...document.querySelectorAll(where.flatMap((w) => bad.split(', ').map((b) => `${w} ${b}`)).join(', '))].map((el) => el.outerHTML);
     });
@@ -193,7 +194,11 @@ test('the chat list follows the account to a second browser context; after sign-
   await send(one, 'slow story');
   await expect(transcript(one)).toContainText('chunk1');
   await two.reload();
-  await expect(chatList(two).getByRole('button', { name: /Lisbon, May/ }).getByTestId('live-marker')).toBeVisible();
+  await expect(
+    chatList(two)
+      .getByRole('button', { name: /Lisbon, May/ })
+      .getByTestId('live-marker'),
+  ).toBeVisible();
   await one.reload();
   await expect(chatList(one).getByRole('button', { name: /Lisbon, May/ })).toBeVisible();
   await one.getByTestId('stop').click();
@@ -215,7 +220,9 @@ test('the chat list follows the account to a second browser context; after sign-
 /** Serious and critical axe findings on the current page, as readable lines. */
 async function axeProblems(page: Page): Promise<string[]> {
   const { violations } = await new AxeBuilder({ page }).analyze();
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 const overflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 

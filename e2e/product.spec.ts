@@ -67,7 +67,9 @@ test('a guest chats, reloads mid-reply, gets a file written, uploads one, and si
   await expect(page.getByRole('heading', { name: 'Files', level: 1 })).toBeFocused();
   const tree = page.getByTestId('file-tree');
   await expect(tree.getByRole('button', { name: 'hello.txt' })).toBeVisible();
-  await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'upload-me.txt', mimeType: 'text/plain', buffer: Buffer.from('uploaded through the browser\n') });
+  await page
+    .getByLabel('File', { exact: true })
+    .setInputFiles({ name: 'upload-me.txt', mimeType: 'text/plain', buffer: Buffer.from('uploaded through the browser\n') });
   await page.getByRole('button', { name: 'Upload' }).click();
   await expect(page.getByTestId('upload-status')).toHaveText(/Uploaded uploads\/upload-me\.txt/);
   await tree.getByRole('button', { name: 'upload-me.txt' }).click();

@@ -7,7 +7,9 @@ test('the API describes itself, and a user reaches their own agent through it', 
   const doc = JSON.parse(((await page.locator('body').textContent()) ?? '').trim()) as { info: { title: string } };
   expect(doc.info.title).toBe('Account API');
 
-  const pair = (await (await page.request.post('/api/v1/auth/guest', { data: { device_id: 'smoke-device.test-device-id' } })).json()) as { access_token: string };
+  const pair = (await (await page.request.post('/api/v1/auth/guest', { data: { device_id: 'smoke-device.test-device-id' } })).json()) as {
+    access_token: string;
+  };
   const health = await page.request.get('/api/v1/agent/health', { headers: { authorization: `Bearer ${pair.access_token}` } });
   expect(await health.json()).toMatchObject({ status: 'ok' });
 });

@@ -33,7 +33,9 @@ export const requireJsonObject: RequestHandler = (req, _res, next) => {
  * on the hottest REST paths.
  */
 export function mountJsonProcedures<R extends AnyRouter>(table: RouteTable, router: R, contextFor: (req: Request) => inferRouterContext<R>): void {
-  for (const [dottedPath, procedure] of Object.entries(router._def.procedures as Record<string, { _def: { type: string; meta?: ProcedureMeta; inputs: unknown[] } }>)) {
+  for (const [dottedPath, procedure] of Object.entries(
+    router._def.procedures as Record<string, { _def: { type: string; meta?: ProcedureMeta; inputs: unknown[] } }>,
+  )) {
     const { meta, type, inputs } = procedure._def;
     if (!meta?.openapi || type === 'subscription') continue;
     const takesInput = inputs.length > 0 && !(inputs[0] instanceof ZodVoid);
@@ -41,7 +43,9 @@ export function mountJsonProcedures<R extends AnyRouter>(table: RouteTable, rout
     const usesBody = method !== 'get' && method !== 'delete';
     const handler: RequestHandler = async (req, res) => {
       // Body or query string, read only by procedures that take input (`req.query` parses on access).
-      const input = takesInput ? { ...((usesBody ? (hasBody(req) ? req.body : undefined) : req.query) as Record<string, unknown> | undefined), ...req.params } : undefined;
+      const input = takesInput
+        ? { ...((usesBody ? (hasBody(req) ? req.body : undefined) : req.query) as Record<string, unknown> | undefined), ...req.params }
+        : undefined;
       const result = await callTRPCProcedure({
         router,
         path: dottedPath,

@@ -43,7 +43,10 @@ export function fileBodyDoc(summary: string, parameters: ZodOpenApiOperationObje
     summary,
     parameters,
     responses: {
-      '200': { description: 'The file; `Content-Type` from its extension, `ETag`, `Last-Modified`, `Content-Disposition`', content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } } },
+      '200': {
+        description: 'The file; `Content-Type` from its extension, `ETag`, `Last-Modified`, `Content-Disposition`',
+        content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } },
+      },
       '206': { description: 'The requested byte range (`Range: bytes=a-b`)' },
       '304': { description: 'Not modified (`If-None-Match` / `If-Modified-Since`)' },
       '403': { ...error, description: 'Outside the workspace, or a protected file' },

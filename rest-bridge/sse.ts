@@ -35,9 +35,7 @@ export async function writeEventStream(
       const next = await iterator.next();
       if (next.done || signal.aborted) break;
       const value: unknown = next.value;
-      const frame = isTrackedEnvelope(value)
-        ? `id: ${String(value[0])}\ndata: ${JSON.stringify(value[1])}\n\n`
-        : `data: ${JSON.stringify(value)}\n\n`;
+      const frame = isTrackedEnvelope(value) ? `id: ${String(value[0])}\ndata: ${JSON.stringify(value[1])}\n\n` : `data: ${JSON.stringify(value)}\n\n`;
       if (!res.write(frame)) await waitForDrain(res, signal, stallTimeoutMs);
     }
   } finally {

@@ -45,10 +45,14 @@ function webBuildIsCurrent(): boolean {
 }
 
 export function buildWeb(): void {
-  execFileSync(process.execPath, [path.join(REPO_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(WEB_DIR, 'vite.config.ts'), '--logLevel', 'warn'], {
-    cwd: REPO_ROOT,
-    stdio: 'inherit',
-  });
+  execFileSync(
+    process.execPath,
+    [path.join(REPO_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(WEB_DIR, 'vite.config.ts'), '--logLevel', 'warn'],
+    {
+      cwd: REPO_ROOT,
+      stdio: 'inherit',
+    },
+  );
 }
 
 /** What `npm start` and the start scripts call: builds what is missing or older than its sources. */

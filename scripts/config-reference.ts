@@ -133,7 +133,11 @@ export function renderConfigurationPage(services: ServiceReference[] = configRef
 }
 
 /** Markdown to plain text for comments: links keep their text, code marks and emphasis go. */
-const plain = (text: string) => text.replace(/\[([^\]]+)\]\([^)]+\)/g, '$1').replace(/\*\*/g, '').replace(/`/g, '');
+const plain = (text: string) =>
+  text
+    .replace(/\[([^\]]+)\]\([^)]+\)/g, '$1')
+    .replace(/\*\*/g, '')
+    .replace(/`/g, '');
 
 function wrap(text: string, width: number): string[] {
   const lines: string[] = [];

@@ -34,7 +34,15 @@ export async function startAccountService(env: Record<string, string>, again?: R
   const port = again ? Number(new URL(again.url).port) : await freePort();
   const dataDir = again?.dataDir;
   const dir = dataDir ?? (await mkdtemp(path.join(tmpdir(), 'bench-run-')));
-  const child = spawnServer('server/account/main.ts', [], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dir, RATE_LIMIT_MULTIPLIER: '100000', LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env });
+  const child = spawnServer('server/account/main.ts', [], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dir,
+    RATE_LIMIT_MULTIPLIER: '100000',
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    ...env,
+  });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/.well-known/jwks.json`);
   return { url, child, dataDir: dir };
@@ -85,7 +93,11 @@ export function ourWorkload(url: string, runId: string) {
   const refreshPool = new TokenQueue();
   let meTokens: string[] = [];
   let meIndex = 0;
-  const meRequest = { method: 'GET', path: '/api/v1/auth/me', setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }) };
+  const meRequest = {
+    method: 'GET',
+    path: '/api/v1/auth/me',
+    setupRequest: (req: autocannon.Request) => ({ ...req, headers: { authorization: meTokens[meIndex++ % meTokens.length]! } }),
+  };
   return {
     pairs,
     signIn,
@@ -124,7 +136,10 @@ export async function signInByEmail(service: RunningAccountService, email: strin
   let code: string | undefined;
   for (let i = 0; i < 100 && !code; i++) {
     const names = await readdir(outbox).catch(() => [] as string[]);
-    for (const name of names.filter((n) => n.endsWith('.json')).sort().reverse()) {
+    for (const name of names
+      .filter((n) => n.endsWith('.json'))
+      .sort()
+      .reverse()) {
       const mail = JSON.parse(await readFile(path.join(outbox, name), 'utf8')) as { to: string; text: string };
       if (mail.to === email) code = /\b(\d{6})\b/.exec(mail.text)?.[1];
       if (code) break;
@@ -135,7 +150,10 @@ export async function signInByEmail(service: RunningAccountService, email: strin
   const verified = await fetch(`${api}/auth/verify-magic-link`, { method: 'POST', headers: jsonHeaders, body: JSON.stringify({ email, code }) });
   if (!verified.ok) throw new Error(`verify-magic-link: HTTP ${verified.status} ${await verified.text()}`);
   const pair = (await verified.json()) as Pair;
-  const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string; guest: boolean };
+  const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as {
+    user_id: string;
+    guest: boolean;
+  };
   if (me.guest) throw new Error('e-mail sign-in gave a guest');
   return { ...pair, userId: me.user_id };
 }

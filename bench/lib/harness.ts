@@ -77,7 +77,10 @@ export async function load(name: string, opts: autocannon.Options & { quiet?: bo
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
   };
-  if (!opts.quiet) console.log(`  ${name}: ${row.requestsPerSecond}/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx || row.errors ? ` (non-2xx ${row.non2xx}, errors ${row.errors})` : ''}`);
+  if (!opts.quiet)
+    console.log(
+      `  ${name}: ${row.requestsPerSecond}/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx || row.errors ? ` (non-2xx ${row.non2xx}, errors ${row.errors})` : ''}`,
+    );
   return row;
 }
 
@@ -85,7 +88,13 @@ export async function load(name: string, opts: autocannon.Options & { quiet?: bo
 export function medianRow(name: string, rows: Row[]): Row & { runs: number[] } {
   const sorted = [...rows].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
   const mid = sorted[Math.floor(sorted.length / 2)]!;
-  return { ...mid, name, runs: rows.map((r) => r.requestsPerSecond), non2xx: rows.reduce((n, r) => n + r.non2xx, 0), errors: rows.reduce((n, r) => n + r.errors, 0) };
+  return {
+    ...mid,
+    name,
+    runs: rows.map((r) => r.requestsPerSecond),
+    non2xx: rows.reduce((n, r) => n + r.non2xx, 0),
+    errors: rows.reduce((n, r) => n + r.errors, 0),
+  };
 }
 
 export function table(headers: string[], rows: Array<Array<string | number>>): string {

@@ -71,7 +71,11 @@ const httpAgent = new Agent({ keepAlive: false, maxSockets: Infinity });
 export type StreamEvent = { type: string; content?: string };
 
 /** One SSE request; calls `onData` with each `data:` JSON (and the frame's `id:`, if any); resolves at the end of the body. */
-export function sse(url: string, opts: { method: string; headers?: Record<string, string>; body?: string }, onData: (data: StreamEvent, id: string | undefined) => void): Promise<void> {
+export function sse(
+  url: string,
+  opts: { method: string; headers?: Record<string, string>; body?: string },
+  onData: (data: StreamEvent, id: string | undefined) => void,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: opts.method, headers: opts.headers, agent: httpAgent }, (res) => {
       if (res.statusCode !== 200) {
@@ -199,7 +203,11 @@ export interface ReplayResult {
  * fails or `timeoutMs` passes first (then `complete` is false). The stream is the caller's: a
  * replay of an active run stays open after its last buffered event.
  */
-export function timedReplay(read: (onData: (event: StreamEvent) => void) => Promise<void>, isLast: (event: StreamEvent, n: number) => boolean, timeoutMs: number): Promise<ReplayResult> {
+export function timedReplay(
+  read: (onData: (event: StreamEvent) => void) => Promise<void>,
+  isLast: (event: StreamEvent, n: number) => boolean,
+  timeoutMs: number,
+): Promise<ReplayResult> {
   return new Promise((resolve) => {
     let events = 0;
     let settled = false;

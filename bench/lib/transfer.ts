@@ -14,7 +14,9 @@ const under = (base: URL, rel: string) => `${base.pathname.replace(/\/$/, '')}${
 
 export function upload(base: URL, token: string, file: string, size: number, name: string): Promise<number> {
   const boundary = `----bench${randomBytes(8).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -23,7 +25,11 @@ export function upload(base: URL, token: string, file: string, size: number, nam
         port: base.port,
         method: 'POST',
         path: under(base, '/files/upload'),
-        headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + size + tail.length },
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': head.length + size + tail.length,
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];

@@ -69,7 +69,9 @@ createServer((req, res) => {
   if (req.url === '/me') {
     auth.api.getSession({ headers: fromNodeHeaders(req.headers) }).then(
       (session) => {
-        const body = session ? JSON.stringify({ user_id: session.user.id, session_id: session.session.id, guest: true }) : JSON.stringify({ detail: 'Unauthorized', code: 'UNAUTHORIZED' });
+        const body = session
+          ? JSON.stringify({ user_id: session.user.id, session_id: session.session.id, guest: true })
+          : JSON.stringify({ detail: 'Unauthorized', code: 'UNAUTHORIZED' });
         res.writeHead(session ? 200 : 401, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
         res.end(body);
       },

@@ -54,7 +54,10 @@ export function memoryTokenStorage(initial: StoredTokens | null = null): TokenSt
 }
 
 /** `localStorage` (or any Web Storage) under `key`; tabs of one origin share the pair. */
-export function localTokenStorage(key = 'account.tokens', storage: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> = globalThis.localStorage): TokenStorage {
+export function localTokenStorage(
+  key = 'account.tokens',
+  storage: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> = globalThis.localStorage,
+): TokenStorage {
   return {
     get() {
       const text = storage.getItem(key);
@@ -100,7 +103,10 @@ export function errorCode(error: unknown): string | undefined {
 
 function base64UrlJson(part: string): Record<string, unknown> | undefined {
   try {
-    const base64 = part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '=');
+    const base64 = part
+      .replace(/-/g, '+')
+      .replace(/_/g, '/')
+      .padEnd(Math.ceil(part.length / 4) * 4, '=');
     const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
     return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
   } catch {
@@ -183,39 +189,41 @@ export function createAccountClient(options: AccountClientOptions) {
     return refreshTokens(tokens);
   }
 
-  const authLink: TRPCLink<AccountRouter> = () => ({ op, next }) =>
-    observable((observer) => {
-      let unsubscribe: (() => void) | undefined;
-      let stopped = false;
-      const mode = (op.context.auth as AuthMode | undefined) ?? 'user';
-      const attempt = async (retried: boolean) => {
-        const tokens = mode === 'none' ? null : await freshTokens();
-        const sent = tokens && (mode === 'user' || isGuestToken(tokens.access_token)) ? tokens : null;
-        if (stopped) return;
-        const context = { ...op.context, authorization: sent ? `Bearer ${sent.access_token}` : undefined };
-        const subscription = next({ ...op, context }).subscribe({
-          next: (value) => observer.next(value),
-          error: (error) => {
-            // Our clock said fresh, the server's says expired: refresh once (single flight) and retry.
-            if (!retried && sent && errorCode(error) === 'TOKEN_EXPIRED') {
-              refreshTokens(sent).then(
-                (renewed) => (renewed ? attempt(true) : observer.error(error)),
-                () => observer.error(error),
-              );
-              return;
-            }
-            observer.error(error);
-          },
-          complete: () => observer.complete(),
-        });
-        unsubscribe = () => subscription.unsubscribe();
-      };
-      attempt(false).catch((error: unknown) => observer.error(TRPCClientError.from(error instanceof Error ? error : new Error(String(error)))));
-      return () => {
-        stopped = true;
-        unsubscribe?.();
-      };
-    });
+  const authLink: TRPCLink<AccountRouter> =
+    () =>
+    ({ op, next }) =>
+      observable((observer) => {
+        let unsubscribe: (() => void) | undefined;
+        let stopped = false;
+        const mode = (op.context.auth as AuthMode | undefined) ?? 'user';
+        const attempt = async (retried: boolean) => {
+          const tokens = mode === 'none' ? null : await freshTokens();
+          const sent = tokens && (mode === 'user' || isGuestToken(tokens.access_token)) ? tokens : null;
+          if (stopped) return;
+          const context = { ...op.context, authorization: sent ? `Bearer ${sent.access_token}` : undefined };
+          const subscription = next({ ...op, context }).subscribe({
+            next: (value) => observer.next(value),
+            error: (error) => {
+              // Our clock said fresh, the server's says expired: refresh once (single flight) and retry.
+              if (!retried && sent && errorCode(error) === 'TOKEN_EXPIRED') {
+                refreshTokens(sent).then(
+                  (renewed) => (renewed ? attempt(true) : observer.error(error)),
+                  () => observer.error(error),
+                );
+                return;
+              }
+              observer.error(error);
+            },
+            complete: () => observer.complete(),
+          });
+          unsubscribe = () => subscription.unsubscribe();
+        };
+        attempt(false).catch((error: unknown) => observer.error(TRPCClientError.from(error instanceof Error ? error : new Error(String(error)))));
+        return () => {
+          stopped = true;
+          unsubscribe?.();
+        };
+      });
 
   const trpc = createTRPCClient<AccountRouter>({
     links: [
@@ -259,7 +267,8 @@ export function createAccountClient(options: AccountClientOptions) {
       signedIn(await trpc.auth.email.verify.mutate(input, { context: { auth: 'guest-upgrade' } })),
 
     /** Like verifyEmail, but attaches the address to whichever account is signed in (linking), full or guest. */
-    linkEmail: async (input: { token: string } | { email: string; code: string }) => signedIn(await trpc.auth.email.verify.mutate(input, { context: { auth: 'user' } })),
+    linkEmail: async (input: { token: string } | { email: string; code: string }) =>
+      signedIn(await trpc.auth.email.verify.mutate(input, { context: { auth: 'user' } })),
 
     me: () => trpc.tokens.me.query(),
 

@@ -19,7 +19,16 @@ const port = Number(process.env.E2E_MODEL_PORT ?? 3912);
 function respond(request: ModelRequest): ScriptedStep {
   const text = lastUserText(request);
   if (text.startsWith('markdown')) {
-    return { text: ['# Plan\n\n', '- first **item**\n- second\n\n', '| a | b |\n|---|---|\n| 1 | 2 |\n\n', 'See [the docs](https://example.com/docs).\n\n', '```ts\nconst answer: number = 42;\n```\n'], delayMs: 30 };
+    return {
+      text: [
+        '# Plan\n\n',
+        '- first **item**\n- second\n\n',
+        '| a | b |\n|---|---|\n| 1 | 2 |\n\n',
+        'See [the docs](https://example.com/docs).\n\n',
+        '```ts\nconst answer: number = 42;\n```\n',
+      ],
+      delayMs: 30,
+    };
   }
   if (text.startsWith('long list')) return { text: { count: 60, chunk: (i) => `line ${i + 1}\n\n` }, delayMs: 40 };
   if (text.startsWith('xss')) {

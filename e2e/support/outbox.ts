@@ -11,7 +11,10 @@ const outbox = path.resolve('test-results/e2e-data/outbox');
 /** `after`: a code already used, so an older message is not mistaken for the one on its way. */
 export async function mailTo(address: string, after?: string): Promise<{ code: string; link: string }> {
   for (let i = 0; i < 50; i++) {
-    const files = (await readdir(outbox).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort().reverse();
+    const files = (await readdir(outbox).catch(() => [] as string[]))
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+      .reverse();
     for (const file of files) {
       const entry = JSON.parse(await readFile(path.join(outbox, file), 'utf8')) as { to: string; text: string };
       if (entry.to !== address) continue;

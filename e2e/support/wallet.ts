@@ -30,4 +30,3 @@ export async function injectWallet(page: Page, answer: (call: WalletCall) => Pro
   });
   return calls;
 }
-

@@ -32,9 +32,19 @@ export class AuthMetrics {
   private readonly refusals: Counter<'limit'>;
 
   constructor(registry: Registry) {
-    this.signIns = new Counter({ name: 'sign_ins_total', help: 'Sign-in attempts by method and result (ok or the error code)', labelNames: ['method', 'result'], registers: [registry] });
+    this.signIns = new Counter({
+      name: 'sign_ins_total',
+      help: 'Sign-in attempts by method and result (ok or the error code)',
+      labelNames: ['method', 'result'],
+      registers: [registry],
+    });
     this.refreshes = new Counter({ name: 'token_refreshes_total', help: 'Refresh token rotations by result', labelNames: ['result'], registers: [registry] });
-    this.refusals = new Counter({ name: 'rate_limit_refusals_total', help: 'Requests refused by a rate limit, by limit', labelNames: ['limit'], registers: [registry] });
+    this.refusals = new Counter({
+      name: 'rate_limit_refusals_total',
+      help: 'Requests refused by a rate limit, by limit',
+      labelNames: ['limit'],
+      registers: [registry],
+    });
   }
 
   /** A rate-limited call ended: `error` is what it threw, if anything. */

@@ -28,20 +28,41 @@ export const accountEnv = z.object({
   HOST: z.string().min(1).default('127.0.0.1').describe('listen address'),
   DATA_DIR: z.string().min(1).default('./data').describe('embedded database, generated keys, local outbox'),
   DATABASE_URL: optionalString
-    .pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional())
-    .meta({ description: '`postgres://…` for PostgreSQL (needed for several instances)', default: 'unset → embedded PGlite in `DATA_DIR/account-db`', values: '`postgres://` or `postgresql://` URL' }),
-  BASE_URL: optionalString.pipe(httpUrl.optional()).meta({ description: 'public address of this service (token issuer, links)', default: '`http://HOST:PORT`' }),
-  FRONTEND_URL: optionalString
+    .pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+        .optional(),
+    )
+    .meta({
+      description: '`postgres://…` for PostgreSQL (needed for several instances)',
+      default: 'unset → embedded PGlite in `DATA_DIR/account-db`',
+      values: '`postgres://` or `postgresql://` URL',
+    }),
+  BASE_URL: optionalString
     .pipe(httpUrl.optional())
-    .meta({ description: "address of the web client (e-mail links, OAuth redirects); when its origin differs from `BASE_URL`'s, CORS allows that one origin (no other)", default: '`BASE_URL`' }),
+    .meta({ description: 'public address of this service (token issuer, links)', default: '`http://HOST:PORT`' }),
+  FRONTEND_URL: optionalString.pipe(httpUrl.optional()).meta({
+    description: "address of the web client (e-mail links, OAuth redirects); when its origin differs from `BASE_URL`'s, CORS allows that one origin (no other)",
+    default: '`BASE_URL`',
+  }),
   REDIS_URL: optionalString
-    .pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional())
+    .pipe(
+      z
+        .string()
+        .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+        .optional(),
+    )
     .meta({ description: '`redis://…` to share rate limits across instances', default: 'unset → in-memory counters', values: '`redis://` or `rediss://` URL' }),
   TRUST_PROXY: optionalString.meta({ description: 'comma-separated proxy addresses whose `X-Forwarded-For` is believed', values: 'comma-separated addresses' }),
   METRICS_TOKEN: optionalString
     .pipe(z.string().min(16, 'must be at least 16 characters').optional())
     .meta({ description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>`', default: 'unset → `/metrics` answers loopback callers only' }),
-  SIGNING_KEYS_FILE: optionalString.meta({ description: 'token signing keys (private Ed25519 JWKs, newest first); generated on first start', default: '`DATA_DIR/signing-keys.json`', values: 'a file path' }),
+  SIGNING_KEYS_FILE: optionalString.meta({
+    description: 'token signing keys (private Ed25519 JWKs, newest first); generated on first start',
+    default: '`DATA_DIR/signing-keys.json`',
+    values: 'a file path',
+  }),
   AGENT_PROVISIONER: z
     .enum(['local', 'static'])
     .default('local')
@@ -53,22 +74,28 @@ export const accountEnv = z.object({
     ),
   AGENT_STOP_GRACE: z
     .preprocess((v) => (v === '' || v === undefined ? 10 : v), z.coerce.number().min(0).max(3600))
-    .describe("seconds a stopping agent (idle, eviction, shutdown) gets to finish its runs before it interrupts them; a run it abandons ends with an `error` saying so"),
+    .describe(
+      'seconds a stopping agent (idle, eviction, shutdown) gets to finish its runs before it interrupts them; a run it abandons ends with an `error` saying so',
+    ),
   // No schema default: it depends on the host, and the generated docs must not.
-  AGENT_MAX_RUNNING: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).max(1_000_000).optional()).meta({
-    description:
-      'local agents running at once; at the cap the least recently used idle agent is stopped (state on disk, back on its next call); when all are busy a call that needs another agent gets 503 `AGENT_CAPACITY` with `Retry-After`',
-    default: 'host memory ÷ 100 MB, after 1 GB for the service (at least 1)',
-  }),
+  AGENT_MAX_RUNNING: z
+    .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).max(1_000_000).optional())
+    .meta({
+      description:
+        'local agents running at once; at the cap the least recently used idle agent is stopped (state on disk, back on its next call); when all are busy a call that needs another agent gets 503 `AGENT_CAPACITY` with `Retry-After`',
+      default: 'host memory ÷ 100 MB, after 1 GB for the service (at least 1)',
+    }),
   AGENT_WAKE_POLL: z
     .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.05).max(3600))
-    .describe("seconds between the wake scheduler's rounds: sleeping agents whose next heartbeat is due are started (one instance at a time per agent); failed wakes are retried with backoff"),
+    .describe(
+      "seconds between the wake scheduler's rounds: sleeping agents whose next heartbeat is due are started (one instance at a time per agent); failed wakes are retried with backoff",
+    ),
   // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
   AGENT_SANDBOX: z
     .preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off']))
     .describe('`off` runs local agents without their sandbox (warned at every start); without bubblewrap they run without `exec` ([security](security.md))'),
   AGENT_SANDBOX_BWRAP: z.string().min(1).default('bwrap').describe('the bubblewrap binary'),
-  AGENT_MEMORY_MB: intSetting(1024, { min: 128, max: 1_048_576 }).describe("memory limit per agent in MB (its cgroup, `/tmp` included)"),
+  AGENT_MEMORY_MB: intSetting(1024, { min: 128, max: 1_048_576 }).describe('memory limit per agent in MB (its cgroup, `/tmp` included)'),
   AGENT_MAX_PROCESSES: intSetting(256, { min: 16, max: 100_000 }).describe('processes and threads per agent'),
   AGENT_CPU_PERCENT: intSetting(100, { min: 10, max: 10_000 }).describe('CPU share per agent, in percent of one core'),
   AGENT_MAX_OPEN_FILES: intSetting(1024, { min: 64, max: 1_048_576 }).describe('open files per agent'),
@@ -79,13 +106,16 @@ export const accountEnv = z.object({
   }),
   AGENT_EXEC_NETWORK: z
     .preprocess((v) => (v === '' || v === undefined ? 'none' : v), z.enum(['none', 'allowlist']))
-    .describe("`allowlist`: `exec` commands may reach the allow-listed hosts through the gateway as their HTTP(S) proxy (the risks: [security](security.md)); `none`: commands have no network"),
+    .describe(
+      '`allowlist`: `exec` commands may reach the allow-listed hosts through the gateway as their HTTP(S) proxy (the risks: [security](security.md)); `none`: commands have no network',
+    ),
   MODEL_DAILY_TOKENS: intSetting(2_000_000, { min: 0, max: Number.MAX_SAFE_INTEGER }).describe(
     'model tokens (in + out) a full account may spend per UTC day through its local agent; `0`: no ceiling. Past it a chat message gets 429 `BUDGET_EXCEEDED` with Retry-After until midnight UTC, and a model call inside a run ends the run with an `error` event naming it',
   ),
   MODEL_DAILY_TOKENS_GUEST: intSetting(200_000, { min: 0, max: Number.MAX_SAFE_INTEGER }).describe('the same for a guest; `0`: no ceiling'),
   MODEL_DAILY_TOKENS_GUESTS_TOTAL: intSetting(0, { min: 0, max: Number.MAX_SAFE_INTEGER }).meta({
-    description: "all guests together per UTC day; set it on any public deployment (e.g. a tenth of what you are willing to pay for a day); full accounts are unaffected",
+    description:
+      'all guests together per UTC day; set it on any public deployment (e.g. a tenth of what you are willing to pay for a day); full accounts are unaffected',
     default: '`0` (no ceiling)',
   }),
   AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }).describe("disk quota in MB of an account's workspace (507 `QUOTA_EXCEEDED`)"),
@@ -96,19 +126,33 @@ export const accountEnv = z.object({
     default: 'unset → agents answer that no model is configured',
     values: '`openai-compatible:<base_url>#<model>`, `openai:<model>`, `anthropic:<model>`',
   }),
-  MODEL_API_KEY: optionalString.describe('bearer key for an `openai-compatible:` model; stays in the account service, added to agents\' calls by the egress gateway'),
+  MODEL_API_KEY: optionalString.describe(
+    "bearer key for an `openai-compatible:` model; stays in the account service, added to agents' calls by the egress gateway",
+  ),
   OPENAI_API_KEY: optionalString.describe('key for `openai:` models; added by the egress gateway'),
   OPENAI_BASE_URL: optionalString.pipe(httpUrl.optional()).describe('another endpoint for `openai:` models'),
   ANTHROPIC_API_KEY: optionalString.describe('key for `anthropic:` models; added by the egress gateway'),
   ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()).describe('another endpoint for `anthropic:` models'),
-  TELEGRAM_API_ROOT: optionalString.pipe(httpUrl.optional()).meta({ description: "the Telegram Bot API the local agents' bots reach through the gateway", default: '`https://api.telegram.org`' }),
+  TELEGRAM_API_ROOT: optionalString
+    .pipe(httpUrl.optional())
+    .meta({ description: "the Telegram Bot API the local agents' bots reach through the gateway", default: '`https://api.telegram.org`' }),
   TELEGRAM_WEBHOOK_BASE: optionalString.pipe(httpUrl.optional()).meta({
-    description: "the account's public base URL (https in production): users' bots are connected in webhook mode at `{base}/api/v1/telegram/{opaque id}/webhook`, so their agents may sleep",
+    description:
+      "the account's public base URL (https in production): users' bots are connected in webhook mode at `{base}/api/v1/telegram/{opaque id}/webhook`, so their agents may sleep",
     default: "unset → users' bots long-poll from their agents",
   }),
   AGENT_SECRETS_KEY: optionalString
-    .pipe(z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded').optional())
-    .meta({ description: 'the key that seals agent secrets in the registry', default: 'generated into `DATA_DIR/agent-secrets.key`', values: '32 bytes, base64' }),
+    .pipe(
+      z
+        .string()
+        .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded')
+        .optional(),
+    )
+    .meta({
+      description: 'the key that seals agent secrets in the registry',
+      default: 'generated into `DATA_DIR/agent-secrets.key`',
+      values: '32 bytes, base64',
+    }),
   WALLET_CHAIN_ID: z
     .preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER))
     .describe('EIP-155 chain id written into wallet (SIWE) challenges'),
@@ -118,13 +162,22 @@ export const accountEnv = z.object({
   }),
   // Passkeys (auth/passkey): the relying party id is a host name, the web client's or a parent domain of it.
   WEBAUTHN_RP_ID: optionalString
-    .pipe(z.string().regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'must be a lower-case host name').optional())
+    .pipe(
+      z
+        .string()
+        .regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'must be a lower-case host name')
+        .optional(),
+    )
     .meta({
       description: "passkeys' relying party id: that host or a parent domain of it (browsers refuse IP addresses: use a name, `localhost` included)",
       default: 'the host of `WEBAUTHN_ORIGIN`',
     }),
-  WEBAUTHN_RP_NAME: optionalString.pipe(z.string().max(64).optional()).meta({ description: 'the service name authenticators show', default: '`Agent Accounts`' }),
-  WEBAUTHN_ORIGIN: optionalString.pipe(httpUrl.optional()).meta({ description: "the only origin passkey answers may come from (the web client's)", default: "`FRONTEND_URL`'s origin" }),
+  WEBAUTHN_RP_NAME: optionalString
+    .pipe(z.string().max(64).optional())
+    .meta({ description: 'the service name authenticators show', default: '`Agent Accounts`' }),
+  WEBAUTHN_ORIGIN: optionalString
+    .pipe(httpUrl.optional())
+    .meta({ description: "the only origin passkey answers may come from (the web client's)", default: "`FRONTEND_URL`'s origin" }),
   SMTP_URL: optionalString.pipe(z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional()).meta({
     description: '`smtp://user:pass@host:587` or `smtps://…:465` (nodemailer URL; options as query, e.g. `?ignoreTLS=true`)',
     default: 'unset → local outbox `DATA_DIR/outbox/*.eml`',
@@ -152,7 +205,9 @@ export const accountEnv = z.object({
   GUEST_RETENTION_DAYS: count(30, 0, 36_500).describe(
     'guests with no sign-in, refresh or session use for this many days are deleted with their agent and workspace by an hourly sweep; `0`: kept forever',
   ),
-  GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000).describe('new guest accounts per client (IPv4 address or IPv6 prefix) per day; a returning device id is never refused'),
+  GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000).describe(
+    'new guest accounts per client (IPv4 address or IPv6 prefix) per day; a returning device id is never refused',
+  ),
   GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000).describe(
     'new guest accounts per hour, service-wide; past it new guests get 429 `GUEST_SIGNUPS_PAUSED` (other sign-in methods and returning devices still work)',
   ),
@@ -165,7 +220,8 @@ export const accountEnv = z.object({
 const schema = accountEnv
   .superRefine((env, ctx) => {
     // The outbox page shows every sign-in link and code: never where real people sign in.
-    if (env.DEV_OUTBOX === '1' && env.NODE_ENV === 'production') ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'is not allowed when NODE_ENV=production' });
+    if (env.DEV_OUTBOX === '1' && env.NODE_ENV === 'production')
+      ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'is not allowed when NODE_ENV=production' });
     if (env.MODEL) {
       try {
         parseModelSpec(env.MODEL);
@@ -173,7 +229,8 @@ const schema = accountEnv
         ctx.addIssue({ code: 'custom', path: ['MODEL'], message: (error as Error).message });
       }
     }
-    if (env.DEV_OUTBOX === '1' && env.SMTP_URL) ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'lists the local outbox, which is not used when SMTP_URL is set' });
+    if (env.DEV_OUTBOX === '1' && env.SMTP_URL)
+      ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'lists the local outbox, which is not used when SMTP_URL is set' });
     for (const [name, message] of captchaProblems(env)) ctx.addIssue({ code: 'custom', path: [name], message });
   })
   .transform((env) => {
@@ -225,7 +282,10 @@ const schema = accountEnv
         anthropicApiKey: env.ANTHROPIC_API_KEY,
         anthropicBaseUrl: env.ANTHROPIC_BASE_URL,
         telegramApiRoot: env.TELEGRAM_API_ROOT ?? 'https://api.telegram.org',
-        allow: (env.AGENT_EGRESS_ALLOW ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
+        allow: (env.AGENT_EGRESS_ALLOW ?? '')
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter(Boolean),
       },
       /** Users' bots (messenger/bots.ts): set → webhook mode at `{base}/api/v1/telegram/{id}/webhook`. */
       telegramWebhookBase: env.TELEGRAM_WEBHOOK_BASE?.replace(/\/+$/, ''),
@@ -244,7 +304,11 @@ const schema = accountEnv
       outboxDir: path.resolve(env.DATA_DIR, 'outbox'),
       /** GET /dev/outbox lists the local outbox (development only). */
       devOutbox: env.DEV_OUTBOX === '1',
-      trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean) : [],
+      trustProxy: env.TRUST_PROXY
+        ? env.TRUST_PROXY.split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : [],
       /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
       metricsToken: env.METRICS_TOKEN,
       logLevel: env.LOG_LEVEL,

@@ -114,7 +114,10 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
         });
   agentMetrics(metrics, provisioner);
   if (provisioner instanceof LocalProvisioner) {
-    bots = new MessengerBots(store.db, box, provisioner, log, { telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''), webhookBase: config.telegramWebhookBase });
+    bots = new MessengerBots(store.db, box, provisioner, log, {
+      telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''),
+      webhookBase: config.telegramWebhookBase,
+    });
   }
   // Sleeping local agents are started when their next heartbeat is due.
   const wakes = provisioner instanceof LocalProvisioner ? new WakeScheduler(store.db, provisioner, log, { pollMs: config.agentWakePollMs }) : undefined;
@@ -123,12 +126,16 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
   if (!config.smtpUrl) log.info({ outbox: config.outboxDir }, 'no SMTP_URL: mail is written to the local outbox');
   // Activity older than 90 days goes hourly, in the background; a failure only delays it.
-  const pruning = setInterval(() => {
-    pruneActivity(store.db).catch((error: unknown) => log.warn({ err: error }, 'pruning old activity failed'));
-  }, 60 * 60 * 1000);
+  const pruning = setInterval(
+    () => {
+      pruneActivity(store.db).catch((error: unknown) => log.warn({ err: error }, 'pruning old activity failed'));
+    },
+    60 * 60 * 1000,
+  );
   pruning.unref();
   const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, frontendUrl: config.frontendUrl, log });
-  const guestRetention = config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
+  const guestRetention =
+    config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
   guestRetention?.start();
   return {
     config,

@@ -26,12 +26,17 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   const metrics = createMetrics('agent');
   const app = createHttpApp(log, { metrics });
   app.use(services.requests.middleware);
-  app.use('/trpc', trpcEndpoint(agentRouter, (req) => createAgentContext(services, req.log, req.headers.authorization, req.headers)));
+  app.use(
+    '/trpc',
+    trpcEndpoint(agentRouter, (req) => createAgentContext(services, req.log, req.headers.authorization, req.headers)),
+  );
   // Telegram's webhook calls (webhook mode only): authenticated by their own secret header.
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
   app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
   mountHealthRoutes(app, { database: async () => services.store.sql.prepare('SELECT 1').get() });
-  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization), { uploadIdleTimeoutSeconds: config.uploadIdleTimeoutSeconds });
+  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization), {
+    uploadIdleTimeoutSeconds: config.uploadIdleTimeoutSeconds,
+  });
   finishHttpApp(app);
   const swept = await sweepPartialUploads(config.workspace);
   if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');

@@ -6,6 +6,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
  */
 export function isAgentSecret(authorization: string | undefined, secretSha256: Buffer): boolean {
   const match = /^Bearer (.+)$/.exec(authorization ?? '');
-  const given = createHash('sha256').update(match?.[1] ?? '').digest();
+  const given = createHash('sha256')
+    .update(match?.[1] ?? '')
+    .digest();
   return timingSafeEqual(given, secretSha256) && match !== null;
 }

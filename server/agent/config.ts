@@ -20,12 +20,23 @@ export const agentEnv = z.object({
   // Set by the account service for a local (sandboxed) agent: serve on this Unix socket, no TCP
   // port; send outgoing HTTP through the egress gateway's socket (net/egress.ts).
   AGENT_SOCKET: optionalString.meta({ description: 'serve on this Unix socket instead of a TCP port', internal: true, values: 'a socket path' }),
-  AGENT_EGRESS_SOCKET: optionalString.meta({ description: "send outgoing HTTP through the egress gateway's Unix socket", internal: true, values: 'a socket path' }),
-  AGENT_SECRET: optionalString
-    .pipe(z.string().min(16, 'must be at least 16 characters').optional())
-    .meta({ description: 'bearer secret; hashed at start, never kept', default: '— (this or `AGENT_SECRET_SHA256` is **required**)', values: 'at least 16 characters' }),
+  AGENT_EGRESS_SOCKET: optionalString.meta({
+    description: "send outgoing HTTP through the egress gateway's Unix socket",
+    internal: true,
+    values: 'a socket path',
+  }),
+  AGENT_SECRET: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()).meta({
+    description: 'bearer secret; hashed at start, never kept',
+    default: '— (this or `AGENT_SECRET_SHA256` is **required**)',
+    values: 'at least 16 characters',
+  }),
   AGENT_SECRET_SHA256: optionalString
-    .pipe(z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits').optional())
+    .pipe(
+      z
+        .string()
+        .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits')
+        .optional(),
+    )
     .meta({ description: "the secret's SHA-256, instead of the secret", default: '—', values: '64 hex digits' }),
   AGENT_NAME: z.string().min(1).max(100).default('agent').describe('name reported by `/health`'),
   AGENT_WORKSPACE: z.string().min(1).default('./data/workspace').describe("the agent's files; `agent.db` lives at its root"),
@@ -37,7 +48,13 @@ export const agentEnv = z.object({
   }),
   // Fractions allowed, so tests can inject short intervals.
   HEARTBEAT_INTERVAL: z
-    .preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().min(0).max(86_400 * 7))
+    .preprocess(
+      (v) => (v === '' || v === undefined ? 1800 : v),
+      z.coerce
+        .number()
+        .min(0)
+        .max(86_400 * 7),
+    )
     .describe('seconds between heartbeats (fractions allowed); `0` disables'),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
@@ -65,39 +82,66 @@ export const agentEnv = z.object({
     )
     .meta({ description: 'the bubblewrap command line each `exec` command runs under', internal: true, values: 'a JSON array of strings' }),
   // Set with AGENT_EXEC_NETWORK=allowlist: exec commands' HTTP(S) proxy, the relay to the egress gateway.
-  AGENT_EXEC_PROXY: optionalString
-    .pipe(z.url({ protocol: /^http$/ }).optional())
-    .meta({ description: "`exec` commands' HTTP(S) proxy, a relay to the egress gateway (with `AGENT_EXEC_NETWORK=allowlist`)", internal: true, values: 'http URL' }),
+  AGENT_EXEC_PROXY: optionalString.pipe(z.url({ protocol: /^http$/ }).optional()).meta({
+    description: "`exec` commands' HTTP(S) proxy, a relay to the egress gateway (with `AGENT_EXEC_NETWORK=allowlist`)",
+    internal: true,
+    values: 'http URL',
+  }),
   AGENT_WORKSPACE_QUOTA_MB: z
     .preprocess((v) => (v === '' || v === undefined ? 1024 : v), z.coerce.number().int().min(1).max(1_048_576))
-    .describe("disk quota of the workspace in MB (507 `QUOTA_EXCEEDED`); the account service sets it for its local agents from `AGENT_WORKSPACE_QUOTA_MB` or `AGENT_WORKSPACE_QUOTA_MB_GUEST`"),
+    .describe(
+      'disk quota of the workspace in MB (507 `QUOTA_EXCEEDED`); the account service sets it for its local agents from `AGENT_WORKSPACE_QUOTA_MB` or `AGENT_WORKSPACE_QUOTA_MB_GUEST`',
+    ),
   AGENT_RUN_TIMEOUT: seconds(600, { max: 86_400 }).describe('seconds a chat run may take; then an `error` event and `done`'),
   AGENT_MAX_STEPS: z.preprocess((v) => (v === '' || v === undefined ? 20 : v), z.coerce.number().int().min(1).max(200)).describe('model steps (calls) per run'),
-  AGENT_MODEL_RETRIES: z.preprocess((v) => (v === '' || v === undefined ? 2 : v), z.coerce.number().int().min(0).max(10)).describe('retries of a failed model call'),
+  AGENT_MODEL_RETRIES: z
+    .preprocess((v) => (v === '' || v === undefined ? 2 : v), z.coerce.number().int().min(0).max(10))
+    .describe('retries of a failed model call'),
   AGENT_KEEPALIVE_INTERVAL: seconds(15, { max: 300 }).describe('seconds of silence on a chat stream before a `keepalive` event'),
   AGENT_STREAM_GRACE: seconds(30, { max: 3600 }).describe("seconds a finished run's events stay resumable by `Last-Event-ID`"),
   AGENT_HISTORY_CONTEXT: z
     .preprocess((v) => (v === '' || v === undefined ? 40 : v), z.coerce.number().int().min(0).max(1000))
     .describe('history entries given to the model as context'),
   // Subagents (server/agent/subagents/) and heartbeat (server/agent/heartbeat/).
-  SUBAGENT_TIMEOUT: seconds(600, { max: 86_400 }).describe("seconds a subagent run may take (then status `timeout`); also the cap of the tool's `timeout_seconds`"),
-  SUBAGENT_MAX_RUNNING: z.preprocess((v) => (v === '' || v === undefined ? 8 : v), z.coerce.number().int().min(1).max(100)).describe('subagent runs running at once'),
+  SUBAGENT_TIMEOUT: seconds(600, { max: 86_400 }).describe(
+    "seconds a subagent run may take (then status `timeout`); also the cap of the tool's `timeout_seconds`",
+  ),
+  SUBAGENT_MAX_RUNNING: z
+    .preprocess((v) => (v === '' || v === undefined ? 8 : v), z.coerce.number().int().min(1).max(100))
+    .describe('subagent runs running at once'),
   SUBAGENT_RETENTION: seconds(3600, { max: 86_400 * 7 }).describe('seconds a finished subagent run is kept after it ended, then purged'),
   SUBAGENT_PURGE_INTERVAL: seconds(60, { max: 86_400 }).describe('seconds between purges of expired runs (reads purge too)'),
   // Set by the account service: the wake time it kept while the agent slept (a past one runs at once).
-  HEARTBEAT_NEXT_AT: optionalString
-    .pipe(z.iso.datetime({ offset: true }).optional())
-    .meta({ description: 'when the first heartbeat is due (a past time runs it right after start)', default: 'unset → one interval after start', internal: true, values: 'an ISO 8601 time with offset' }),
+  HEARTBEAT_NEXT_AT: optionalString.pipe(z.iso.datetime({ offset: true }).optional()).meta({
+    description: 'when the first heartbeat is due (a past time runs it right after start)',
+    default: 'unset → one interval after start',
+    internal: true,
+    values: 'an ISO 8601 time with offset',
+  }),
   AGENT_STOP_GRACE: seconds(10, { max: 3600 }).describe('seconds a SIGTERM lets runs finish before they are interrupted (each ends with an `error` saying so)'),
   HEARTBEAT_WAIT: z
     .preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().min(0).max(3600))
     .describe("seconds a heartbeat waits for the user's active run in its chat before it skips (`0`: skip at once)"),
   // Telegram messenger (server/agent/messenger/).
   TELEGRAM_BOT_TOKEN: optionalString
-    .pipe(z.string().regex(/^\d+:[\w-]+$/, 'must look like 123456:ABC-DEF… (from @BotFather)').optional())
-    .meta({ description: 'the token @BotFather gives', default: 'unset → no bot (status `connected:false`; the contact endpoints still answer)', values: '`123456:ABC-DEF…`' }),
+    .pipe(
+      z
+        .string()
+        .regex(/^\d+:[\w-]+$/, 'must look like 123456:ABC-DEF… (from @BotFather)')
+        .optional(),
+    )
+    .meta({
+      description: 'the token @BotFather gives',
+      default: 'unset → no bot (status `connected:false`; the contact endpoints still answer)',
+      values: '`123456:ABC-DEF…`',
+    }),
   TELEGRAM_OWNER_ID: optionalString
-    .pipe(z.string().regex(/^\d{1,20}$/, 'must be a numeric Telegram user id').optional())
+    .pipe(
+      z
+        .string()
+        .regex(/^\d{1,20}$/, 'must be a numeric Telegram user id')
+        .optional(),
+    )
     .meta({ description: 'your numeric Telegram user id: always allowed, whatever its contact says', values: 'a numeric Telegram user id' }),
   TELEGRAM_API_ROOT: optionalString
     .pipe(z.url({ protocol: /^https?$/ }).optional())
@@ -108,13 +152,20 @@ export const agentEnv = z.object({
   TELEGRAM_POLL_TIMEOUT: z
     .preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().int().min(0).max(50))
     .describe('seconds a `getUpdates` long poll waits'),
-  TELEGRAM_RETRY_BASE: seconds(1, { max: 60 }).describe("backoff after Bot API failures: base · 2ⁿ seconds (±20 %), capped by `TELEGRAM_RETRY_MAX`; a 429's `retry_after` wins"),
+  TELEGRAM_RETRY_BASE: seconds(1, { max: 60 }).describe(
+    "backoff after Bot API failures: base · 2ⁿ seconds (±20 %), capped by `TELEGRAM_RETRY_MAX`; a 429's `retry_after` wins",
+  ),
   TELEGRAM_RETRY_MAX: seconds(60, { max: 3600 }).describe('the cap of that backoff, in seconds'),
   TELEGRAM_WEBHOOK_URL: optionalString
     .pipe(z.url({ protocol: /^https?$/ }).optional())
     .meta({ description: "public URL of this agent's `POST /telegram/webhook`: webhook mode instead of polling", default: 'unset → long polling' }),
   TELEGRAM_WEBHOOK_SECRET: optionalString
-    .pipe(z.string().regex(/^[\w-]{16,256}$/, 'must be 16..256 of A-Z a-z 0-9 _ -').optional())
+    .pipe(
+      z
+        .string()
+        .regex(/^[\w-]{16,256}$/, 'must be 16..256 of A-Z a-z 0-9 _ -')
+        .optional(),
+    )
     .meta({
       description:
         "Telegram sends it in `X-Telegram-Bot-Api-Secret-Token`; without `TELEGRAM_WEBHOOK_URL` the webhook is someone else's (the account service set it and relays the updates): the agent neither polls nor calls `setWebhook`",
@@ -150,7 +201,10 @@ const schema = agentEnv
     egressSocket: env.AGENT_EGRESS_SOCKET,
     // The plain secret is hashed here and never kept (spec: the agent keeps a SHA-256 hash).
     secretSha256: Buffer.from(
-      env.AGENT_SECRET_SHA256 ?? createHash('sha256').update(env.AGENT_SECRET ?? '').digest('hex'),
+      env.AGENT_SECRET_SHA256 ??
+        createHash('sha256')
+          .update(env.AGENT_SECRET ?? '')
+          .digest('hex'),
       'hex',
     ),
     name: env.AGENT_NAME,

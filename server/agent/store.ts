@@ -71,7 +71,9 @@ async function installFresh(raw: Database.Database, source: MigrationSource): Pr
   const scripts = await readMigrationScripts(source);
   raw.transaction(() => {
     raw.exec(MIGRATIONS_TABLE);
-    const record = raw.prepare('INSERT INTO _prisma_migrations (id, checksum, finished_at, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, ?, 1)');
+    const record = raw.prepare(
+      'INSERT INTO _prisma_migrations (id, checksum, finished_at, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, ?, 1)',
+    );
     for (const script of scripts) {
       const started = engineTimestamp();
       raw.exec(script.sql);

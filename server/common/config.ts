@@ -24,8 +24,7 @@ export function parseConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessE
 /** Empty strings count as unset, so `FOO= npm start` behaves like no FOO at all. */
 export const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
 
-export const port = (fallback: number) =>
-  z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(0).max(65535));
+export const port = (fallback: number) => z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(0).max(65535));
 
 export const httpUrl = z.url({ protocol: /^https?$/ });
 
@@ -37,4 +36,3 @@ export const logLevel = z
 export const logPretty = optionalString
   .pipe(z.enum(['0', '1']).optional())
   .describe('`1` prints human-readable logs (pino-pretty, a development dependency) instead of JSON lines');
-

@@ -35,9 +35,10 @@ const trpcCodeByStatus: Record<number, TRPC_ERROR_CODE_KEY> = {
   504: 'GATEWAY_TIMEOUT',
 };
 
-const statusByTrpcCode = Object.fromEntries(
-  Object.entries(trpcCodeByStatus).map(([status, code]) => [code, Number(status)]),
-) as Record<TRPC_ERROR_CODE_KEY, number>;
+const statusByTrpcCode = Object.fromEntries(Object.entries(trpcCodeByStatus).map(([status, code]) => [code, Number(status)])) as Record<
+  TRPC_ERROR_CODE_KEY,
+  number
+>;
 
 export class AppError extends TRPCError {
   readonly status: number;
@@ -55,8 +56,7 @@ export class AppError extends TRPCError {
 }
 
 export const badRequest = (detail: string, code = 'BAD_REQUEST') => new AppError(400, code, detail);
-export const unauthorized = (detail = 'Missing or invalid credentials', code = 'UNAUTHORIZED') =>
-  new AppError(401, code, detail);
+export const unauthorized = (detail = 'Missing or invalid credentials', code = 'UNAUTHORIZED') => new AppError(401, code, detail);
 export const forbidden = (detail = 'Forbidden', code = 'FORBIDDEN') => new AppError(403, code, detail);
 export const notFound = (detail = 'Not found', code = 'NOT_FOUND') => new AppError(404, code, detail);
 export const conflict = (detail: string, code = 'CONFLICT') => new AppError(409, code, detail);
@@ -112,16 +112,40 @@ export function mapError(error: unknown): MappedError {
   const parser = httpParserError(error);
   if (parser) return parser;
   if (isStoreUnavailable(error)) {
-    return { status: 503, body: { detail: 'The store is unavailable; try again shortly', code: 'STORE_UNAVAILABLE' }, headers: { 'Retry-After': '1' }, unexpected: false };
+    return {
+      status: 503,
+      body: { detail: 'The store is unavailable; try again shortly', code: 'STORE_UNAVAILABLE' },
+      headers: { 'Retry-After': '1' },
+      unexpected: false,
+    };
   }
   return { status: 500, body: { detail: 'Internal error', code: 'INTERNAL' }, headers: {}, unexpected: true };
 }
 
 /** Connection-level failures of the database (refused, reset, timed out, terminated, server
  *  shutting down), through Prisma, its driver adapters or pg itself: the store is down, not us. */
-const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'P1001', 'P1002', 'P1008', 'P1017', 'P2024', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+const STORE_DOWN_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'P1001',
+  'P1002',
+  'P1008',
+  'P1017',
+  'P2024',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
 const STORE_DOWN_KINDS = new Set(['DatabaseNotReachable', 'DatabaseAccessDenied', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
-const STORE_DOWN_MESSAGE = /Connection terminated|Server has closed the connection|connection timeout|Can't reach database server|Client has encountered a connection error|server closed the connection|timeout exceeded when trying to connect|ECONNREFUSED|ECONNRESET/i;
+const STORE_DOWN_MESSAGE =
+  /Connection terminated|Server has closed the connection|connection timeout|Can't reach database server|Client has encountered a connection error|server closed the connection|timeout exceeded when trying to connect|ECONNREFUSED|ECONNRESET/i;
 
 export function isStoreUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; typeof e === 'object' && e !== null && depth < 6; depth++) {

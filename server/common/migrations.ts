@@ -14,11 +14,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import {
-  bindMigrationAwareSqlAdapterFactory,
-  type SqlDriverAdapter,
-  type SqlMigrationAwareDriverAdapterFactory,
-} from '@prisma/driver-adapter-utils';
+import { bindMigrationAwareSqlAdapterFactory, type SqlDriverAdapter, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
 
 type EngineGlue = typeof import('@prisma/schema-engine-wasm/schema_engine_bg');
@@ -93,7 +89,10 @@ async function withEngine<T>(source: MigrationSource, factory: SqlMigrationAware
 /** The committed migrations' folder names, oldest first. */
 async function migrationNames(source: MigrationSource): Promise<string[]> {
   const entries = await readdir(source.migrationsDir, { withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 /** The committed migrations with their SQL, oldest first, and the checksum Prisma records for each. */

@@ -76,7 +76,9 @@ describe('account client SDK (Node, against a real service)', () => {
     const tokens = (await storage.get())!;
     const { keys } = account.services.tokens.issuer;
     const past = Math.floor(Date.now() / 1000) - 3600;
-    const expired = await new SignJWT({ ...decodeJwt(tokens.access_token), iat: past - 900, exp: past }).setProtectedHeader({ alg: 'EdDSA', kid: keys.kid }).sign(keys.privateKey);
+    const expired = await new SignJWT({ ...decodeJwt(tokens.access_token), iat: past - 900, exp: past })
+      .setProtectedHeader({ alg: 'EdDSA', kid: keys.kid })
+      .sign(keys.privateKey);
     await storage.set({ ...tokens, access_token: expired, access_expires_at: Date.now() + 600_000 });
     const refreshes = countRefreshes();
     const [a, b] = await Promise.all([client.me(), client.me()]);
@@ -125,7 +127,11 @@ describe('account client SDK (Node, against a real service)', () => {
 
   it('localTokenStorage round-trips through any Web Storage and ignores junk', () => {
     const map = new Map<string, string>();
-    const web = { getItem: (k: string) => map.get(k) ?? null, setItem: (k: string, v: string) => void map.set(k, v), removeItem: (k: string) => void map.delete(k) };
+    const web = {
+      getItem: (k: string) => map.get(k) ?? null,
+      setItem: (k: string, v: string) => void map.set(k, v),
+      removeItem: (k: string) => void map.delete(k),
+    };
     const storage = localTokenStorage('t', web);
     expect(storage.get()).toBeNull();
     const tokens = { access_token: 'a', refresh_token: 'r', access_expires_at: 1 };

@@ -36,7 +36,9 @@ describe('deleting an account with a local agent', () => {
   const savedModel = process.env.MODEL;
 
   beforeAll(async () => {
-    model = await startScriptedModel({ responder: (request) => (lastUserText(request).startsWith('hang') ? { text: ['partial '], hang: true } : { text: 'ok' }) });
+    model = await startScriptedModel({
+      responder: (request) => (lastUserText(request).startsWith('hang') ? { text: ['partial '], hang: true } : { text: 'ok' }),
+    });
     process.env.MODEL = model.modelSpec;
     account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec });
     api = accountApi(account);
@@ -71,7 +73,11 @@ describe('deleting an account with a local agent', () => {
     const bystander: Pair = await api.email(uniqueEmail('bystander'));
     const bystanderBefore = await api.json<unknown>(await api.get('/account', bearer(bystander)));
 
-    const stream = await openSse(`${account.url}/api/v1/agent/chat`, { method: 'POST', headers: { ...bearer(pair), 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hang on', chat_id: 'c1' }) });
+    const stream = await openSse(`${account.url}/api/v1/agent/chat`, {
+      method: 'POST',
+      headers: { ...bearer(pair), 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'hang on', chat_id: 'c1' }),
+    });
     expect(events(await readFrames(stream, (f) => f.data.type === 'text' || f.data.type === 'done'))).toEqual([{ type: 'text', content: 'partial ' }]);
     const agent = await account.services.agents.registry.forUser(userId);
     expect(agent).toBeDefined();

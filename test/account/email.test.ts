@@ -21,7 +21,8 @@ const unique = (tag: string) => `${tag}-${randomBytes(4).toString('hex')}@exampl
 function client(base: string) {
   const post = (p: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${base}/api/v1${p}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const me = async (access: string) => (await (await fetch(`${base}/api/v1/auth/me`, { headers: { authorization: `Bearer ${access}` } })).json()) as { user_id: string; guest: boolean };
+  const me = async (access: string) =>
+    (await (await fetch(`${base}/api/v1/auth/me`, { headers: { authorization: `Bearer ${access}` } })).json()) as { user_id: string; guest: boolean };
   return { post, me };
 }
 
@@ -110,24 +111,36 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
 
   it('answers over tRPC too', async () => {
     const email = unique('trpc');
-    const res = await fetch(`${account.url}/trpc/auth.email.request`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: { email } }) });
+    const res = await fetch(`${account.url}/trpc/auth.email.request`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { email } }),
+    });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ result: { data: { json: { message: LOGIN_EMAIL_MESSAGE } } } });
     await sink.next(email);
   });
 
-  it.each([[''], ['no-at-sign'], ['a@b'], ['a b@example.com'], ['a@exa mple.com'], ['<a@example.com>'], [`${'x'.repeat(250)}@example.com`], ['a@example.com\r\nBcc: b@example.com'], [42], [null]])(
-    'refuses the address %j with 400',
-    async (email) => {
-      const res = await api.post('/auth/login/email', { email });
-      expect(res.status).toBe(400);
-      expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED', detail: expect.any(String) });
-      // A garbage address beside a code is a wrong credential, not a malformed request.
-      const byCode = await verify({ email, code: '123456' });
-      expect(byCode.status).toBe(401);
-      expect(await byCode.json()).toEqual(await wrongCodeBody());
-    },
-  );
+  it.each([
+    [''],
+    ['no-at-sign'],
+    ['a@b'],
+    ['a b@example.com'],
+    ['a@exa mple.com'],
+    ['<a@example.com>'],
+    [`${'x'.repeat(250)}@example.com`],
+    ['a@example.com\r\nBcc: b@example.com'],
+    [42],
+    [null],
+  ])('refuses the address %j with 400', async (email) => {
+    const res = await api.post('/auth/login/email', { email });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED', detail: expect.any(String) });
+    // A garbage address beside a code is a wrong credential, not a malformed request.
+    const byCode = await verify({ email, code: '123456' });
+    expect(byCode.status).toBe(401);
+    expect(await byCode.json()).toEqual(await wrongCodeBody());
+  });
 
   it('refuses a missing address and a non-object body', async () => {
     expect((await api.post('/auth/login/email', {})).status).toBe(400);
@@ -184,7 +197,11 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
   });
 
   it('refuses a body that is not JSON with 400', async () => {
-    const res = await fetch(`${account.url}/api/v1/auth/verify-magic-link`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":' });
+    const res = await fetch(`${account.url}/api/v1/auth/verify-magic-link`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"token":',
+    });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ code: 'MALFORMED_JSON' });
   });
@@ -466,5 +483,4 @@ describe('mail delivery', () => {
       await running.close();
     }
   });
-
 });

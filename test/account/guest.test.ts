@@ -18,7 +18,11 @@ describe.each(kinds)('guest sign-in fast path on %s', (kind) => {
     const deviceId = testDeviceId(`race-${randomBytes(4).toString('hex')}`);
     const answers = await Promise.all(
       Array.from({ length: 12 }, () =>
-        fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) }),
+        fetch(`${account.url}/api/v1/auth/guest`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ device_id: deviceId }),
+        }),
       ),
     );
     expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));

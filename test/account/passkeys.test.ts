@@ -22,14 +22,16 @@ describe.each(kinds)('passkeys on %s', (kind) => {
     const body = (await res.json()) as { code: string };
     expect({ status: res.status, code: body.code }).toEqual({ status, code });
   };
-  const registerOptions = async (pair: Pair) => api.json<PublicKeyCredentialCreationOptionsJSON>(await api.post('/auth/passkey/register/options', {}, bearer(pair)));
+  const registerOptions = async (pair: Pair) =>
+    api.json<PublicKeyCredentialCreationOptionsJSON>(await api.post('/auth/passkey/register/options', {}, bearer(pair)));
   const loginOptions = async () => api.json<PublicKeyCredentialRequestOptionsJSON>(await api.post('/auth/passkey/login/options', {}));
   /** Registers a passkey for `pair`'s account on `device`; the answer of register/verify. */
   const register = async (pair: Pair, device: SoftAuthenticator, name?: string, overrides: Overrides = {}) =>
     api.post('/auth/passkey/register/verify', { response: device.create(await registerOptions(pair), overrides), ...(name ? { name } : {}) }, bearer(pair));
   const login = async (device: SoftAuthenticator, overrides: Parameters<SoftAuthenticator['get']>[1] = {}, headers: Record<string, string> = {}) =>
     api.post('/auth/passkey/login/verify', { response: device.get(await loginOptions(), overrides) }, headers);
-  const identities = async (pair: Pair) => (await api.json<{ identities: Array<{ id: string; method: string; label: string }> }>(await api.get('/account', bearer(pair)))).identities;
+  const identities = async (pair: Pair) =>
+    (await api.json<{ identities: Array<{ id: string; method: string; label: string }> }>(await api.get('/account', bearer(pair)))).identities;
 
   beforeAll(async () => {
     account = await startTestAccount(kind, { FRONTEND_URL: FRONTEND });
@@ -43,9 +45,15 @@ describe.each(kinds)('passkeys on %s', (kind) => {
     const guest = await api.guest();
     const guestId = (await api.me(guest)).user_id;
     const options = await registerOptions(guest);
-    expect(options).toMatchObject({ rp: { id: 'app.test' }, authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' }, timeout: 300_000 });
+    expect(options).toMatchObject({
+      rp: { id: 'app.test' },
+      authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
+      timeout: 300_000,
+    });
     const device = new SoftAuthenticator(FRONTEND);
-    const upgraded = await api.json<Pair>(await api.post('/auth/passkey/register/verify', { response: device.create(options), name: 'My laptop' }, bearer(guest)));
+    const upgraded = await api.json<Pair>(
+      await api.post('/auth/passkey/register/verify', { response: device.create(options), name: 'My laptop' }, bearer(guest)),
+    );
     expect(await api.me(upgraded)).toMatchObject({ user_id: guestId, guest: false });
     expect(await identities(upgraded)).toEqual([expect.objectContaining({ method: 'passkey', label: 'My laptop' })]);
 
@@ -54,10 +62,16 @@ describe.each(kinds)('passkeys on %s', (kind) => {
     expect(loginOpts.allowCredentials ?? []).toEqual([]);
     const signedIn = await api.json<Pair>(await api.post('/auth/passkey/login/verify', { response: device.get(loginOpts) }));
     expect((await api.me(signedIn)).user_id).toBe(guestId);
-    const events = (await api.json<{ events: Array<{ type: string; detail: Record<string, string> }> }>(await api.get('/account/activity', bearer(signedIn)))).events;
+    const events = (await api.json<{ events: Array<{ type: string; detail: Record<string, string> }> }>(await api.get('/account/activity', bearer(signedIn))))
+      .events;
     // The last two are written in one transaction, at one instant.
     expect(events.map((e) => e.type).slice(0, 2)).toEqual(['sign_in', 'sign_in']);
-    expect(events.map((e) => e.type).slice(2).sort()).toEqual(['identity_linked', 'passkey_added']);
+    expect(
+      events
+        .map((e) => e.type)
+        .slice(2)
+        .sort(),
+    ).toEqual(['identity_linked', 'passkey_added']);
     expect(events[0]?.detail.method).toBe('passkey');
   });
 
@@ -77,7 +91,12 @@ describe.each(kinds)('passkeys on %s', (kind) => {
     const again = await registerOptions(pair);
     expect(again.excludeCredentials?.map((c) => c.id).sort()).toEqual([phone.credentials[0]!.id, key.credentials[0]!.id].sort());
 
-    const renamed = await api.call('PATCH', `/account/passkeys/${listed[1]!.id}`, { ...bearer(pair), 'content-type': 'application/json' }, { name: '  Old phone ' });
+    const renamed = await api.call(
+      'PATCH',
+      `/account/passkeys/${listed[1]!.id}`,
+      { ...bearer(pair), 'content-type': 'application/json' },
+      { name: '  Old phone ' },
+    );
     expect(renamed.status).toBe(200);
     expect(((await renamed.json()) as { identities: Array<{ label: string }> }).identities.map((i) => i.label)).toContain('Old phone');
     const userId = (await api.me(pair)).user_id;
@@ -104,10 +123,16 @@ describe.each(kinds)('passkeys on %s', (kind) => {
     expect((await api.post('/auth/passkey/login/verify', { response })).status).toBe(200);
     await expectError(await api.post('/auth/passkey/login/verify', { response }), 401, 'INVALID_CHALLENGE');
     // A fresh signature over the spent challenge is no better.
-    const fresh = device.get(await loginOptions(), { challenge: JSON.parse(Buffer.from(response.response.clientDataJSON, 'base64url').toString()).challenge as string });
+    const fresh = device.get(await loginOptions(), {
+      challenge: JSON.parse(Buffer.from(response.response.clientDataJSON, 'base64url').toString()).challenge as string,
+    });
     await expectError(await api.post('/auth/passkey/login/verify', { response: fresh }), 401, 'INVALID_CHALLENGE');
     // A challenge we never issued.
-    await expectError(await api.post('/auth/passkey/login/verify', { response: device.get(await loginOptions(), { challenge: 'bm90LW91cnM' }) }), 401, 'INVALID_CHALLENGE');
+    await expectError(
+      await api.post('/auth/passkey/login/verify', { response: device.get(await loginOptions(), { challenge: 'bm90LW91cnM' }) }),
+      401,
+      'INVALID_CHALLENGE',
+    );
   });
 
   it('a challenge lives 5 minutes', async () => {
@@ -119,7 +144,7 @@ describe.each(kinds)('passkeys on %s', (kind) => {
     await expectError(await api.post('/auth/passkey/login/verify', { response: device.get(options) }), 401, 'INVALID_CHALLENGE');
   });
 
-  it("a registration challenge belongs to the account that asked for it", async () => {
+  it('a registration challenge belongs to the account that asked for it', async () => {
     const alice = await api.email(uniqueEmail('alice-reg'));
     const bob = await api.email(uniqueEmail('bob-reg'));
     const response = new SoftAuthenticator(FRONTEND).create(await registerOptions(alice));
@@ -167,7 +192,8 @@ describe.each(kinds)('passkeys on %s', (kind) => {
 
   it('is in the OpenAPI document', async () => {
     const doc = (await (await fetch(`${account.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-    for (const path of ['/auth/passkey/register/options', '/auth/passkey/register/verify', '/auth/passkey/login/options', '/auth/passkey/login/verify']) expect(Object.keys(doc.paths[path] ?? {})).toEqual(['post']);
+    for (const path of ['/auth/passkey/register/options', '/auth/passkey/register/verify', '/auth/passkey/login/options', '/auth/passkey/login/verify'])
+      expect(Object.keys(doc.paths[path] ?? {})).toEqual(['post']);
     expect(Object.keys(doc.paths['/account/passkeys/{id}'] ?? {})).toEqual(['patch']);
   });
 });

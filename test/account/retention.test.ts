@@ -32,7 +32,9 @@ describe.each(kinds)('guest retention on %s', (kind) => {
   });
 
   const signIn = async (deviceId = randomUUID()) => {
-    const pair = (await (await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) })).json()) as TokenPair;
+    const pair = (await (
+      await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) })
+    ).json()) as TokenPair;
     const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string };
     return { token: pair.access_token, userId: me.user_id };
   };
@@ -43,7 +45,13 @@ describe.each(kinds)('guest retention on %s', (kind) => {
     await account.services.store.db.session.updateMany({ where: { userId }, data: { createdAt: then, rotatedAt: then, lastUsedAt: then } });
   };
   const chat = async (token: string) =>
-    (await fetch(`${api}/agent/chat`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ message: 'hi', chat_id: 'c1' }) })).text();
+    (
+      await fetch(`${api}/agent/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ message: 'hi', chat_id: 'c1' }),
+      })
+    ).text();
 
   it('removes an abandoned guest with sessions, agent and workspace; keeps active guests and full accounts', async () => {
     const gone = await signIn();

@@ -59,7 +59,11 @@ describe.each(kinds)('account self-service on %s', (kind) => {
         guest: false,
         created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/),
         identities: [{ id: expect.any(String), method: 'email', label: email, created_at: expect.any(String), last_used_at: expect.any(String) }],
-        usage: { messages_left_today: null, messages_per_day: null, model_tokens: { used: 0, limit: 2_000_000, resets_at: expect.stringMatching(/T00:00:00\.000Z$/) } },
+        usage: {
+          messages_left_today: null,
+          messages_per_day: null,
+          model_tokens: { used: 0, limit: 2_000_000, resets_at: expect.stringMatching(/T00:00:00\.000Z$/) },
+        },
       });
     });
 
@@ -161,7 +165,8 @@ describe.each(kinds)('account self-service on %s', (kind) => {
       const bob = await api.email(uniqueEmail('bob-u'));
       await api.wallet(newWallet(), bearer(bob));
       const bobBefore = await view(bob);
-      for (const identity of bobBefore.identities) await expectError(await api.del(`/account/identities/${identity.id}`, bearer(alice)), 404, 'IDENTITY_NOT_FOUND');
+      for (const identity of bobBefore.identities)
+        await expectError(await api.del(`/account/identities/${identity.id}`, bearer(alice)), 404, 'IDENTITY_NOT_FOUND');
       await expectError(await api.del('/account/identities/not-a-uuid', bearer(alice)), 404, 'IDENTITY_NOT_FOUND');
       expect(await view(bob)).toEqual(bobBefore);
     });
@@ -186,8 +191,22 @@ describe.each(kinds)('account self-service on %s', (kind) => {
       const second = await api.email(email, { 'user-agent': 'Laptop/2.0' });
       const list = await sessions(second);
       expect(list).toEqual([
-        { id: (await api.me(second)).session_id, created_at: expect.any(String), last_used_at: expect.any(String), user_agent: 'Laptop/2.0', ip: expect.stringMatching(/127\.0\.0\.1/), current: true },
-        { id: (await api.me(first)).session_id, created_at: expect.any(String), last_used_at: expect.any(String), user_agent: 'Phone/1.0', ip: expect.stringMatching(/127\.0\.0\.1/), current: false },
+        {
+          id: (await api.me(second)).session_id,
+          created_at: expect.any(String),
+          last_used_at: expect.any(String),
+          user_agent: 'Laptop/2.0',
+          ip: expect.stringMatching(/127\.0\.0\.1/),
+          current: true,
+        },
+        {
+          id: (await api.me(first)).session_id,
+          created_at: expect.any(String),
+          last_used_at: expect.any(String),
+          user_agent: 'Phone/1.0',
+          ip: expect.stringMatching(/127\.0\.0\.1/),
+          current: false,
+        },
       ]);
     });
 
@@ -245,7 +264,11 @@ describe.each(kinds)('account self-service on %s', (kind) => {
       const again = await api.email(email);
       const events = await activity(again);
       expect(events.map((e) => e.type)).toEqual(['sign_in', 'logout_all', 'sign_in', 'refresh_token_reused', 'sign_in']);
-      expect(events[4]).toMatchObject({ detail: { method: 'email', session_id: stolenSession }, user_agent: 'Victim/1', ip: expect.stringMatching(/127\.0\.0\.1/) });
+      expect(events[4]).toMatchObject({
+        detail: { method: 'email', session_id: stolenSession },
+        user_agent: 'Victim/1',
+        ip: expect.stringMatching(/127\.0\.0\.1/),
+      });
       expect(events[3]).toMatchObject({ detail: { session_id: stolenSession } });
       const times = events.map((e) => e.at);
       expect([...times].sort().reverse()).toEqual(times);

@@ -212,7 +212,9 @@ describe.each(kinds)('tokens on %s', (kind) => {
         const attackerSigned = await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', kid: keys.kid, typ: 'JWT' }).sign(attackerKey);
         await refusedWithoutHarm(sid, [withOtherSignature(p1.refresh_token), attackerSigned], 'INVALID_TOKEN');
         // Even our own signature does not stand in for the digest: a token of this generation that the session did not issue.
-        const notIssued = await new SignJWT({ ...claims, jti: crypto.randomUUID() }).setProtectedHeader({ alg: 'EdDSA', kid: keys.kid, typ: 'JWT' }).sign(keys.privateKey);
+        const notIssued = await new SignJWT({ ...claims, jti: crypto.randomUUID() })
+          .setProtectedHeader({ alg: 'EdDSA', kid: keys.kid, typ: 'JWT' })
+          .sign(keys.privateKey);
         await refusedWithoutHarm(sid, [notIssued], 'INVALID_REFRESH_TOKEN');
         const p2 = await refreshed(p1);
         expect((await me(p2.access_token)).status).toBe(200);

@@ -50,7 +50,10 @@ describe('reading usage from model answers', () => {
 
   it('survives garbage: broken JSON, negative or absurd figures, endless lines', () => {
     expect(scan('data: {"usage": {broken\n', 'data: {"usage":{"prompt_tokens":-5,"completion_tokens":"9"}}\n')).toEqual({ tokensIn: 0, tokensOut: 0 });
-    expect(scan(`data: ${'x'.repeat(2 * 1024 * 1024)}`, '\ndata: {"usage":{"prompt_tokens":1,"completion_tokens":1}}\n')).toEqual({ tokensIn: 1, tokensOut: 1 });
+    expect(scan(`data: ${'x'.repeat(2 * 1024 * 1024)}`, '\ndata: {"usage":{"prompt_tokens":1,"completion_tokens":1}}\n')).toEqual({
+      tokensIn: 1,
+      tokensOut: 1,
+    });
   });
 });
 
@@ -89,7 +92,11 @@ describe('daily budgets, through the proxy to real agents', () => {
     return ((await res.json()) as TokenPair).access_token;
   };
   const chat = (token: string, message: string) =>
-    fetch(`${api}/agent/chat`, { method: 'POST', headers: { ...json, authorization: `Bearer ${token}` }, body: JSON.stringify({ message, chat_id: `c-${randomUUID()}` }) });
+    fetch(`${api}/agent/chat`, {
+      method: 'POST',
+      headers: { ...json, authorization: `Bearer ${token}` },
+      body: JSON.stringify({ message, chat_id: `c-${randomUUID()}` }),
+    });
 
   it('counts each model call and refuses the message after the budget is spent, with the reset time; others are unaffected', async () => {
     const spender = await guest();
@@ -129,13 +136,26 @@ describe('daily budgets, through the proxy to real agents', () => {
 describe('the service-wide guest budget', () => {
   it('once all guests together spent MODEL_DAILY_TOKENS_GUESTS_TOTAL, a new guest is refused and a full account is not', async () => {
     const model = await startScriptedModel({ responder: () => ({ text: 'ok' }) });
-    const account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec, MODEL_DAILY_TOKENS_GUESTS_TOTAL: '1' });
+    const account = await startTestAccount('pglite', {
+      AGENT_PROVISIONER: 'local',
+      AGENT_IDLE_TIMEOUT: '0',
+      MODEL: model.modelSpec,
+      MODEL_DAILY_TOKENS_GUESTS_TOTAL: '1',
+    });
     try {
       const api = `${account.url}/api/v1`;
       const signIn = async (deviceId = randomUUID()) =>
-        ((await (await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) })).json()) as TokenPair).access_token;
+        (
+          (await (
+            await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: deviceId }) })
+          ).json()) as TokenPair
+        ).access_token;
       const chat = (token: string) =>
-        fetch(`${api}/agent/chat`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ message: 'hi', chat_id: `c-${randomUUID()}` }) });
+        fetch(`${api}/agent/chat`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify({ message: 'hi', chat_id: `c-${randomUUID()}` }),
+        });
       const spender = await signIn();
       expect(await (await chat(spender)).text()).toContain('"type":"done"');
       await usageRecorded(account, spender, 1);

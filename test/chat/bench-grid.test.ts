@@ -40,7 +40,9 @@ describe('chunkGrid', () => {
 
   it('spreads n chats evenly: their phases are n distinct slots, interval / n apart', () => {
     const chats = 10;
-    const phases = Array.from({ length: chats }, (_, chat) => land(chunkGrid(requestFor(benchMessage(chat, chats)), interval), 0, 10_000, interval).phase).sort((a, b) => a - b);
+    const phases = Array.from({ length: chats }, (_, chat) => land(chunkGrid(requestFor(benchMessage(chat, chats)), interval), 0, 10_000, interval).phase).sort(
+      (a, b) => a - b,
+    );
     for (const [i, phase] of phases.entries()) expect(phase).toBeCloseTo(i * (interval / chats), 6);
   });
 
@@ -58,11 +60,18 @@ describe("scripted model's pauseBefore", () => {
 
   it('asks once per text chunk, in order, and writes every chunk', async () => {
     const asked: number[] = [];
-    model.respond(() => ({ text: ['a', 'b', 'c'], pauseBefore: (index) => {
-      asked.push(index);
-      return 5;
-    } }));
-    const res = await fetch(`${model.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'scripted', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+    model.respond(() => ({
+      text: ['a', 'b', 'c'],
+      pauseBefore: (index) => {
+        asked.push(index);
+        return 5;
+      },
+    }));
+    const res = await fetch(`${model.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'scripted', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
     const body = await res.text();
     const contents = [...body.matchAll(/"content":"(\w)"/g)].map((m) => m[1]);
     expect(asked).toEqual([0, 1, 2]);

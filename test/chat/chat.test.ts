@@ -21,12 +21,7 @@ describe('POST /chat', () => {
     expect(stream.headers.get('cache-control')).toContain('no-cache');
     expect(stream.headers.get('x-accel-buffering')).toBe('no');
     const frames = await readFrames(stream);
-    expect(events(frames)).toEqual([
-      { type: 'text', content: 'Hel' },
-      { type: 'text', content: 'lo ' },
-      { type: 'text', content: 'there' },
-      { type: 'done' },
-    ]);
+    expect(events(frames)).toEqual([{ type: 'text', content: 'Hel' }, { type: 'text', content: 'lo ' }, { type: 'text', content: 'there' }, { type: 'done' }]);
     const seqs = frames.map((f) => Number(f.id!.split('-')[1]));
     expect(seqs).toEqual([1, 2, 3, 4]);
     expect(new Set(frames.map((f) => f.id!.split('-')[0])).size).toBe(1);
@@ -124,7 +119,12 @@ describe('POST /chat', () => {
       const frames = await readFrames(stream);
       expect(events(frames)).toEqual([{ type: 'text', content: expect.stringMatching(/no model is configured/i) }, { type: 'done' }]);
       const history = await fetch(`${bare.url}/chat/c/history`, { headers: bare.auth }).then((r) => r.json());
-      expect(history).toEqual({ messages: [{ type: 'text', content: 'hello?', name: 'user' }, { type: 'text', content: expect.stringMatching(/no model/i) }] });
+      expect(history).toEqual({
+        messages: [
+          { type: 'text', content: 'hello?', name: 'user' },
+          { type: 'text', content: expect.stringMatching(/no model/i) },
+        ],
+      });
     } finally {
       await bare.stop();
     }
@@ -263,7 +263,12 @@ describe('hostile input', () => {
   });
 
   it('needs the agent secret on every chat path', async () => {
-    for (const [method, p] of [['GET', '/chat/x/history'], ['GET', '/chat/x/active'], ['GET', '/chat/x/stream'], ['DELETE', '/chat/x']] as const) {
+    for (const [method, p] of [
+      ['GET', '/chat/x/history'],
+      ['GET', '/chat/x/active'],
+      ['GET', '/chat/x/stream'],
+      ['DELETE', '/chat/x'],
+    ] as const) {
       const res = await fetch(`${rig.agent.url}${p}`, { method });
       expect(res.status, `${method} ${p}`).toBe(401);
       expect(await res.json()).toMatchObject({ code: 'INVALID_AGENT_SECRET' });

@@ -145,7 +145,11 @@ describe('PATCH /chats/{chat_id}', () => {
   it('needs the agent secret for both paths', async () => {
     for (const headers of [{}, { authorization: 'Bearer wrong' }] as Array<Record<string, string>>) {
       expect((await fetch(`${rig.agent.url}/chats`, { headers })).status).toBe(401);
-      const res = await fetch(`${rig.agent.url}/chats/target-chat`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/json' }, body: '{"title":"x"}' });
+      const res = await fetch(`${rig.agent.url}/chats/target-chat`, {
+        method: 'PATCH',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: '{"title":"x"}',
+      });
       expect(res.status).toBe(401);
     }
     expect((await list()).find((c) => c.chat_id === 'target-chat')?.title).toBe('target');

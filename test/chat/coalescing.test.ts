@@ -37,7 +37,10 @@ describe('ChatHistory', () => {
     await Promise.all(writes);
     for (const chat of chats) {
       const history = writer.read(chat, 100);
-      expect(history).toEqual([{ type: 'text', content: 'question', name: 'user' }, ...Array.from({ length: 39 }, (_, i) => ({ type: 'text', content: `part ${i + 1}` }))]);
+      expect(history).toEqual([
+        { type: 'text', content: 'question', name: 'user' },
+        ...Array.from({ length: 39 }, (_, i) => ({ type: 'text', content: `part ${i + 1}` })),
+      ]);
     }
   });
 

@@ -32,7 +32,9 @@ export async function startChatRig(env: Record<string, string> = {}): Promise<Ch
     model,
     post: (chatId, message) => openSse(`${agent.url}/chat`, { method: 'POST', headers: json, body: JSON.stringify({ message, chat_id: chatId }) }),
     stream: (chatId, lastEventId) =>
-      openSse(`${agent.url}/chat/${encodeURIComponent(chatId)}/stream`, { headers: { ...agent.auth, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) } }),
+      openSse(`${agent.url}/chat/${encodeURIComponent(chatId)}/stream`, {
+        headers: { ...agent.auth, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+      }),
     async chat(chatId, message) {
       return withoutKeepalive(await readFrames(await rig.post(chatId, message)));
     },

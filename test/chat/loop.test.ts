@@ -56,7 +56,10 @@ describe('runModelLoop', () => {
     const { result, events } = await run(addTool(calls));
     expect(result).toEqual({ status: 'completed', text: 'three' });
     expect(calls).toEqual([{ a: 1, b: 2 }]);
-    expect(events).toEqual([{ type: 'tool_use', name: 'add', input: '{"a":1,"b":2}' }, { type: 'text', content: 'three' }]);
+    expect(events).toEqual([
+      { type: 'tool_use', name: 'add', input: '{"a":1,"b":2}' },
+      { type: 'text', content: 'three' },
+    ]);
     const second = model.requests.at(-1)!;
     expect(toolResults(second)).toEqual([{ id: expect.any(String), content: '{"sum":3}' }]);
     expect(second.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
@@ -69,8 +72,14 @@ describe('runModelLoop', () => {
     const { result, events, entries } = await run(addTool(calls));
     expect(result.status).toBe('completed');
     expect(calls).toEqual([]);
-    expect(events).toEqual([{ type: 'tool_use', name: 'add', input: '{"a":"one","b":2.5}' }, { type: 'text', content: 'sorry' }]);
-    expect(entries).toEqual([{ type: 'tool_use', name: 'add', input: '{"a":"one","b":2.5}' }, { type: 'text', content: 'sorry' }]);
+    expect(events).toEqual([
+      { type: 'tool_use', name: 'add', input: '{"a":"one","b":2.5}' },
+      { type: 'text', content: 'sorry' },
+    ]);
+    expect(entries).toEqual([
+      { type: 'tool_use', name: 'add', input: '{"a":"one","b":2.5}' },
+      { type: 'text', content: 'sorry' },
+    ]);
     const [error] = toolResults(model.requests.at(-1)!);
     expect(error!.content).toMatch(/^Invalid input for tool add: /);
     expect(error!.content).toMatch(/expected number/i);
@@ -79,7 +88,15 @@ describe('runModelLoop', () => {
   });
 
   it('reports input that is not JSON, and a tool that does not exist, as tool errors', async () => {
-    model.queue({ toolCalls: [{ name: 'add', args: '{"a": 1,' }, { name: 'nope', args: {} }] }, { text: 'ok' });
+    model.queue(
+      {
+        toolCalls: [
+          { name: 'add', args: '{"a": 1,' },
+          { name: 'nope', args: {} },
+        ],
+      },
+      { text: 'ok' },
+    );
     const { result, events } = await run(addTool([]));
     expect(result.status).toBe('completed');
     expect(events.filter((e) => e.type === 'tool_use')).toEqual([
@@ -104,7 +121,10 @@ describe('runModelLoop', () => {
           parameters: {
             $schema: 'http://json-schema.org/draft-07/schema#',
             type: 'object',
-            properties: { a: { type: 'number' }, b: { type: 'integer', description: 'An integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER } },
+            properties: {
+              a: { type: 'number' },
+              b: { type: 'integer', description: 'An integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
+            },
             required: ['a', 'b'],
             additionalProperties: false,
           },
@@ -135,7 +155,10 @@ describe('runModelLoop', () => {
     model.queue({ text: 'par', streamError: 'overloaded, try later' });
     const { result, events, entries } = await run({});
     expect(result).toEqual({ status: 'failed', text: 'par', error: 'Model error: overloaded, try later' });
-    expect(events).toEqual([{ type: 'text', content: 'par' }, { type: 'error', content: 'Model error: overloaded, try later' }]);
+    expect(events).toEqual([
+      { type: 'text', content: 'par' },
+      { type: 'error', content: 'Model error: overloaded, try later' },
+    ]);
     expect(entries).toEqual([{ type: 'text', content: 'par', cut: true }]);
   });
 
@@ -159,6 +182,9 @@ describe('runModelLoop', () => {
     expect(result).toEqual({ status: 'aborted', text: 'working' });
     emitLate!();
     expect(events.map((e) => e.type)).toEqual(['text', 'tool_use']);
-    expect(entries).toEqual([{ type: 'text', content: 'working' }, { type: 'tool_use', name: 'stuck', input: '{}' }]);
+    expect(entries).toEqual([
+      { type: 'text', content: 'working' },
+      { type: 'tool_use', name: 'stuck', input: '{}' },
+    ]);
   });
 });

@@ -41,7 +41,13 @@ afterAll(
     }),
 );
 
-const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  created: 1,
+  model: 'm',
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
 const frames = (...events: unknown[]) => events.map((e) => `data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`).join('');
 
 /** Answers every request with this SSE body, written in pieces of `split` bytes (all at once when 0). */
@@ -105,7 +111,13 @@ async function threeCallsAnswering(text: string): Promise<void> {
 
 const wireStreams: Record<string, string> = {
   'plain text': frames(chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }), chunk({ content: 'lo' }), chunk({}, 'stop'), '[DONE]'),
-  'reasoning, then text': frames(chunk({ reasoning_content: 'think ' }), chunk({ reasoning_content: 'more' }), chunk({ content: 'answer' }), chunk({}, 'stop'), '[DONE]'),
+  'reasoning, then text': frames(
+    chunk({ reasoning_content: 'think ' }),
+    chunk({ reasoning_content: 'more' }),
+    chunk({ content: 'answer' }),
+    chunk({}, 'stop'),
+    '[DONE]',
+  ),
   'a tool call streamed in pieces': frames(
     chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'read_file', arguments: '' } }] }),
     chunk({ tool_calls: [{ index: 0, function: { arguments: '{"path":' } }] }),
@@ -121,7 +133,12 @@ const wireStreams: Record<string, string> = {
     '[DONE]',
   ),
   'content as parts, and a refusal': frames(chunk({ content: [{ type: 'text', text: 'part' }] }), chunk({ refusal: 'no' }), chunk({}, 'stop'), '[DONE]'),
-  'usage chunk without choices': frames(chunk({ content: 'x' }), chunk({}, 'length'), { id: 'c1', choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } }, '[DONE]'),
+  'usage chunk without choices': frames(
+    chunk({ content: 'x' }),
+    chunk({}, 'length'),
+    { id: 'c1', choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } },
+    '[DONE]',
+  ),
   'an error object in the stream': frames(chunk({ content: 'par' }), { error: { message: 'overloaded', type: 'server_error' } }),
   'a stream that ends without a finish reason': frames(chunk({ content: 'cut' })),
 };
@@ -138,7 +155,14 @@ describe('openAICompatibleModel', () => {
   }
 
   it('reads events split at every byte, CRLF line ends, comments, `data:` without a space and multi-line data', async () => {
-    const body = [': keep-alive\r\n\r\n', `data:${JSON.stringify(chunk({ content: 'é€😀' }))}\r\n\r\n`, 'event: message\r\n', 'data: {"choices":[{"delta":\r\n', 'data: {"content":"!"}}]}\r\n\r\n', frames(chunk({}, 'stop'), '[DONE]')].join('');
+    const body = [
+      ': keep-alive\r\n\r\n',
+      `data:${JSON.stringify(chunk({ content: 'é€😀' }))}\r\n\r\n`,
+      'event: message\r\n',
+      'data: {"choices":[{"delta":\r\n',
+      'data: {"content":"!"}}]}\r\n\r\n',
+      frames(chunk({}, 'stop'), '[DONE]'),
+    ].join('');
     serve(body, 1);
     expect(essence(await collect(ours()))).toEqual(['text-start', 'text-delta:é€😀', 'text-delta:!', 'text-end', 'finish:stop']);
   });
@@ -180,11 +204,18 @@ describe('openAICompatibleModel', () => {
       messages: [
         { role: 'system', content: 'be brief' },
         { role: 'user', content: 'read a' },
-        { role: 'assistant', content: null, reasoning_content: 'needs a tool', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          reasoning_content: 'needs a tool',
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: '{"text":"A"}' },
         { role: 'tool', tool_call_id: 'call_2', content: 'denied' },
       ],
-      tools: [{ type: 'function', function: { name: 'read_file', description: 'Reads.', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }],
+      tools: [
+        { type: 'function', function: { name: 'read_file', description: 'Reads.', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+      ],
       tool_choice: 'auto',
     });
     await collect(ours());
@@ -192,7 +223,10 @@ describe('openAICompatibleModel', () => {
   });
 
   it('throws a ModelCallError for an error answer: status, server message, retryability, headers', async () => {
-    handler = (_req, res) => res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit' } }));
+    handler = (_req, res) =>
+      res
+        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' })
+        .end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit' } }));
     const limited = await collect(ours()).catch((error: unknown) => error);
     expect(limited).toBeInstanceOf(ModelCallError);
     expect(limited).toMatchObject({ statusCode: 429, message: 'slow down', isRetryable: true, responseHeaders: { 'retry-after': '7' } });

@@ -24,7 +24,12 @@ describe('runs', () => {
         { type: 'done' },
       ]);
       const { body } = await quick.get('/chat/slow/history');
-      expect(body).toEqual({ messages: [{ type: 'text', content: 'take your time', name: 'user' }, { type: 'text', content: 'thinking ', cut: true }] });
+      expect(body).toEqual({
+        messages: [
+          { type: 'text', content: 'take your time', name: 'user' },
+          { type: 'text', content: 'thinking ', cut: true },
+        ],
+      });
       await until(() => quick.model.openStreams() === 0);
     } finally {
       await quick.stop();
@@ -93,7 +98,12 @@ describe('runs', () => {
     const resumed = withoutKeepalive(await readFrames(await rig.stream('resume', got.at(-1)!.id)));
     const all = [...got, ...resumed];
     expect(all.map(seqOf)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
-    expect(events(all).filter((e) => e.type === 'text').map((e) => e.content).join('')).toBe(tokens(20, 'r').join(''));
+    expect(
+      events(all)
+        .filter((e) => e.type === 'text')
+        .map((e) => e.content)
+        .join(''),
+    ).toBe(tokens(20, 'r').join(''));
     expect(resumed[0]!.data.type).not.toBe('stream_meta');
   });
 
@@ -117,7 +127,7 @@ describe('runs', () => {
     stream.close();
     await sleep(50);
     expect((await rig.get('/chat/gone/active')).body).toEqual({ active: true, user_message: 'keep going without me' });
-    await until(async () => ((await rig.get<{ active: boolean }>('/chat/gone/active')).body.active === false));
+    await until(async () => (await rig.get<{ active: boolean }>('/chat/gone/active')).body.active === false);
     const { body } = await rig.get('/chat/gone/history');
     expect(body).toEqual({
       messages: [
@@ -131,7 +141,7 @@ describe('runs', () => {
     rig.model.queue({ text: tokens(200, 's') });
     const stream = await rig.post('slowreader', 'lots');
     await takeEvents(stream, 1);
-    await until(async () => ((await rig.get<{ active: boolean }>('/chat/slowreader/active')).body.active === false));
+    await until(async () => (await rig.get<{ active: boolean }>('/chat/slowreader/active')).body.active === false);
     const rest = await readFrames(stream);
     expect(events(rest).filter((e) => e.type === 'text')).toHaveLength(199);
   });

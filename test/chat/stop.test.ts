@@ -17,7 +17,11 @@ beforeAll(async () => {
 afterAll(() => rig.stop());
 
 const stop = (chatId: string, init: RequestInit = {}) =>
-  fetch(`${rig.agent.url}/chat/${chatId}/stop`, { method: 'POST', ...init, headers: { ...rig.agent.auth, ...(init.headers as Record<string, string> | undefined) } });
+  fetch(`${rig.agent.url}/chat/${chatId}/stop`, {
+    method: 'POST',
+    ...init,
+    headers: { ...rig.agent.auth, ...(init.headers as Record<string, string> | undefined) },
+  });
 
 /** Reads the stream until `n` text events have arrived. */
 const readTexts = (stream: SseStream, n: number) => readFrames(stream, (_f, all) => all.filter((f) => f.data.type === 'text').length >= n);

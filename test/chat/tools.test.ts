@@ -78,7 +78,9 @@ describe('file tools', () => {
   });
 
   it('write_file through a symlinked directory is refused and writes nothing outside', async () => {
-    await expect(fileTools(ws, roomy(ws)).write_file!.execute({ path: 'dir-out/pwned.txt', content: 'x' }, ctx())).rejects.toMatchObject({ appCode: 'FORBIDDEN_PATH' });
+    await expect(fileTools(ws, roomy(ws)).write_file!.execute({ path: 'dir-out/pwned.txt', content: 'x' }, ctx())).rejects.toMatchObject({
+      appCode: 'FORBIDDEN_PATH',
+    });
     await expect(readFile(path.join(root, 'pwned.txt'))).rejects.toThrow();
   });
 
@@ -154,7 +156,11 @@ describe('exec', () => {
 
 describe('MODEL and chat configuration', () => {
   it('parses the three MODEL forms', () => {
-    expect(parseModelSpec('openai-compatible:http://127.0.0.1:11434/v1/#llama3.2:3b')).toEqual({ provider: 'openai-compatible', baseURL: 'http://127.0.0.1:11434/v1', modelId: 'llama3.2:3b' });
+    expect(parseModelSpec('openai-compatible:http://127.0.0.1:11434/v1/#llama3.2:3b')).toEqual({
+      provider: 'openai-compatible',
+      baseURL: 'http://127.0.0.1:11434/v1',
+      modelId: 'llama3.2:3b',
+    });
     expect(parseModelSpec('openai:gpt-4.1-mini')).toEqual({ provider: 'openai', modelId: 'gpt-4.1-mini' });
     expect(parseModelSpec('anthropic:claude-sonnet-4-5')).toEqual({ provider: 'anthropic', modelId: 'claude-sonnet-4-5' });
   });

@@ -19,7 +19,9 @@ beforeAll(async () => {
 afterAll(() => rig.stop());
 
 /** Subscribes and collects `{id, event}` until `done` (keepalives left out). */
-function collect(start: (handlers: { onData(value: { id: string; data: ChatEvent } | ChatEvent): void; onError(e: unknown): void }) => { unsubscribe(): void }) {
+function collect(
+  start: (handlers: { onData(value: { id: string; data: ChatEvent } | ChatEvent): void; onError(e: unknown): void }) => { unsubscribe(): void },
+) {
   return new Promise<Array<{ id?: string; event: ChatEvent }>>((resolve, reject) => {
     const got: Array<{ id?: string; event: ChatEvent }> = [];
     const sub = start({

@@ -23,7 +23,8 @@ function sourceFiles(dir: string): string[] {
 /** Names of environment variables a source reads: `process.env.X`, `env.X`, `env['X']`, `const { X } = process.env`. */
 function variablesRead(source: string): string[] {
   const names = new Set<string>();
-  for (const match of source.matchAll(/\b(?:process\.)?env\s*(?:\.\s*([A-Z][A-Z0-9_]*)\b|\[\s*['"`]([A-Z][A-Z0-9_]*)['"`]\s*\])/g)) names.add((match[1] ?? match[2])!);
+  for (const match of source.matchAll(/\b(?:process\.)?env\s*(?:\.\s*([A-Z][A-Z0-9_]*)\b|\[\s*['"`]([A-Z][A-Z0-9_]*)['"`]\s*\])/g))
+    names.add((match[1] ?? match[2])!);
   for (const match of source.matchAll(/\{([^{}]*)\}\s*=\s*process\.env\b/g)) {
     for (const part of match[1]!.split(',')) {
       const name = /^\s*([A-Z][A-Z0-9_]*)\b/.exec(part)?.[1];
@@ -48,7 +49,8 @@ describe('configuration reference', () => {
   });
 
   it('finds reads in every form the code uses', () => {
-    const sample = "process.env.ALPHA; const x = env.BETA ?? 1; env['GAMMA']; process.env[\"DELTA\"]; const { EPSILON, ZETA: z } = process.env; env.lowercase; other.ETA";
+    const sample =
+      'process.env.ALPHA; const x = env.BETA ?? 1; env[\'GAMMA\']; process.env["DELTA"]; const { EPSILON, ZETA: z } = process.env; env.lowercase; other.ETA';
     expect(variablesRead(sample).sort()).toEqual(['ALPHA', 'BETA', 'DELTA', 'EPSILON', 'GAMMA', 'ZETA']);
   });
 

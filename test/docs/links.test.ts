@@ -7,7 +7,12 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const pages = ['README.md', ...readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(path.join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
 function anchors(markdown: string): Set<string> {
@@ -18,7 +23,11 @@ function anchors(markdown: string): Set<string> {
     if (line.startsWith('```')) fence = !fence;
     const heading = !fence && /^#{1,6} (.+)$/.exec(line);
     if (!heading) continue;
-    const base = heading[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/ /g, '-');
+    const base = heading[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/ /g, '-');
     const count = seen.get(base) ?? 0;
     seen.set(base, count + 1);
     out.add(count ? `${base}-${count}` : base);
@@ -55,7 +64,7 @@ function problems(page: string): string[] {
 
 describe('documentation links', () => {
   it('computes anchors and finds links as GitHub does', () => {
-    expect([...anchors('# A (`b`, `c:d`)\n## A (b, cd)\n```\n# not a heading\n```\n### Don\'t stop')]).toEqual(['a-b-cd', 'a-b-cd-1', 'dont-stop']);
+    expect([...anchors("# A (`b`, `c:d`)\n## A (b, cd)\n```\n# not a heading\n```\n### Don't stop")]).toEqual(['a-b-cd', 'a-b-cd-1', 'dont-stop']);
     expect(links('see [x](a.md#b) and ![i](c.png), not `[y](z.md)`')).toEqual(['a.md#b', 'c.png']);
   });
 

@@ -24,7 +24,8 @@ beforeAll(async () => {
 });
 afterAll(() => agent.stop());
 
-const get = (p: string, headers: Record<string, string> = {}, method = 'GET') => rawRequest(agent.url, `/files/${p}`, { method, headers: { ...agent.auth, ...headers } });
+const get = (p: string, headers: Record<string, string> = {}, method = 'GET') =>
+  rawRequest(agent.url, `/files/${p}`, { method, headers: { ...agent.auth, ...headers } });
 
 describe('GET /files/{path}', () => {
   it('serves the file with type, length, disposition and validators', async () => {

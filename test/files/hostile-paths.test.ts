@@ -19,7 +19,22 @@ const toOutside = path.relative(ws, outside);
 
 const LEAKS = [/SECRET-/, /OUTSIDE-/, /root:.*:0:0:/, /SQLite format/];
 
-const SENSITIVE = ['.env', '.ENV', '.Env', '.env.local', '.env.production', '.ENV.LOCAL', '.env.', 'agent.db', 'AGENT.DB', 'Agent.Db', 'agent.db-wal', 'agent.db-shm', 'agent.db-journal', 'AGENT.DB-WAL'];
+const SENSITIVE = [
+  '.env',
+  '.ENV',
+  '.Env',
+  '.env.local',
+  '.env.production',
+  '.ENV.LOCAL',
+  '.env.',
+  'agent.db',
+  'AGENT.DB',
+  'Agent.Db',
+  'agent.db-wal',
+  'agent.db-shm',
+  'agent.db-journal',
+  'AGENT.DB-WAL',
+];
 const DEPTHS = ['', 'a/', 'a/b/', 'a/b/c/'];
 
 beforeAll(async () => {

@@ -10,7 +10,11 @@ export interface RawResponse {
   body: Buffer;
 }
 
-export function rawRequest(baseUrl: string, target: string, opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string } = {}): Promise<RawResponse> {
+export function rawRequest(
+  baseUrl: string,
+  target: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string } = {},
+): Promise<RawResponse> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const req = request({ host: hostname, port, method: opts.method ?? 'GET', path: target, headers: opts.headers, insecureHTTPParser: false }, (res) => {

@@ -23,7 +23,21 @@ beforeAll(async () => {
   // ordering
   for (const rel of ['order/B.txt', 'order/a.txt', 'order/Z/x', 'order/b/x', 'order/_u/x', 'order/10.txt', 'order/9.txt']) await file(rel);
   // exclusions, at the root and deeper, in any case
-  for (const rel of ['.git/config', 'node_modules/pkg/index.js', '__pycache__/m.pyc', 'sub/Node_Modules/x.js', 'sub/deeper/.git/HEAD', '.env', '.env.local', 'sub/.ENV', 'sub/deeper/.Env.Production', 'sub/agent.db', 'sub/AGENT.DB-journal', 'agent.db-wal', '.upload-0123456789abcdef.part']) {
+  for (const rel of [
+    '.git/config',
+    'node_modules/pkg/index.js',
+    '__pycache__/m.pyc',
+    'sub/Node_Modules/x.js',
+    'sub/deeper/.git/HEAD',
+    '.env',
+    '.env.local',
+    'sub/.ENV',
+    'sub/deeper/.Env.Production',
+    'sub/agent.db',
+    'sub/AGENT.DB-journal',
+    'agent.db-wal',
+    '.upload-0123456789abcdef.part',
+  ]) {
     await file(rel, 'SECRET');
   }
   // near misses that stay visible
@@ -69,7 +83,12 @@ describe('GET /workspace/tree', () => {
     expect(names(wide.slice(0, 40))).toEqual(Array.from({ length: 40 }, (_, i) => `d${String(i).padStart(2, '0')}`));
     expect(names(wide.slice(40))).toEqual(Array.from({ length: 300 }, (_, i) => `f${String(i).padStart(3, '0')}.txt`));
     expect(wide[40 + 123]).toEqual({ name: 'f123.txt', path: 'wide/f123.txt', type: 'file', size: 123 });
-    expect(wide[0]).toEqual({ name: 'd00', path: 'wide/d00', type: 'dir', children: [{ name: 'inner.txt', path: 'wide/d00/inner.txt', type: 'file', size: 1 }] });
+    expect(wide[0]).toEqual({
+      name: 'd00',
+      path: 'wide/d00',
+      type: 'dir',
+      children: [{ name: 'inner.txt', path: 'wide/d00/inner.txt', type: 'file', size: 1 }],
+    });
     walk(body.tree, (n) => {
       expect(n.type === 'dir' ? 'children' in n && !('size' in n) : 'size' in n && !('children' in n)).toBe(true);
       expect(Object.keys(n).sort()).toEqual(n.type === 'dir' ? ['children', 'name', 'path', 'type'] : ['name', 'path', 'size', 'type']);

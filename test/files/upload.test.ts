@@ -72,10 +72,19 @@ describe('POST /files/upload: size limit', () => {
   it('refuses a declared body far over the limit before reading it', async () => {
     const res = await new Promise<number>((resolve, reject) => {
       const { port } = new URL(agent.url);
-      const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/files/upload', headers: { ...agent.auth, 'content-type': 'multipart/form-data; boundary=XX', 'content-length': String(200 * 1024 * 1024) } }, (r) => {
-        r.resume();
-        resolve(r.statusCode ?? 0);
-      });
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/files/upload',
+          headers: { ...agent.auth, 'content-type': 'multipart/form-data; boundary=XX', 'content-length': String(200 * 1024 * 1024) },
+        },
+        (r) => {
+          r.resume();
+          resolve(r.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.write('--XX\r\n');
     });
@@ -86,7 +95,13 @@ describe('POST /files/upload: size limit', () => {
 describe('POST /files/upload: aborts and concurrency', () => {
   it('leaves no partial file when the client goes away mid-upload', async () => {
     const { port } = new URL(agent.url);
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/files/upload', headers: { ...agent.auth, 'content-type': 'multipart/form-data; boundary=BOUNDARY', 'transfer-encoding': 'chunked' } });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/files/upload',
+      headers: { ...agent.auth, 'content-type': 'multipart/form-data; boundary=BOUNDARY', 'transfer-encoding': 'chunked' },
+    });
     req.on('error', () => undefined);
     req.write('--BOUNDARY\r\nContent-Disposition: form-data; name="file"; filename="aborted.bin"\r\nContent-Type: application/octet-stream\r\n\r\n');
     const chunk = Buffer.alloc(256 * 1024, 'a');
@@ -195,7 +210,11 @@ describe('POST /files/upload: names and bodies', () => {
     expect(res).toEqual({ status: 200, body: { path: 'uploads/badname.txt', size: 1, name: 'badname.txt' } });
     const raw = await upload(form(new Blob(['n']), 'raw\u0001control.txt'));
     expect(raw).toMatchObject({ status: 400, body: { code: 'MALFORMED_MULTIPART' } }); // a control character in a header is malformed
-    const trpc = await fetch(`${agent.url}/trpc/files.upload`, { method: 'POST', headers: { ...agent.auth, 'content-type': 'application/octet-stream', 'x-file-name': 'ctl%00%1Fname.txt' }, body: 'n' });
+    const trpc = await fetch(`${agent.url}/trpc/files.upload`, {
+      method: 'POST',
+      headers: { ...agent.auth, 'content-type': 'application/octet-stream', 'x-file-name': 'ctl%00%1Fname.txt' },
+      body: 'n',
+    });
     expect(((await trpc.json()) as { result: { data: { json: { name: string } } } }).result.data.json.name).toBe('ctlname.txt');
   });
 
@@ -223,7 +242,9 @@ describe('POST /files/upload: names and bodies', () => {
   it('answers 400 for a malformed multipart body and 415 for another type', async () => {
     const broken = await upload('--nope\r\n', { 'content-type': 'multipart/form-data' });
     expect(broken).toMatchObject({ status: 400, body: { code: 'MALFORMED_MULTIPART' } });
-    const truncated = await upload('--XX\r\nContent-Disposition: form-data; name="file"; filename="t.txt"\r\n\r\nabc', { 'content-type': 'multipart/form-data; boundary=XX' });
+    const truncated = await upload('--XX\r\nContent-Disposition: form-data; name="file"; filename="t.txt"\r\n\r\nabc', {
+      'content-type': 'multipart/form-data; boundary=XX',
+    });
     expect(truncated.status).toBe(400);
     const json = await upload('{"file":"x"}', { 'content-type': 'application/json' });
     expect(json).toMatchObject({ status: 415, body: { code: 'UNSUPPORTED_MEDIA_TYPE' } });
@@ -244,13 +265,21 @@ describe('files.upload over tRPC (octet-stream)', () => {
   it('streams the body into place with the name and directory from headers', async () => {
     const res = await trpcUpload(Buffer.alloc(1_000_000, 'q'), { 'x-file-name': encodeURIComponent('naïve.bin'), 'x-upload-path': 'via-trpc' });
     expect(res.status).toBe(200);
-    expect(((await res.json()) as { result: { data: { json: unknown } } }).result.data.json).toEqual({ path: 'via-trpc/naïve.bin', size: 1_000_000, name: 'naïve.bin' });
+    expect(((await res.json()) as { result: { data: { json: unknown } } }).result.data.json).toEqual({
+      path: 'via-trpc/naïve.bin',
+      size: 1_000_000,
+      name: 'naïve.bin',
+    });
   });
 
   it('refuses a missing name (400), a hostile directory (403) and no secret (401)', async () => {
     expect((await trpcUpload('x', {})).status).toBe(400);
     expect((await trpcUpload('x', { 'x-file-name': 'a.txt', 'x-upload-path': encodeURIComponent('../out') })).status).toBe(403);
-    const anon = await fetch(`${agent.url}/trpc/files.upload`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'a.txt' }, body: 'x' });
+    const anon = await fetch(`${agent.url}/trpc/files.upload`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'a.txt' },
+      body: 'x',
+    });
     expect(anon.status).toBe(401);
     expect(await partials()).toEqual([]);
   });

@@ -102,7 +102,12 @@ describe('agent store migrations at start', { timeout: 60_000 }, () => {
     expect(schemaOf(direct)).toEqual(schemaOf(byEngine));
     const [ours] = recorded(direct);
     const [theirs] = recorded(byEngine);
-    const shape = (row: MigrationRow) => ({ ...row, id: expect.stringMatching(/^[0-9a-f-]{36}$/), started_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/), finished_at: expect.stringMatching(/\+00:00$/) });
+    const shape = (row: MigrationRow) => ({
+      ...row,
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      started_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/),
+      finished_at: expect.stringMatching(/\+00:00$/),
+    });
     expect(ours).toEqual(shape(theirs!));
     expect(theirs).toEqual(shape(ours!));
     expect(ours!.checksum).toBe(theirs!.checksum);

@@ -21,7 +21,7 @@ describe('agent health and auth', () => {
     ['wrong secret', { authorization: 'Bearer not-the-secret-at-all' }],
     ['empty bearer', { authorization: 'Bearer ' }],
     ['wrong scheme', { authorization: 'Basic abc' }],
-    ['garbage', { authorization: '\u0001\u0002' .replace(/[^\x20-\x7e]/g, 'x') }],
+    ['garbage', { authorization: '\u0001\u0002'.replace(/[^\x20-\x7e]/g, 'x') }],
   ])('refuses %s with 401 and the error body', async (_name, headers) => {
     const res = await fetch(`${agent.url}/chat`, { method: 'POST', headers: { ...json, ...headers }, body: JSON.stringify({ message: 'hi', chat_id: 'c1' }) });
     expect(res.status).toBe(401);
@@ -48,7 +48,11 @@ describe('agent health and auth', () => {
 
 describe('REST bridge on the agent', () => {
   it('streams SSE `data:` lines from the chat subscription (no MODEL: a plain reply, then done)', async () => {
-    const res = await fetch(`${agent.url}/chat`, { method: 'POST', headers: { ...json, ...agent.auth }, body: JSON.stringify({ message: 'hi', chat_id: 'c1' }) });
+    const res = await fetch(`${agent.url}/chat`, {
+      method: 'POST',
+      headers: { ...json, ...agent.auth },
+      body: JSON.stringify({ message: 'hi', chat_id: 'c1' }),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(res.headers.get('cache-control')).toContain('no-cache');
@@ -106,7 +110,11 @@ describe('REST bridge on the agent', () => {
   });
 
   it('reports validation failures with issues and no stack', async () => {
-    const res = await fetch(`${agent.url}/chat`, { method: 'POST', headers: { ...json, ...agent.auth }, body: JSON.stringify({ message: '', chat_id: '../x' }) });
+    const res = await fetch(`${agent.url}/chat`, {
+      method: 'POST',
+      headers: { ...json, ...agent.auth },
+      body: JSON.stringify({ message: '', chat_id: '../x' }),
+    });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { code: string; issues: Array<{ path: string }> };
     expect(body.code).toBe('VALIDATION_FAILED');

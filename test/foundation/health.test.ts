@@ -65,7 +65,11 @@ describe.skipIf(!pgUp)('account on PostgreSQL', () => {
     url.hostname = '127.0.0.1';
     url.port = String(proxy.port);
     const account = await startTestAccount('pglite', { DATABASE_URL: url.toString() });
-    cleanups.push(() => database.drop(), () => proxy.close(), () => account.stop());
+    cleanups.push(
+      () => database.drop(),
+      () => proxy.close(),
+      () => account.stop(),
+    );
 
     expect((await readiness(account.url)).status).toBe(200);
     proxy.cut();
@@ -82,7 +86,10 @@ describe.skipIf(!redisUp)('account with Redis', () => {
   it('is not ready while Redis is cut off, and ready again after', async () => {
     const proxy = await startTcpProxy('127.0.0.1', 6379);
     const account = await startTestAccount('pglite', { REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
-    cleanups.push(() => proxy.close(), () => account.stop());
+    cleanups.push(
+      () => proxy.close(),
+      () => account.stop(),
+    );
 
     expect(await untilReadiness(account.url, 200)).toEqual({ status: 200, body: { status: 'ready', checks: { database: 'ok', redis: 'ok' } } });
     proxy.cut();

@@ -36,7 +36,14 @@ describe('http shell: listen', () => {
   it('builds requests and responses with the app prototypes, before express sees them', async () => {
     const res = await fetch(`${server.url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":1}' });
     expect(res.status).toBe(201);
-    expect(await res.json()).toEqual({ body: { n: 1 }, ip: '127.0.0.1', isJson: 'application/json', requestPrototype: true, responsePrototype: true, nodeTypes: true });
+    expect(await res.json()).toEqual({
+      body: { n: 1 },
+      ip: '127.0.0.1',
+      isJson: 'application/json',
+      requestPrototype: true,
+      responsePrototype: true,
+      nodeTypes: true,
+    });
     expect(seenBeforeExpress.at(-1)).toEqual({ request: true, response: true });
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(res.headers.get('x-request-id')).toMatch(/^[\w-]+$/);
@@ -51,7 +58,11 @@ describe('http shell: listen', () => {
     expect(await missing.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
     // Many requests on reused connections: each gets its own, correctly built objects.
     const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, n) => fetch(`${server.url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n }) }).then((r) => r.json() as Promise<{ body: { n: number } }>)),
+      Array.from({ length: 50 }, (_, n) =>
+        fetch(`${server.url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n }) }).then(
+          (r) => r.json() as Promise<{ body: { n: number } }>,
+        ),
+      ),
     );
     expect(answers.map((a) => a.body.n)).toEqual(Array.from({ length: 50 }, (_, n) => n));
   });

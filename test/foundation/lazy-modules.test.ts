@@ -37,7 +37,11 @@ describe('modules an agent loads only when used', () => {
     const status = await fetch(`${agent.url}/telegram/status`, { headers: agent.auth });
     expect(await status.json()).toMatchObject({ connected: false });
     // Webhook calls to an agent without a bot are refused before anything is loaded.
-    const webhook = await fetch(`${agent.url}/telegram/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'x'.repeat(32) }, body: '{"update_id":1}' });
+    const webhook = await fetch(`${agent.url}/telegram/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'x'.repeat(32) },
+      body: '{"update_id":1}',
+    });
     expect(webhook.status).toBe(404);
     expect(loaded).toEqual({ grammy: false, openapi: false });
 
@@ -51,7 +55,12 @@ describe('modules an agent loads only when used', () => {
   });
 
   it('with a bot token the bot is loaded at start and answers', async () => {
-    const agent = await startTestAgent({ ...TELEGRAM_FAST_ENV, TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot, TELEGRAM_OWNER_ID: String(alice.id) });
+    const agent = await startTestAgent({
+      ...TELEGRAM_FAST_ENV,
+      TELEGRAM_BOT_TOKEN: fake.token,
+      TELEGRAM_API_ROOT: fake.apiRoot,
+      TELEGRAM_OWNER_ID: String(alice.id),
+    });
     agents.push(agent);
     await until(async () => ((await (await fetch(`${agent.url}/telegram/status`, { headers: agent.auth })).json()) as { connected: boolean }).connected);
     fake.userSays(alice, 'hello');

@@ -21,7 +21,10 @@ async function startAccountProcess(dataDir: string, port: number) {
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   for (let i = 0; i < 300; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/api/v1/openapi.json`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/api/v1/openapi.json`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { child, exited };
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -36,7 +39,13 @@ async function startAgentProcess(workspace: string, port: number, secret: string
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   for (let i = 0; i < 300; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return { child, exited };
+    if (
+      await fetch(`http://127.0.0.1:${port}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { child, exited };
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGKILL');
@@ -101,7 +110,9 @@ describe('process lifecycle', () => {
       });
     const me = async (res: Response) => {
       const { access_token } = (await res.json()) as { access_token: string };
-      return ((await (await fetch(`http://127.0.0.1:${port}/api/v1/auth/me`, { headers: { authorization: `Bearer ${access_token}` } })).json()) as { user_id: string }).user_id;
+      return (
+        (await (await fetch(`http://127.0.0.1:${port}/api/v1/auth/me`, { headers: { authorization: `Bearer ${access_token}` } })).json()) as { user_id: string }
+      ).user_id;
     };
     const first = await startAccountProcess(dataDir, port);
     const userId = await me(await signIn());

@@ -12,7 +12,11 @@ let agent: TestAgent;
 let guarded: TestAccount;
 
 beforeAll(async () => {
-  [account, agent, guarded] = await Promise.all([startTestAccount('pglite'), startTestAgent(), startTestAccount('pglite', { METRICS_TOKEN: 'metrics-token-0123456789' })]);
+  [account, agent, guarded] = await Promise.all([
+    startTestAccount('pglite'),
+    startTestAgent(),
+    startTestAccount('pglite', { METRICS_TOKEN: 'metrics-token-0123456789' }),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([account?.stop(), agent?.stop(), guarded?.stop()]);
@@ -27,7 +31,13 @@ const scrape = async (url: string, headers: Record<string, string> = {}) => {
 function requestCount(text: string, labels: { method: string; route: string; status: string }): number {
   const line = text
     .split('\n')
-    .find((l) => l.startsWith('http_request_duration_seconds_count{') && l.includes(`method="${labels.method}"`) && l.includes(`route="${labels.route}"`) && l.includes(`status="${labels.status}"`));
+    .find(
+      (l) =>
+        l.startsWith('http_request_duration_seconds_count{') &&
+        l.includes(`method="${labels.method}"`) &&
+        l.includes(`route="${labels.route}"`) &&
+        l.includes(`status="${labels.status}"`),
+    );
   return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
@@ -40,7 +50,11 @@ describe('account service', () => {
     const series = { method: 'POST', route: '/auth/guest', status: '2xx' };
     const start = requestCount(before.text, series);
     for (let i = 0; i < 3; i++) {
-      const res = await fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: `metrics-device-${i}-0123456789abcdef` }) });
+      const res = await fetch(`${account.url}/api/v1/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: `metrics-device-${i}-0123456789abcdef` }),
+      });
       expect(res.status).toBe(200);
     }
     await fetch(`${account.url}/api/v1/auth/me`);

@@ -76,7 +76,12 @@ describe('with a HEARTBEAT.md and a chat', () => {
     rig.model.respond(() => ({ text: ['It is Friday: ', 'call the dentist.'] }));
     expect(await runNow()).toEqual({ kind: 'alert', chatId: 'newest', content: 'It is Friday: call the dentist.' });
     expect(await collect()).toEqual([
-      { chat_id: 'newest', content: 'It is Friday: call the dentist.', source: 'heartbeat', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/) },
+      {
+        chat_id: 'newest',
+        content: 'It is Friday: call the dentist.',
+        source: 'heartbeat',
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/),
+      },
     ]);
   });
 
@@ -95,7 +100,7 @@ describe('with a HEARTBEAT.md and a chat', () => {
     expect(rig.model.requests.length).toBe(before + 1);
   });
 
-  it('waits for the user\'s active run in that chat to end, then runs', async () => {
+  it("waits for the user's active run in that chat to end, then runs", async () => {
     rig.model.respond((request) => (isHeartbeat(request) ? { text: 'Alert after the user run.' } : { text: ['a', 'b', 'c', 'd'], delayMs: 100 }));
     const stream = await rig.post('newest', 'a slow question');
     await until(() => rig.agent.services.chat.active('newest').active);

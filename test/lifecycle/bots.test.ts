@@ -53,7 +53,11 @@ async function startRig(env: Record<string, string> = {}): Promise<Rig> {
   });
   const api = `${account.url}/api/v1`;
   const guest = async (label: string) => {
-    const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(label) }) });
+    const res = await fetch(`${api}/auth/guest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ device_id: testDeviceId(label) }),
+    });
     return ((await res.json()) as TokenPair).access_token;
   };
   return {
@@ -110,7 +114,10 @@ describe('a user connects their own bot (long polling)', () => {
     }
     expect(rig.fake.callsOf('getMe')).toHaveLength(getMes);
     // Shaped right, refused by Telegram.
-    expect(await rig.call(owner, 'PUT', '/agent/messenger/bot', { token: '123456:not-the-right-token' })).toMatchObject({ status: 400, body: { code: 'BOT_TOKEN_INVALID' } });
+    expect(await rig.call(owner, 'PUT', '/agent/messenger/bot', { token: '123456:not-the-right-token' })).toMatchObject({
+      status: 400,
+      body: { code: 'BOT_TOKEN_INVALID' },
+    });
     expect(rig.fake.callsOf('getMe').length).toBe(getMes + 1);
     expect(await rig.account.services.store.db.messengerBot.count()).toBe(0);
   });
@@ -144,7 +151,10 @@ describe('a user connects their own bot (long polling)', () => {
     await until(() => rig.fake.textsTo(bob.id).length > 0, 15_000);
     const contacts = (await rig.call(owner, 'GET', '/agent/messenger/contacts')).body as { contacts: Array<{ telegram_id: string; status: string }> };
     expect(contacts.contacts).toEqual(
-      expect.arrayContaining([expect.objectContaining({ telegram_id: String(alice.id), status: 'allowed' }), expect.objectContaining({ telegram_id: String(bob.id), status: 'pending' })]),
+      expect.arrayContaining([
+        expect.objectContaining({ telegram_id: String(alice.id), status: 'allowed' }),
+        expect.objectContaining({ telegram_id: String(bob.id), status: 'pending' }),
+      ]),
     );
     expect(rig.fake.textsTo(bob.id)).toEqual([PENDING_NOTICE]);
   });
@@ -201,14 +211,25 @@ describe('webhook mode', () => {
     const hook = rig.fake.webhook()!;
     const modelCalls = model.requests.length;
     const texts = rig.fake.textsTo(alice.id).length;
-    const update = { update_id: 99_001, message: { message_id: 1, date: 0, from: { ...alice, is_bot: false }, chat: { id: alice.id, type: 'private' }, text: 'injected' } };
-    const attempts: Array<Record<string, string>> = [{ 'x-telegram-bot-api-secret-token': `${hook.secret}x` }, { 'x-telegram-bot-api-secret-token': 'a'.repeat(43) }, {}];
+    const update = {
+      update_id: 99_001,
+      message: { message_id: 1, date: 0, from: { ...alice, is_bot: false }, chat: { id: alice.id, type: 'private' }, text: 'injected' },
+    };
+    const attempts: Array<Record<string, string>> = [
+      { 'x-telegram-bot-api-secret-token': `${hook.secret}x` },
+      { 'x-telegram-bot-api-secret-token': 'a'.repeat(43) },
+      {},
+    ];
     for (const headers of attempts) {
       const res = await fetch(hook.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(update) });
       expect(res.status).toBe(401);
       expect(await res.json()).toMatchObject({ code: 'INVALID_WEBHOOK_SECRET' });
     }
-    const unknown = await fetch(hook.url.replace(/telegram\/[\w-]+\//, 'telegram/not-a-webhook-id-at-all/'), { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': hook.secret! }, body: JSON.stringify(update) });
+    const unknown = await fetch(hook.url.replace(/telegram\/[\w-]+\//, 'telegram/not-a-webhook-id-at-all/'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': hook.secret! },
+      body: JSON.stringify(update),
+    });
     expect(unknown.status).toBe(404);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(model.requests.length).toBe(modelCalls);
@@ -221,8 +242,15 @@ describe('webhook mode', () => {
     const hook = rig.fake.webhook()!;
     expect((await rig.call(leaving, 'DELETE', '/account')).status).toBe(204);
     expect(rig.fake.webhook()).toBeUndefined();
-    const update = { update_id: 99_002, message: { message_id: 2, date: 0, from: { ...alice, is_bot: false }, chat: { id: alice.id, type: 'private' }, text: 'anyone there?' } };
-    const res = await fetch(hook.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': hook.secret! }, body: JSON.stringify(update) });
+    const update = {
+      update_id: 99_002,
+      message: { message_id: 2, date: 0, from: { ...alice, is_bot: false }, chat: { id: alice.id, type: 'private' }, text: 'anyone there?' },
+    };
+    const res = await fetch(hook.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': hook.secret! },
+      body: JSON.stringify(update),
+    });
     expect(res.status).toBe(404);
   });
 });

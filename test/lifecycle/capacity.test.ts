@@ -24,7 +24,13 @@ beforeAll(async () => {
   model = await startScriptedModel({
     responder: (request) => (lastUserText(request) === 'hang' ? { text: ['working '], hang: true } : { text: `echo ${lastUserText(request)}` }),
   });
-  account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', AGENT_MAX_RUNNING: '2', AGENT_STOP_GRACE: '0.5', MODEL: model.modelSpec });
+  account = await startTestAccount('pglite', {
+    AGENT_PROVISIONER: 'local',
+    AGENT_IDLE_TIMEOUT: '0',
+    AGENT_MAX_RUNNING: '2',
+    AGENT_STOP_GRACE: '0.5',
+    MODEL: model.modelSpec,
+  });
   provisioner = account.services.agents.provisioner as LocalProvisioner;
   watcher = setInterval(() => (peak = Math.max(peak, provisioner.processes().length)), 20);
 });
@@ -35,12 +41,20 @@ afterAll(async () => {
 });
 
 async function guest(label: string): Promise<TokenPair> {
-  const res = await fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(label) }) });
+  const res = await fetch(`${account.url}/api/v1/auth/guest`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ device_id: testDeviceId(label) }),
+  });
   return (await res.json()) as TokenPair;
 }
 const bearer = (pair: TokenPair) => ({ authorization: `Bearer ${pair.access_token}` });
 const post = (pair: TokenPair, chatId: string, message: string) =>
-  openSse(`${account.url}/api/v1/agent/chat`, { method: 'POST', headers: { ...bearer(pair), 'content-type': 'application/json' }, body: JSON.stringify({ message, chat_id: chatId }) });
+  openSse(`${account.url}/api/v1/agent/chat`, {
+    method: 'POST',
+    headers: { ...bearer(pair), 'content-type': 'application/json' },
+    body: JSON.stringify({ message, chat_id: chatId }),
+  });
 const say = async (pair: TokenPair, message: string) => events(await readFrames(await post(pair, 'c', message)));
 const metric = async (name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, 'm').exec(await (await fetch(`${account.url}/metrics`)).text())?.[1]);
 
@@ -60,7 +74,12 @@ describe('running-agent cap', () => {
     expect(await metric('agents_evicted_total')).toBe(1);
     // A was least recently used: it was the one stopped; its next call brings it back (B makes room).
     const history = await (await fetch(`${account.url}/api/v1/agent/chat/c/history`, { headers: bearer(a) })).json();
-    expect(history).toMatchObject({ messages: [{ type: 'text', content: 'one', name: 'user' }, { type: 'text', content: 'echo one' }] });
+    expect(history).toMatchObject({
+      messages: [
+        { type: 'text', content: 'one', name: 'user' },
+        { type: 'text', content: 'echo one' },
+      ],
+    });
     expect(await metric('agents_evicted_total')).toBe(2);
     expect(await metric('agents_running')).toBe(2);
     expect(peak).toBeLessThanOrEqual(2);
@@ -74,7 +93,11 @@ describe('running-agent cap', () => {
     await readFrames(busyC, (f) => f.data.type === 'text');
     const evicted = await metric('agents_evicted_total');
 
-    const refused = await fetch(`${account.url}/api/v1/agent/chat`, { method: 'POST', headers: { ...bearer(d), 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi', chat_id: 'c' }) });
+    const refused = await fetch(`${account.url}/api/v1/agent/chat`, {
+      method: 'POST',
+      headers: { ...bearer(d), 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'hi', chat_id: 'c' }),
+    });
     expect(refused.status).toBe(503);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await refused.json()).toMatchObject({ code: 'AGENT_CAPACITY' });

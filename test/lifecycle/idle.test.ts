@@ -45,16 +45,28 @@ const accountEnv = (extra: Record<string, string> = {}) => ({
 });
 
 async function guest(account: TestAccount, label: string): Promise<TokenPair> {
-  const res = await fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(label) }) });
+  const res = await fetch(`${account.url}/api/v1/auth/guest`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ device_id: testDeviceId(label) }),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as TokenPair;
 }
 
 const bearer = (pair: TokenPair) => ({ authorization: `Bearer ${pair.access_token}` });
 const postChat = (account: TestAccount, pair: TokenPair, chatId: string, message: string) =>
-  openSse(`${account.url}/api/v1/agent/chat`, { method: 'POST', headers: { ...bearer(pair), 'content-type': 'application/json' }, body: JSON.stringify({ message, chat_id: chatId }) });
+  openSse(`${account.url}/api/v1/agent/chat`, {
+    method: 'POST',
+    headers: { ...bearer(pair), 'content-type': 'application/json' },
+    body: JSON.stringify({ message, chat_id: chatId }),
+  });
 const history = async (account: TestAccount, pair: TokenPair, chatId: string) =>
-  ((await (await fetch(`${account.url}/api/v1/agent/chat/${chatId}/history`, { headers: bearer(pair) })).json()) as { messages: Array<{ type: string; content?: string }> }).messages;
+  (
+    (await (await fetch(`${account.url}/api/v1/agent/chat/${chatId}/history`, { headers: bearer(pair) })).json()) as {
+      messages: Array<{ type: string; content?: string }>;
+    }
+  ).messages;
 
 describe('the agent reports what it is doing', () => {
   it('GET /lifecycle needs the agent secret; says idle, and the next heartbeat only while HEARTBEAT.md has content', async () => {
@@ -63,7 +75,11 @@ describe('the agent reports what it is doing', () => {
       expect((await fetch(`${agent.url}/lifecycle`)).status).toBe(401);
       expect((await fetch(`${agent.url}/lifecycle`, { headers: { authorization: 'Bearer not-the-secret-at-all' } })).status).toBe(401);
       const before = await (await fetch(`${agent.url}/lifecycle`, { headers: agent.auth })).json();
-      expect(before).toMatchObject({ busy: false, next_wake_at: null, activity: { chat_runs: 0, subagent_runs: 0, heartbeat: false, requests: 0, messenger: false } });
+      expect(before).toMatchObject({
+        busy: false,
+        next_wake_at: null,
+        activity: { chat_runs: 0, subagent_runs: 0, heartbeat: false, requests: 0, messenger: false },
+      });
       await writeFile(path.join(agent.workspace, 'HEARTBEAT.md'), '- check the inbox\n');
       const after = (await (await fetch(`${agent.url}/lifecycle`, { headers: agent.auth })).json()) as { next_wake_at: string };
       const due = Date.parse(after.next_wake_at) - Date.now();

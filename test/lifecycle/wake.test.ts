@@ -32,7 +32,13 @@ beforeAll(async () => {
   });
   // Local agents take HEARTBEAT_* from the account service's environment.
   process.env.HEARTBEAT_INTERVAL = '4';
-  account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '1', AGENT_STOP_GRACE: '0.5', AGENT_WAKE_POLL: '0.3', MODEL: model.modelSpec });
+  account = await startTestAccount('pglite', {
+    AGENT_PROVISIONER: 'local',
+    AGENT_IDLE_TIMEOUT: '1',
+    AGENT_STOP_GRACE: '0.5',
+    AGENT_WAKE_POLL: '0.3',
+    MODEL: model.modelSpec,
+  });
 });
 afterAll(async () => {
   await account?.stop();
@@ -43,10 +49,18 @@ afterAll(async () => {
 
 describe('wake on schedule', () => {
   it('wakes a sleeping agent for its heartbeat, which reaches the model while the user is away; then it sleeps again', async () => {
-    const res = await fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('wake') }) });
+    const res = await fetch(`${account.url}/api/v1/auth/guest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ device_id: testDeviceId('wake') }),
+    });
     const pair = (await res.json()) as TokenPair;
     const auth = { authorization: `Bearer ${pair.access_token}` };
-    const stream = await openSse(`${account.url}/api/v1/agent/chat`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi', chat_id: 'main' }) });
+    const stream = await openSse(`${account.url}/api/v1/agent/chat`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'hi', chat_id: 'main' }),
+    });
     expect(events(await readFrames(stream))).toEqual([{ type: 'text', content: 'hello' }, { type: 'done' }]);
     // The only agent so far: this guest's.
     const agent = await account.services.store.db.agent.findFirstOrThrow({ where: { kind: 'local' } });
@@ -65,7 +79,9 @@ describe('wake on schedule', () => {
     expect(woken.nextWakeAt?.getTime()).toBeGreaterThan(Date.now() - 1_000);
 
     // The alert waits for the user.
-    const pending = (await (await fetch(`${account.url}/api/v1/agent/pending`, { headers: auth })).json()) as { messages: Array<{ content: string; source: string }> };
+    const pending = (await (await fetch(`${account.url}/api/v1/agent/pending`, { headers: auth })).json()) as {
+      messages: Array<{ content: string; source: string }>;
+    };
     expect(pending.messages).toContainEqual(expect.objectContaining({ content: 'Remember the milk.', source: 'heartbeat' }));
   });
 
@@ -87,7 +103,13 @@ describe('wake claims on PostgreSQL', () => {
 async function claimsOnce(account: TestAccount): Promise<void> {
   const db = account.services.store.db;
   const user = await db.user.create({ data: { isGuest: false } });
-  const agent = await account.services.agents.registry.add({ name: `claim-${user.id}`, url: 'http://127.0.0.1:0', secret: 'x'.repeat(32), kind: 'local', userId: user.id });
+  const agent = await account.services.agents.registry.add({
+    name: `claim-${user.id}`,
+    url: 'http://127.0.0.1:0',
+    secret: 'x'.repeat(32),
+    kind: 'local',
+    userId: user.id,
+  });
   await db.agent.update({ where: { id: agent.id }, data: { nextWakeAt: new Date(Date.now() - 1_000) } });
   const woken: string[] = [];
   let fail = true;

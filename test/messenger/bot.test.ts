@@ -51,7 +51,7 @@ describe('telegram bot', () => {
     ]);
   });
 
-  it('a long reply is split at Telegram\'s limit on paragraph boundaries', async () => {
+  it("a long reply is split at Telegram's limit on paragraph boundaries", async () => {
     const paragraph = (n: number) => `${'word '.repeat(150).trim()} #${n}`; // ~760 characters
     const paragraphs = Array.from({ length: 14 }, (_, i) => paragraph(i));
     const long = paragraphs.join('\n\n');
@@ -91,7 +91,9 @@ describe('telegram bot', () => {
     expect(rig.fake.textsTo(bob.id)).toHaveLength(1);
     expect(rig.fake.callsOf('sendChatAction', bob.id)).toHaveLength(0);
     expect(rig.model.requests.length).toBe(requests);
-    expect((await rig.json('GET', '/telegram/contacts?status=blocked')).body).toEqual({ contacts: [{ telegram_id: '1002', username: 'bob', display_name: 'Bob', status: 'blocked' }] });
+    expect((await rig.json('GET', '/telegram/contacts?status=blocked')).body).toEqual({
+      contacts: [{ telegram_id: '1002', username: 'bob', display_name: 'Bob', status: 'blocked' }],
+    });
   });
 
   it('a burst of first messages from a stranger: one contact, one notice', async () => {
@@ -124,7 +126,9 @@ describe('telegram bot', () => {
     await sleep(150);
     expect(rig.fake.callsOf('sendMessage', -5001)).toHaveLength(0);
     expect(rig.model.requests.length).toBe(requests);
-    expect((await rig.json<{ contacts: Array<{ telegram_id: string }> }>('GET', '/messenger/contacts')).body.contacts.map((c) => c.telegram_id)).not.toContain('1003');
+    expect((await rig.json<{ contacts: Array<{ telegram_id: string }> }>('GET', '/messenger/contacts')).body.contacts.map((c) => c.telegram_id)).not.toContain(
+      '1003',
+    );
   });
 
   it('delete removes the contact; the sender is a stranger again', async () => {

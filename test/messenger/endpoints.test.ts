@@ -43,7 +43,9 @@ describe.each(PREFIXES)('%s over REST, no bot token', (prefix) => {
       expect((body.contacts as Array<{ status: string }>).every((c) => c.status === status)).toBe(true);
       expect(body.contacts).toHaveLength(1);
     }
-    expect((await call('GET', `${prefix}/contacts?status=allowed`)).body).toEqual({ contacts: [{ telegram_id: '12', username: '', display_name: 'Ben', status: 'allowed' }] });
+    expect((await call('GET', `${prefix}/contacts?status=allowed`)).body).toEqual({
+      contacts: [{ telegram_id: '12', username: '', display_name: 'Ben', status: 'allowed' }],
+    });
   });
 
   it('contacts: an invalid status filter is 400', async () => {
@@ -56,7 +58,10 @@ describe.each(PREFIXES)('%s over REST, no bot token', (prefix) => {
 
   it('PATCH answers the updated contact and sets each status', async () => {
     for (const status of ['allowed', 'blocked', 'pending']) {
-      expect(await call('PATCH', `${prefix}/contacts/11`, { status })).toEqual({ status: 200, body: { telegram_id: '11', username: 'ann', display_name: 'Ann A', status } });
+      expect(await call('PATCH', `${prefix}/contacts/11`, { status })).toEqual({
+        status: 200,
+        body: { telegram_id: '11', username: 'ann', display_name: 'Ann A', status },
+      });
     }
   });
 
@@ -65,7 +70,10 @@ describe.each(PREFIXES)('%s over REST, no bot token', (prefix) => {
     expect((await call('PATCH', `${prefix}/contacts/11`, {})).status).toBe(400);
     expect((await call('PATCH', `${prefix}/contacts/11`, undefined, '{bad')).status).toBe(400);
     expect((await call('PATCH', `${prefix}/contacts/abc`, { status: 'allowed' })).status).toBe(400);
-    expect(await call('PATCH', `${prefix}/contacts/999`, { status: 'allowed' })).toMatchObject({ status: 404, body: { code: 'CONTACT_NOT_FOUND', detail: expect.any(String) } });
+    expect(await call('PATCH', `${prefix}/contacts/999`, { status: 'allowed' })).toMatchObject({
+      status: 404,
+      body: { code: 'CONTACT_NOT_FOUND', detail: expect.any(String) },
+    });
   });
 
   it('DELETE: unknown → 404, malformed → 400', async () => {

@@ -21,7 +21,10 @@ export interface TelegramRig {
   stop(): Promise<void>;
 }
 
-export async function startTelegramRig(env: Record<string, string> = {}, opts: { waitConnected?: boolean; beforeAgent?: (fake: FakeTelegram) => void } = {}): Promise<TelegramRig> {
+export async function startTelegramRig(
+  env: Record<string, string> = {},
+  opts: { waitConnected?: boolean; beforeAgent?: (fake: FakeTelegram) => void } = {},
+): Promise<TelegramRig> {
   const fake = await startFakeTelegram();
   opts.beforeAgent?.(fake);
   const model = await startScriptedModel();

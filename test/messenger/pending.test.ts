@@ -56,7 +56,7 @@ afterAll(async () => {
 });
 
 describe('pending messages to Telegram', () => {
-  it('a message for an allowed contact\'s chat is sent there, split when long', async () => {
+  it("a message for an allowed contact's chat is sent there, split when long", async () => {
     source.add({ chat_id: `telegram:${alice.id}`, content: 'Heartbeat: all quiet.', source: 'heartbeat' });
     await until(() => fake.textsTo(alice.id).length === 1);
     expect(fake.textsTo(alice.id)).toEqual(['Heartbeat: all quiet.']);

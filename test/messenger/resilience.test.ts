@@ -88,7 +88,9 @@ describe('the Bot API unreachable for a while', () => {
     await sleep(400); // a few failed polls, backing off (capped at TELEGRAM_RETRY_MAX)
     const back = await startFakeTelegram({ port });
     try {
-      await first.agent.services.store.db.contact.create({ data: { telegramId: String(alice.id), username: 'alice', displayName: 'Alice', status: 'allowed' } });
+      await first.agent.services.store.db.contact.create({
+        data: { telegramId: String(alice.id), username: 'alice', displayName: 'Alice', status: 'allowed' },
+      });
       first.model.queue({ text: 'I am back' });
       back.userSays(alice, 'still there?');
       await until(() => back.textsTo(alice.id).includes('I am back'), 8_000);

@@ -19,8 +19,20 @@ beforeAll(async () => {
   model = await startScriptedModel();
   agent = await startTestAgent({ ...FAST_ENV, MODEL: model.modelSpec }); // no token: its own bot stays off
   await agent.services.store.db.contact.create({ data: { telegramId: String(alice.id), username: 'alice', displayName: 'Alice', status: 'allowed' } });
-  const config = loadAgentConfig({ AGENT_SECRET: 'a-secret-of-sufficient-length', AGENT_WORKSPACE: agent.workspace, ...TELEGRAM_FAST_ENV, TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot });
-  messenger = new MessengerService({ config, log: createLogger('test', 'silent'), db: agent.services.store.db, chat: agent.services.chat, typingRefreshMs: 100 });
+  const config = loadAgentConfig({
+    AGENT_SECRET: 'a-secret-of-sufficient-length',
+    AGENT_WORKSPACE: agent.workspace,
+    ...TELEGRAM_FAST_ENV,
+    TELEGRAM_BOT_TOKEN: fake.token,
+    TELEGRAM_API_ROOT: fake.apiRoot,
+  });
+  messenger = new MessengerService({
+    config,
+    log: createLogger('test', 'silent'),
+    db: agent.services.store.db,
+    chat: agent.services.chat,
+    typingRefreshMs: 100,
+  });
   messenger.start();
   await until(() => messenger.status().connected);
 });

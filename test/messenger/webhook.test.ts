@@ -34,7 +34,10 @@ it('pushed updates are handled like polled ones', async () => {
 it('refuses calls without the secret, and bodies that are not updates', async () => {
   const post = (headers: Record<string, string>, body: unknown) =>
     fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const update = { update_id: 1, message: { message_id: 1, date: 0, chat: { id: alice.id, type: 'private' }, from: { id: alice.id, is_bot: false, first_name: 'A' }, text: 'x' } };
+  const update = {
+    update_id: 1,
+    message: { message_id: 1, date: 0, chat: { id: alice.id, type: 'private' }, from: { id: alice.id, is_bot: false, first_name: 'A' }, text: 'x' },
+  };
   expect((await post({}, update)).status).toBe(401);
   expect((await post({ 'x-telegram-bot-api-secret-token': 'wrong' }, update)).status).toBe(401);
   const res = await post({ authorization: rig.agent.auth.authorization }, update);

@@ -31,7 +31,9 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
   const signIn = async (provider: 'idpa' | 'idpb', login: string) => me(await exchange((await signInThroughBrowser(stack, provider, { login })).code));
   const guest = async (device: string) => (await (await post('/auth/guest', { device_id: testDeviceId(device) })).json()) as Pair;
   const trpc = (authorization?: string) =>
-    createTRPCClient<AccountRouter>({ links: [httpLink({ url: `${stack.account.url}/trpc`, transformer: superjson, headers: () => (authorization ? { authorization } : {}) })] });
+    createTRPCClient<AccountRouter>({
+      links: [httpLink({ url: `${stack.account.url}/trpc`, transformer: superjson, headers: () => (authorization ? { authorization } : {}) })],
+    });
   const db = () => stack.account.services.store.db;
 
   beforeAll(async () => {
@@ -134,11 +136,13 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
   });
 
   it('the tRPC start refuses an invalid Authorization header instead of ignoring it', async () => {
-    const res = await trpc('Bearer a.b.c').auth.oauth.authorizationUrl.mutate({ provider: 'idpa' }).catch((e: unknown) => e);
+    const res = await trpc('Bearer a.b.c')
+      .auth.oauth.authorizationUrl.mutate({ provider: 'idpa' })
+      .catch((e: unknown) => e);
     expect((res as TRPCClientError<AccountRouter>).data).toMatchObject({ httpStatus: 401 });
   });
 
-  it('exchange with a guest header: a brand-new identity is adopted by the guest; another account\'s is 409', async () => {
+  it("exchange with a guest header: a brand-new identity is adopted by the guest; another account's is 409", async () => {
     const pair = await guest('device-adopt');
     const guestUser = await me(pair);
     const { code } = await signInThroughBrowser(stack, 'idpb', { login: 'ivy' });
@@ -158,7 +162,9 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
     const { code } = await signInThroughBrowser(stack, 'idpa', { login: 'jo' });
     const pair = await trpc().auth.oauth.exchange.mutate({ code: code as string });
     expect(pair.token_type).toBe('bearer');
-    const replay = await trpc().auth.oauth.exchange.mutate({ code: code as string }).catch((e: unknown) => e);
+    const replay = await trpc()
+      .auth.oauth.exchange.mutate({ code: code as string })
+      .catch((e: unknown) => e);
     expect(replay).toBeInstanceOf(TRPCClientError);
     expect((replay as TRPCClientError<AccountRouter>).data).toMatchObject({ code: 'INVALID_AUTH_CODE', httpStatus: 401 });
   });

@@ -10,7 +10,13 @@ import { startTestAccount, type TestAccount } from '../support/servers.js';
 
 describe('provider configuration', () => {
   it('defaults provider B to GitHub and accepts https or loopback-http providers only', () => {
-    const config = loadAccountConfig({ IDPB_CLIENT_ID: 'id', IDPB_CLIENT_SECRET: 's', IDPA_ISSUER: 'https://accounts.google.com/', IDPA_CLIENT_ID: 'web', IDPA_MOBILE_CLIENT_IDS: 'ios, android' });
+    const config = loadAccountConfig({
+      IDPB_CLIENT_ID: 'id',
+      IDPB_CLIENT_SECRET: 's',
+      IDPA_ISSUER: 'https://accounts.google.com/',
+      IDPA_CLIENT_ID: 'web',
+      IDPA_MOBILE_CLIENT_IDS: 'ios, android',
+    });
     expect(config.oauth.idpb).toMatchObject({
       authorizeUrl: 'https://github.com/login/oauth/authorize',
       tokenUrl: 'https://github.com/login/oauth/access_token',
@@ -20,7 +26,11 @@ describe('provider configuration', () => {
       subjectField: 'id',
       pkce: true,
     });
-    expect(config.oauth.idpa).toMatchObject({ issuer: 'https://accounts.google.com', scopes: 'openid email profile', mobileClientIds: ['ios', 'android', 'web'] });
+    expect(config.oauth.idpa).toMatchObject({
+      issuer: 'https://accounts.google.com',
+      scopes: 'openid email profile',
+      mobileClientIds: ['ios', 'android', 'web'],
+    });
     expect(config.oauth.authCodeTtlSeconds).toBe(60);
     expect(loadAccountConfig({ IDPB_EMAILS_URL: 'none' }).oauth.idpb.emailsUrl).toBeUndefined();
     expect(loadAccountConfig({ IDPA_ISSUER: 'http://127.0.0.1:4000' }).oauth.idpa.issuer).toBe('http://127.0.0.1:4000');
@@ -33,7 +43,8 @@ describe('provider configuration', () => {
 describe('an account service without provider settings', () => {
   let account: TestAccount;
   let api: string;
-  const post = (path: string, body: unknown) => fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (path: string, body: unknown) =>
+    fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   beforeAll(async () => {
     account = await startTestAccount('pglite', { RATE_LIMIT_MULTIPLIER: '1' });
@@ -44,7 +55,10 @@ describe('an account service without provider settings', () => {
   it('answers 503 naming the missing settings', async () => {
     const a = await fetch(`${api}/auth/oauth/idpa`, { redirect: 'manual' });
     expect(a.status).toBe(503);
-    expect(await a.json()).toEqual({ code: 'PROVIDER_NOT_CONFIGURED', detail: 'Provider A is not configured: set IDPA_ISSUER, IDPA_CLIENT_ID, IDPA_CLIENT_SECRET' });
+    expect(await a.json()).toEqual({
+      code: 'PROVIDER_NOT_CONFIGURED',
+      detail: 'Provider A is not configured: set IDPA_ISSUER, IDPA_CLIENT_ID, IDPA_CLIENT_SECRET',
+    });
     const b = await fetch(`${api}/auth/oauth/idpb`, { redirect: 'manual' });
     expect(await b.json()).toEqual({ code: 'PROVIDER_NOT_CONFIGURED', detail: 'Provider B is not configured: set IDPB_CLIENT_ID, IDPB_CLIENT_SECRET' });
     const mobile = await post('/auth/mobile/idpa', { id_token: 'a.b.c' });
@@ -111,12 +125,26 @@ describe('provider A keys unavailable', () => {
     rogue.jwks = { status: 500, body: { error: 'down' } };
     const account = await startTestAccount('pglite', { IDPA_ISSUER: rogue.issuer, IDPA_MOBILE_CLIENT_IDS: 'app' });
     try {
-      const id_token = await rogue.sign({ iss: rogue.issuer, aud: 'app', sub: 's', iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 60 });
-      const res = await fetch(`${account.url}/api/v1/auth/mobile/idpa`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id_token }) });
+      const id_token = await rogue.sign({
+        iss: rogue.issuer,
+        aud: 'app',
+        sub: 's',
+        iat: Math.floor(Date.now() / 1000),
+        exp: Math.floor(Date.now() / 1000) + 60,
+      });
+      const res = await fetch(`${account.url}/api/v1/auth/mobile/idpa`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id_token }),
+      });
       expect(res.status).toBe(502);
       expect(await res.json()).toMatchObject({ code: 'PROVIDER_UNAVAILABLE' });
       rogue.jwks = undefined;
-      const ok = await fetch(`${account.url}/api/v1/auth/mobile/idpa`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id_token }) });
+      const ok = await fetch(`${account.url}/api/v1/auth/mobile/idpa`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id_token }),
+      });
       expect(ok.status).toBe(200);
     } finally {
       await account.stop();
@@ -136,9 +164,14 @@ describe('provider B without PKCE and without an e-mail list', () => {
       expect(url.searchParams.get('state')).toMatch(/^[\w-]{43}$/);
 
       const exchange = async (code: string | null) => {
-        const res = await fetch(`${stack.api}/auth/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+        const res = await fetch(`${stack.api}/auth/exchange`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ code }),
+        });
         const pair = (await res.json()) as { access_token: string };
-        return ((await (await fetch(`${stack.api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string }).user_id;
+        return ((await (await fetch(`${stack.api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string })
+          .user_id;
       };
       const viaA = await exchange((await signInThroughBrowser(stack, 'idpa', { login: 'zed' })).code);
       const viaB = await exchange((await signInThroughBrowser(stack, 'idpb', { login: 'zed' })).code);

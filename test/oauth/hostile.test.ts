@@ -100,9 +100,14 @@ describe('hostile callbacks and exchanges against the real providers', () => {
     expect(JSON.stringify(row)).not.toContain(started.state);
     expect(JSON.stringify(row)).not.toContain(started.browserSecret);
     const later = new Date(now.getTime() + 601_000);
-    await expect(consumeOAuthState(db(), { provider: 'idpa', state: started.state, browserSecret: started.browserSecret, now: later })).rejects.toMatchObject({ code: 'invalid_state', reason: 'expired state' });
+    await expect(consumeOAuthState(db(), { provider: 'idpa', state: started.state, browserSecret: started.browserSecret, now: later })).rejects.toMatchObject({
+      code: 'invalid_state',
+      reason: 'expired state',
+    });
     const fresh = await createOAuthState(db(), { provider: 'idpa', linkUserId: undefined, now });
-    await expect(consumeOAuthState(db(), { provider: 'idpa', state: fresh.state, browserSecret: fresh.browserSecret, now: new Date(now.getTime() + 599_000) })).resolves.toMatchObject({ nonce: fresh.nonce });
+    await expect(
+      consumeOAuthState(db(), { provider: 'idpa', state: fresh.state, browserSecret: fresh.browserSecret, now: new Date(now.getTime() + 599_000) }),
+    ).resolves.toMatchObject({ nonce: fresh.nonce });
   });
 
   it('an auth code works once: replay → 401 INVALID_AUTH_CODE', async () => {
@@ -134,9 +139,13 @@ describe('hostile callbacks and exchanges against the real providers', () => {
     const t0 = new Date('2030-01-01T00:00:00Z');
     const user = await db().user.create({ data: {} });
     const c1 = await issueAuthCode(db(), { userId: user.id, provider: 'idpa', createdUser: false, now: t0, ttlSeconds: 60 });
-    await expect(exchangeAuthCode(db(), { code: c1, now: new Date(t0.getTime() + 60_000), linkUserId: undefined, client: { ip: null, userAgent: null } })).rejects.toMatchObject({ appCode: 'INVALID_AUTH_CODE' });
+    await expect(
+      exchangeAuthCode(db(), { code: c1, now: new Date(t0.getTime() + 60_000), linkUserId: undefined, client: { ip: null, userAgent: null } }),
+    ).rejects.toMatchObject({ appCode: 'INVALID_AUTH_CODE' });
     const c2 = await issueAuthCode(db(), { userId: user.id, provider: 'idpa', createdUser: false, now: t0, ttlSeconds: 60 });
-    await expect(exchangeAuthCode(db(), { code: c2, now: new Date(t0.getTime() + 59_900), linkUserId: undefined, client: { ip: null, userAgent: null } })).resolves.toMatchObject({ userId: user.id });
+    await expect(
+      exchangeAuthCode(db(), { code: c2, now: new Date(t0.getTime() + 59_900), linkUserId: undefined, client: { ip: null, userAgent: null } }),
+    ).resolves.toMatchObject({ userId: user.id });
   });
 
   it.each([
@@ -216,7 +225,15 @@ describe('a rogue or broken provider A', () => {
     return landingOf(res.location);
   };
   const now = () => Math.floor(Date.now() / 1000);
-  const claims = (nonce: string, extra: Record<string, unknown> = {}) => ({ iss: rogue.issuer, aud: WEB_CLIENT.clientId, sub: 'rogue-user', nonce, iat: now(), exp: now() + 300, ...extra });
+  const claims = (nonce: string, extra: Record<string, unknown> = {}) => ({
+    iss: rogue.issuer,
+    aud: WEB_CLIENT.clientId,
+    sub: 'rogue-user',
+    nonce,
+    iat: now(),
+    exp: now() + 300,
+    ...extra,
+  });
 
   it('accepts a correct ID token (the harness itself works)', async () => {
     expect(await callbackWith(async (nonce) => ({ id_token: await rogue.sign(claims(nonce)) }))).toMatchObject({ code: expect.any(String), error: null });
@@ -228,19 +245,28 @@ describe('a rogue or broken provider A', () => {
     ['expired', (n: string) => rogue.sign(claims(n, { iat: now() - 3600, exp: now() - 600 }))],
     ['wrong nonce', (n: string) => rogue.sign(claims(`${n}x`))],
     ['no nonce', (n: string) => rogue.sign(claims(n, { nonce: undefined }))],
-    ['a foreign key under the provider kid', async (n: string) => {
-      const { generateKeyPair } = await import('jose');
-      return rogue.sign(claims(n), { key: (await generateKeyPair('RS256')).privateKey });
-    }],
-    ['alg none', (n: string) => {
-      const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
-      return `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims(n))}.`;
-    }],
+    [
+      'a foreign key under the provider kid',
+      async (n: string) => {
+        const { generateKeyPair } = await import('jose');
+        return rogue.sign(claims(n), { key: (await generateKeyPair('RS256')).privateKey });
+      },
+    ],
+    [
+      'alg none',
+      (n: string) => {
+        const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+        return `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims(n))}.`;
+      },
+    ],
     ['HS256 keyed with the client secret', (n: string) => rogue.sign(claims(n), { alg: 'HS256', key: new TextEncoder().encode(WEB_CLIENT.clientSecret) })],
-    ['a tampered payload', async (n: string) => {
-      const [h, , s] = (await rogue.sign(claims(n))).split('.');
-      return `${h}.${Buffer.from(JSON.stringify(claims(n, { sub: 'admin' }))).toString('base64url')}.${s}`;
-    }],
+    [
+      'a tampered payload',
+      async (n: string) => {
+        const [h, , s] = (await rogue.sign(claims(n))).split('.');
+        return `${h}.${Buffer.from(JSON.stringify(claims(n, { sub: 'admin' }))).toString('base64url')}.${s}`;
+      },
+    ],
   ])('an ID token with %s → ?error=provider_error, nothing created', async (_name, make) => {
     const users = await db().user.count();
     expect(await callbackWith(async (nonce) => ({ id_token: await make(nonce) }))).toEqual({ path: '/auth/callback', code: null, error: 'provider_error' });
@@ -278,13 +304,22 @@ describe('provider A down or answering garbage at discovery', () => {
   it('start → 502 PROVIDER_UNAVAILABLE (JSON, no stack), and it recovers once the provider is back', async () => {
     const rogue = await startRogueOidc();
     rogue.discovery = { contentType: 'text/html', body: '<html>maintenance</html>' };
-    const account = await startTestAccount('pglite', { IDPA_ISSUER: rogue.issuer, IDPA_CLIENT_ID: 'x', IDPA_CLIENT_SECRET: 'y', IDPA_MOBILE_CLIENT_IDS: 'app' });
+    const account = await startTestAccount('pglite', {
+      IDPA_ISSUER: rogue.issuer,
+      IDPA_CLIENT_ID: 'x',
+      IDPA_CLIENT_SECRET: 'y',
+      IDPA_MOBILE_CLIENT_IDS: 'app',
+    });
     try {
       const api = `${account.url}/api/v1`;
       const res = await fetch(`${api}/auth/oauth/idpa`, { redirect: 'manual' });
       expect(res.status).toBe(502);
       expect(await res.json()).toEqual({ detail: expect.any(String), code: 'PROVIDER_UNAVAILABLE' });
-      const mobile = await fetch(`${api}/auth/mobile/idpa`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id_token: 'a.b.c' }) });
+      const mobile = await fetch(`${api}/auth/mobile/idpa`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id_token: 'a.b.c' }),
+      });
       expect(mobile.status).toBe(502);
       rogue.discovery = undefined;
       expect((await fetch(`${api}/auth/oauth/idpa`, { redirect: 'manual' })).status).toBe(302);

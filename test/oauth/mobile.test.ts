@@ -18,7 +18,10 @@ describe('native sign-in with a provider-A ID token', () => {
   const userOf = async (res: Response) => {
     expect(res.status).toBe(200);
     const pair = (await res.json()) as { access_token: string };
-    return (await (await fetch(`${stack.api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string; guest: boolean };
+    return (await (await fetch(`${stack.api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as {
+      user_id: string;
+      guest: boolean;
+    };
   };
   const now = () => Math.floor(Date.now() / 1000);
   const token = (claims: Record<string, unknown> = {}, opts?: Parameters<OAuthStack['a']['signIdToken']>[1]) =>
@@ -39,7 +42,9 @@ describe('native sign-in with a provider-A ID token', () => {
     expect((await userOf(await mobile({ id_token: await token({ aud: MOBILE_CLIENT_IDS[1] }) }))).user_id).toBe(first.user_id);
     // The web flow's identity for provider A is the same provider + subject.
     const { code } = await signInThroughBrowser(stack, 'idpa', { login: 'native-web' });
-    const web = await userOf(await fetch(`${stack.api}/auth/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) }));
+    const web = await userOf(
+      await fetch(`${stack.api}/auth/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) }),
+    );
     expect((await userOf(await mobile({ id_token: await token({ sub: 'native-web', email: undefined }) }))).user_id).toBe(web.user_id);
   });
 
@@ -55,19 +60,39 @@ describe('native sign-in with a provider-A ID token', () => {
     ['no exp', () => token({ exp: undefined })],
     ['a foreign key under the provider kid', () => token({}, { key: 'foreign' })],
     ['an unknown kid', () => token({}, { header: { kid: 'no-such-key' } })],
-    ['alg none', async () => {
-      const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
-      return `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ iss: stack.a.issuer, aud: MOBILE_CLIENT_IDS[0], sub: 'x', iat: now(), exp: now() + 300 })}.`;
-    }],
-    ['HS256 keyed with the client secret', () =>
-      new SignJWT({ iss: stack.a.issuer, aud: MOBILE_CLIENT_IDS[0], sub: 'x' }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('5m').sign(new TextEncoder().encode(WEB_CLIENT.clientSecret))],
-    ['ES256 from a key the provider never published', async () =>
-      new SignJWT({ iss: stack.a.issuer, aud: MOBILE_CLIENT_IDS[0], sub: 'x' }).setProtectedHeader({ alg: 'ES256' }).setIssuedAt().setExpirationTime('5m').sign((await generateKeyPair('ES256')).privateKey)],
-    ['a tampered payload', async () => {
-      const [h, p, s] = (await token()).split('.');
-      const claims = JSON.parse(Buffer.from(p as string, 'base64url').toString()) as Record<string, unknown>;
-      return `${h}.${Buffer.from(JSON.stringify({ ...claims, sub: 'admin' })).toString('base64url')}.${s}`;
-    }],
+    [
+      'alg none',
+      async () => {
+        const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+        return `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ iss: stack.a.issuer, aud: MOBILE_CLIENT_IDS[0], sub: 'x', iat: now(), exp: now() + 300 })}.`;
+      },
+    ],
+    [
+      'HS256 keyed with the client secret',
+      () =>
+        new SignJWT({ iss: stack.a.issuer, aud: MOBILE_CLIENT_IDS[0], sub: 'x' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuedAt()
+          .setExpirationTime('5m')
+          .sign(new TextEncoder().encode(WEB_CLIENT.clientSecret)),
+    ],
+    [
+      'ES256 from a key the provider never published',
+      async () =>
+        new SignJWT({ iss: stack.a.issuer, aud: MOBILE_CLIENT_IDS[0], sub: 'x' })
+          .setProtectedHeader({ alg: 'ES256' })
+          .setIssuedAt()
+          .setExpirationTime('5m')
+          .sign((await generateKeyPair('ES256')).privateKey),
+    ],
+    [
+      'a tampered payload',
+      async () => {
+        const [h, p, s] = (await token()).split('.');
+        const claims = JSON.parse(Buffer.from(p as string, 'base64url').toString()) as Record<string, unknown>;
+        return `${h}.${Buffer.from(JSON.stringify({ ...claims, sub: 'admin' })).toString('base64url')}.${s}`;
+      },
+    ],
     ['no JWT at all', async () => 'not-a-jwt'],
   ])('refuses %s with 401 INVALID_ID_TOKEN', async (_name, make) => {
     await refused(await mobile({ id_token: await make() }));
@@ -91,7 +116,13 @@ describe('native sign-in with a provider-A ID token', () => {
   });
 
   it('upgrades a guest in place with the guest header; 409 when the identity is taken', async () => {
-    const guest = (await (await fetch(`${stack.api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('mobile-guest') }) })).json()) as { access_token: string };
+    const guest = (await (
+      await fetch(`${stack.api}/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: testDeviceId('mobile-guest') }),
+      })
+    ).json()) as { access_token: string };
     const auth = { authorization: `Bearer ${guest.access_token}` };
     const before = (await (await fetch(`${stack.api}/auth/me`, { headers: auth })).json()) as { user_id: string };
     const taken = await mobile({ id_token: await token({ sub: 'native-1' }) }, auth);
@@ -105,6 +136,8 @@ describe('native sign-in with a provider-A ID token', () => {
     const trpc = createTRPCClient<AccountRouter>({ links: [httpLink({ url: `${stack.account.url}/trpc`, transformer: superjson })] });
     const pair = await trpc.auth.mobile.idpa.mutate({ id_token: await token({ sub: 'trpc-native' }) });
     expect(pair.token_type).toBe('bearer');
-    await expect(trpc.auth.mobile.idpa.mutate({ id_token: await token({ aud: 'nope' }) })).rejects.toMatchObject({ data: { code: 'INVALID_ID_TOKEN', httpStatus: 401 } });
+    await expect(trpc.auth.mobile.idpa.mutate({ id_token: await token({ aud: 'nope' }) })).rejects.toMatchObject({
+      data: { code: 'INVALID_ID_TOKEN', httpStatus: 401 },
+    });
   });
 });

@@ -43,7 +43,11 @@ afterAll(async () => {
 });
 
 const guest = async (deviceId: string): Promise<Pair> => {
-  const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
+  const res = await fetch(`${api}/auth/guest`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ device_id: testDeviceId(deviceId) }),
+  });
   return (await res.json()) as Pair;
 };
 const bearer = (pair: Pair) => ({ authorization: `Bearer ${pair.access_token}` });
@@ -55,7 +59,11 @@ describe('sending through the proxy', () => {
   it('the SDK sends a 32,000-character message in a POST body; the reply is joined by run id over REST SSE', async () => {
     const seen: Array<{ url: string; method: string; body: string }> = [];
     const recording: typeof fetch = async (input, init) => {
-      seen.push({ url: String(input instanceof Request ? input.url : input), method: init?.method ?? 'GET', body: typeof init?.body === 'string' ? init.body : '' });
+      seen.push({
+        url: String(input instanceof Request ? input.url : input),
+        method: init?.method ?? 'GET',
+        body: typeof init?.body === 'string' ? init.body : '',
+      });
       return fetch(input, init);
     };
     const sdk = createAccountClient({ url: account.url, storage: memoryTokenStorage(), fetch: recording });
@@ -68,7 +76,9 @@ describe('sending through the proxy', () => {
     expect(sent.map((r) => r.method)).toEqual(['POST']);
     expect(seen.some((r) => r.url.includes('long%20message') || r.url.includes('long message'))).toBe(false);
 
-    const stream = await openSse(`${api}/agent/chat/long/stream`, { headers: { authorization: `Bearer ${await sdk.accessToken()}`, 'last-event-id': started.last_event_id } });
+    const stream = await openSse(`${api}/agent/chat/long/stream`, {
+      headers: { authorization: `Bearer ${await sdk.accessToken()}`, 'last-event-id': started.last_event_id },
+    });
     expect(stream.status).toBe(200);
     expect(events(await readFrames(stream))).toEqual([{ type: 'text', content: 'got 32000 characters' }, { type: 'done' }]);
     const history = await sdk.trpc.agent.chat.history.query({ chat_id: 'long' });
@@ -86,7 +96,11 @@ describe('sending through the proxy', () => {
 
   it('POST /chat with an SSE answer works through the proxy as before', async () => {
     const pair = await guest('send-rest');
-    const res = await openSse(`${api}/agent/chat`, { method: 'POST', headers: { ...bearer(pair), 'content-type': 'application/json' }, body: JSON.stringify({ message: 'y'.repeat(32_000), chat_id: 'rest' }) });
+    const res = await openSse(`${api}/agent/chat`, {
+      method: 'POST',
+      headers: { ...bearer(pair), 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'y'.repeat(32_000), chat_id: 'rest' }),
+    });
     expect(res.status).toBe(200);
     expect(events(await readFrames(res))).toEqual([{ type: 'text', content: 'got 32000 characters' }, { type: 'done' }]);
   });
@@ -96,7 +110,11 @@ describe('stop through the proxy', () => {
   it("stops only the caller's own run; relays 204, 409 and 404; history shows the reply as stopped", async () => {
     const alice = await guest('stop-alice');
     const bob = await guest('stop-bob');
-    const stream = await openSse(`${api}/agent/chat`, { method: 'POST', headers: { ...bearer(alice), 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hang on', chat_id: 'shared' }) });
+    const stream = await openSse(`${api}/agent/chat`, {
+      method: 'POST',
+      headers: { ...bearer(alice), 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'hang on', chat_id: 'shared' }),
+    });
     const first = await readFrames(stream, (f) => f.data.type === 'text');
     expect(events(first)).toEqual([{ type: 'text', content: 'partial ' }]);
 
@@ -104,10 +122,22 @@ describe('stop through the proxy', () => {
     const bobRest = await restStop('shared', bearer(bob));
     expect(bobRest.status).toBe(404);
     expect(await bobRest.json()).toMatchObject({ code: 'CHAT_NOT_FOUND' });
-    expect(codeOf(await trpcAs(bob).agent.chat.stop.mutate({ chat_id: 'shared' }).catch((e: unknown) => e))).toMatchObject({ code: 'CHAT_NOT_FOUND', httpStatus: 404 });
+    expect(
+      codeOf(
+        await trpcAs(bob)
+          .agent.chat.stop.mutate({ chat_id: 'shared' })
+          .catch((e: unknown) => e),
+      ),
+    ).toMatchObject({ code: 'CHAT_NOT_FOUND', httpStatus: 404 });
     // Inputs cannot name an agent or a user.
     const sneaky = { chat_id: 'shared', user_id: 'alice', agent: 'alice' } as unknown as { chat_id: string };
-    expect(codeOf(await trpcAs(bob).agent.chat.stop.mutate(sneaky).catch((e: unknown) => e))).toMatchObject({ code: 'CHAT_NOT_FOUND' });
+    expect(
+      codeOf(
+        await trpcAs(bob)
+          .agent.chat.stop.mutate(sneaky)
+          .catch((e: unknown) => e),
+      ),
+    ).toMatchObject({ code: 'CHAT_NOT_FOUND' });
     expect(await trpcAs(alice).agent.chat.active.query({ chat_id: 'shared' })).toEqual({ active: true, user_message: 'hang on' });
 
     // Without a valid access token nothing reaches an agent.
@@ -121,7 +151,13 @@ describe('stop through the proxy', () => {
     expect(events(await readFrames(stream))).toEqual([{ type: 'error', content: 'stopped' }, { type: 'done' }]);
     await until(() => model.openStreams() === 0);
 
-    expect(codeOf(await trpcAs(alice).agent.chat.stop.mutate({ chat_id: 'shared' }).catch((e: unknown) => e))).toMatchObject({ code: 'RUN_NOT_ACTIVE', httpStatus: 409 });
+    expect(
+      codeOf(
+        await trpcAs(alice)
+          .agent.chat.stop.mutate({ chat_id: 'shared' })
+          .catch((e: unknown) => e),
+      ),
+    ).toMatchObject({ code: 'RUN_NOT_ACTIVE', httpStatus: 409 });
     const again = await restStop('shared', bearer(alice));
     expect(again.status).toBe(409);
     expect((await trpcAs(alice).agent.chat.history.query({ chat_id: 'shared' })).messages).toEqual([

@@ -33,7 +33,11 @@ afterAll(async () => {
 
 // Guest device ids are at least 16 characters: pad the readable names.
 const guest = async (deviceId: string): Promise<Pair> => {
-  const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: `${deviceId}-device-id-for-tests` }) });
+  const res = await fetch(`${api}/auth/guest`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ device_id: `${deviceId}-device-id-for-tests` }),
+  });
   return (await res.json()) as Pair;
 };
 const bearer = (pair: Pair) => ({ authorization: `Bearer ${pair.access_token}` });
@@ -41,7 +45,11 @@ const trpcAs = (pair: Pair) => bearerTrpcClient<AccountRouter>(`${account.url}/t
 const codeOf = (error: unknown) => (error instanceof TRPCClientError ? (error.data as { code?: string; httpStatus?: number }) : { code: String(error) });
 
 async function chat(pair: Pair, chatId: string, message: string): Promise<void> {
-  const res = await openSse(`${api}/agent/chat`, { method: 'POST', headers: { ...bearer(pair), 'content-type': 'application/json' }, body: JSON.stringify({ message, chat_id: chatId }) });
+  const res = await openSse(`${api}/agent/chat`, {
+    method: 'POST',
+    headers: { ...bearer(pair), 'content-type': 'application/json' },
+    body: JSON.stringify({ message, chat_id: chatId }),
+  });
   expect(events(await readFrames(res)).at(-1)).toEqual({ type: 'done' });
 }
 const restList = async (pair: Pair) => {
@@ -70,7 +78,13 @@ describe('the chat list through the proxy', () => {
     expect(bobRest.status).toBe(404);
     expect(await bobRest.json()).toMatchObject({ code: 'CHAT_NOT_FOUND' });
     const sneaky = { chat_id: 'trip', title: 'mine now', user_id: 'alice', agent: 'alice' } as unknown as { chat_id: string; title: string };
-    expect(codeOf(await trpcAs(bob).agent.chats.rename.mutate(sneaky).catch((e: unknown) => e))).toMatchObject({ code: 'CHAT_NOT_FOUND', httpStatus: 404 });
+    expect(
+      codeOf(
+        await trpcAs(bob)
+          .agent.chats.rename.mutate(sneaky)
+          .catch((e: unknown) => e),
+      ),
+    ).toMatchObject({ code: 'CHAT_NOT_FOUND', httpStatus: 404 });
     expect((await restList(alice)).find((c) => c.chat_id === 'trip')?.title).toBe('Plan a trip');
 
     const renamed = await restRename('trip', { title: 'Lisbon in May' }, bearer(alice));
@@ -96,7 +110,13 @@ describe('the chat list through the proxy', () => {
     for (const title of ['x'.repeat(81), 'a\nb', 'a\u0000b', 'x\u202Eexe', '']) {
       const res = await restRename('mine', { title }, bearer(pair));
       expect(res.status, JSON.stringify(title)).toBe(400);
-      expect(codeOf(await trpcAs(pair).agent.chats.rename.mutate({ chat_id: 'mine', title }).catch((e: unknown) => e))).toMatchObject({ code: 'VALIDATION_FAILED', httpStatus: 400 });
+      expect(
+        codeOf(
+          await trpcAs(pair)
+            .agent.chats.rename.mutate({ chat_id: 'mine', title })
+            .catch((e: unknown) => e),
+        ),
+      ).toMatchObject({ code: 'VALIDATION_FAILED', httpStatus: 400 });
     }
     const unknown = await restRename('nope', { title: 'x' }, bearer(pair));
     expect(unknown.status).toBe(404);

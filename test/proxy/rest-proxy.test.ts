@@ -7,7 +7,11 @@ describe('REST proxy to the user own agent', () => {
   let account: TestAccount;
   let api: string;
   const guest = async (deviceId: string): Promise<string> => {
-    const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
+    const res = await fetch(`${api}/auth/guest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ device_id: testDeviceId(deviceId) }),
+    });
     return ((await res.json()) as Pair).access_token;
   };
   const asUser = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -16,7 +20,11 @@ describe('REST proxy to the user own agent', () => {
     const token = await guest(deviceId);
     const me = (await (await fetch(`${api}/auth/me`, { headers: asUser(token) })).json()) as { user_id: string };
     await account.services.store.db.user.update({ where: { id: me.user_id }, data: { isGuest: false } });
-    const res = await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
+    const res = await fetch(`${api}/auth/guest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ device_id: testDeviceId(deviceId) }),
+    });
     return ((await res.json()) as Pair).access_token;
   };
   const upload = (token: string, name: string, bytes: Buffer | string, dir?: string) => {
@@ -111,7 +119,13 @@ describe('guest message quota', () => {
 
   it('lets a guest send 50 messages a day, then answers 429 GUEST_QUOTA', async () => {
     const api = `${account.url}/api/v1`;
-    const pair = (await (await fetch(`${api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('quota') }) })).json()) as Pair;
+    const pair = (await (
+      await fetch(`${api}/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: testDeviceId('quota') }),
+      })
+    ).json()) as Pair;
     const send = () =>
       fetch(`${api}/agent/chat`, {
         method: 'POST',

@@ -36,7 +36,11 @@ afterAll(async () => {
 });
 
 const guest = async (deviceId: string): Promise<Pair> => {
-  const res = await fetch(`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(deviceId) }) });
+  const res = await fetch(`${account.url}/api/v1/auth/guest`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ device_id: testDeviceId(deviceId) }),
+  });
   return (await res.json()) as Pair;
 };
 
@@ -48,7 +52,10 @@ type Client = ReturnType<typeof clientFor>;
 type Item = { id?: string; data?: { type: string; content?: string }; type?: string; content?: string };
 
 /** Collects a subscription until `done` (or `stopAfter` events), then unsubscribes. */
-function collect(subscribe: (cb: { onData(v: unknown): void; onError(e: unknown): void; onComplete(): void }) => { unsubscribe(): void }, stopAfter = Infinity): Promise<Item[]> {
+function collect(
+  subscribe: (cb: { onData(v: unknown): void; onError(e: unknown): void; onComplete(): void }) => { unsubscribe(): void },
+  stopAfter = Infinity,
+): Promise<Item[]> {
   return new Promise((resolve, reject) => {
     const items: Item[] = [];
     const sub = subscribe({
@@ -70,7 +77,12 @@ function collect(subscribe: (cb: { onData(v: unknown): void; onError(e: unknown)
   });
 }
 const eventOf = (item: Item) => item.data ?? item;
-const textOf = (items: Item[]) => items.map(eventOf).filter((e) => e.type === 'text').map((e) => e.content).join('');
+const textOf = (items: Item[]) =>
+  items
+    .map(eventOf)
+    .filter((e) => e.type === 'text')
+    .map((e) => e.content)
+    .join('');
 
 describe('tRPC proxy to the user own agent', () => {
   it('forwards health, chat (event by event, with tracked ids), history and delete', async () => {
@@ -121,7 +133,10 @@ describe('tRPC proxy to the user own agent', () => {
     await collect((cb) => asAlice.agent.chat.send.subscribe({ message: 'alice secret plan', chat_id: 'shared-id' }, cb));
     const form = new FormData();
     form.set('file', new Blob(['for alice only']), 'alice-only.txt');
-    expect((await fetch(`${account.url}/api/v1/agent/files/upload`, { method: 'POST', headers: { authorization: `Bearer ${alice.access_token}` }, body: form })).status).toBe(200);
+    expect(
+      (await fetch(`${account.url}/api/v1/agent/files/upload`, { method: 'POST', headers: { authorization: `Bearer ${alice.access_token}` }, body: form }))
+        .status,
+    ).toBe(200);
 
     // Same chat id, same procedure: Bob sees his own (empty) chat, his own tree.
     expect((await asBob.agent.chat.history.query({ chat_id: 'shared-id' })).messages).toEqual([]);
@@ -141,13 +156,17 @@ describe('tRPC proxy to the user own agent', () => {
     const pair = await guest('trpc-proxy-expiry');
     const { keys } = account.services.tokens.issuer;
     const past = Math.floor(Date.now() / 1000) - 3600;
-    const expired = await new SignJWT({ ...decodeJwt(pair.access_token), iat: past - 900, exp: past }).setProtectedHeader({ alg: 'EdDSA', kid: keys.kid }).sign(keys.privateKey);
+    const expired = await new SignJWT({ ...decodeJwt(pair.access_token), iat: past - 900, exp: past })
+      .setProtectedHeader({ alg: 'EdDSA', kid: keys.kid })
+      .sign(keys.privateKey);
     const stale = clientFor(() => expired);
     const code = (error: unknown) => (error instanceof TRPCClientError ? (error.data as { code?: string }).code : String(error));
 
     expect(code(await stale.agent.files.tree.query({}).catch((e: unknown) => e))).toBe('TOKEN_EXPIRED');
     expect(code(await collect((cb) => stale.agent.chat.send.subscribe({ message: 'hi', chat_id: 'x' }, cb)).catch((e: unknown) => e))).toBe('TOKEN_EXPIRED');
-    const garbage = await clientFor(() => 'not-a-token').agent.health.query().catch((e: unknown) => e);
+    const garbage = await clientFor(() => 'not-a-token')
+      .agent.health.query()
+      .catch((e: unknown) => e);
     expect((garbage as TRPCClientError<AccountRouter>).data?.httpStatus).toBe(401);
 
     // The SDK refreshes silently on TOKEN_EXPIRED and the call goes through.
@@ -160,7 +179,9 @@ describe('tRPC proxy to the user own agent', () => {
     // After logout-all, the still-unexpired access token no longer reaches the agent.
     const live = renewed?.access_token as string;
     await sdk.logoutAll();
-    const revoked = await clientFor(() => live).agent.health.query().catch((e: unknown) => e);
+    const revoked = await clientFor(() => live)
+      .agent.health.query()
+      .catch((e: unknown) => e);
     expect(revoked).toBeInstanceOf(TRPCClientError);
     expect((revoked as TRPCClientError<AccountRouter>).data?.httpStatus).toBe(401);
   });

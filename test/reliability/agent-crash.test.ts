@@ -40,15 +40,30 @@ const killNow = (agent: AgentProcess) => {
 /** Streams an upload of UPLOAD_BYTES bytes all equal to `fill`, in 64 KiB chunks with pauses. */
 function slowUpload(url: string, secret: string, name: string, fill: number): Promise<number> {
   const boundary = `crash${randomBytes(6).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const u = new URL(url);
   return new Promise((resolve) => {
-    const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/files/upload', headers: { authorization: `Bearer ${secret}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + UPLOAD_BYTES + tail.length } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', () => resolve(0));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        method: 'POST',
+        path: '/files/upload',
+        headers: {
+          authorization: `Bearer ${secret}`,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': head.length + UPLOAD_BYTES + tail.length,
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(0));
+      },
+    );
     req.on('error', () => resolve(0));
     req.write(head);
     const chunk = Buffer.alloc(64 * 1024, fill);
@@ -80,7 +95,11 @@ async function walk(dir: string): Promise<string[]> {
 async function chat(url: string, secret: string, chatId: string, message: string, onEvent: () => void): Promise<boolean> {
   let got = false;
   try {
-    const res = await fetch(`${url}/chat`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ chat_id: chatId, message }) });
+    const res = await fetch(`${url}/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ chat_id: chatId, message }),
+    });
     if (res.status !== 200 || !res.body) return false;
     const reader = res.body.getReader();
     for (;;) {
@@ -107,7 +126,10 @@ function responder(request: ModelRequest): ScriptedStep {
   if (isSubagent(request) || text.startsWith('delegate')) {
     const round = /r\d+$/.exec(text)?.[0];
     const subagent = (task: string): ScriptedStep => ({ text: { count: task.startsWith('quick') ? 3 : CHUNKS, chunk: (i) => `s${i} ` }, delayMs: 3 });
-    return spawnResponder([`quick ${round}`, `slow ${round}`].map((task) => ({ label: task, task })), subagent)(request);
+    return spawnResponder(
+      [`quick ${round}`, `slow ${round}`].map((task) => ({ label: task, task })),
+      subagent,
+    )(request);
   }
   return { text: { count: CHUNKS, chunk: (i) => `w${i} ` }, delayMs: 3 };
 }
@@ -129,7 +151,7 @@ describe('kill -9 of the agent during chat runs, uploads and subagent runs', () 
     cleanup.push(workspace);
     const secret = randomBytes(24).toString('hex');
     const auth = { authorization: `Bearer ${secret}` };
-    const get = async <T,>(url: string, p: string): Promise<T> => {
+    const get = async <T>(url: string, p: string): Promise<T> => {
       const res = await fetch(`${url}${p}`, { headers: auth });
       expect(res.status, p).toBe(200);
       return (await res.json()) as T;
@@ -177,7 +199,11 @@ describe('kill -9 of the agent during chat runs, uploads and subagent runs', () 
         expect(announcements.get(run.id)?.length ?? 0, `announcements of run ${run.id}`).toBe(1);
       }
       for (const id of endedBeforeKill) expect(announcements.get(id)?.length ?? 0, `announcement of ${id}, ended before the kill, lost`).toBe(1);
-      for (const id of announcements.keys()) expect(subagents.some((r) => r.id === id), `announcement of an unknown run ${id}`).toBe(true);
+      for (const id of announcements.keys())
+        expect(
+          subagents.some((r) => r.id === id),
+          `announcement of an unknown run ${id}`,
+        ).toBe(true);
     };
 
     const checkAfterRestart = async (agent: AgentProcess) => {

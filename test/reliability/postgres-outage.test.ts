@@ -19,7 +19,8 @@ describe.skipIf(!reachable)('PostgreSQL outage under load', () => {
   let proxy: TcpProxy;
   let account: TestAccount;
   let api: string;
-  const post = (p: string, body: unknown) => fetch(`${api}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (p: string, body: unknown) =>
+    fetch(`${api}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -89,7 +90,9 @@ describe.skipIf(!reachable)('PostgreSQL outage under load', () => {
     running = false;
     await Promise.all(workers);
 
-    console.log(`statuses: ${[...statuses].map(([s, n]) => `${s}×${n}`).join(' ')}; chains whose rotation committed but whose answer was cut: ${chains.filter((c) => c.lostAck).length}`);
+    console.log(
+      `statuses: ${[...statuses].map(([s, n]) => `${s}×${n}`).join(' ')}; chains whose rotation committed but whose answer was cut: ${chains.filter((c) => c.lostAck).length}`,
+    );
     expect(recovered).toBe(true);
     expect(during503).toBeGreaterThan(0);
     expect(bad).toEqual([]);

@@ -17,7 +17,8 @@ const ROUNDS = 5;
 describe.each(await accountStoreKinds())('50 concurrent uses of one credential on %s', (kind) => {
   let account: TestAccount;
   let api: string;
-  const post = (p: string, body: unknown) => fetch(`${api}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (p: string, body: unknown) =>
+    fetch(`${api}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   /** Fires BURST copies at once; expects exactly one 200 and the rest 401; returns the winner's body. */
   async function burst(p: string, body: () => unknown): Promise<Pair> {

@@ -10,7 +10,8 @@ import { startTestAgent, type TestAgent } from '../support/servers.js';
 
 async function partFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) if (entry.name.endsWith('.part')) out.push(path.join(entry.parentPath, entry.name));
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }))
+    if (entry.name.endsWith('.part')) out.push(path.join(entry.parentPath, entry.name));
   return out;
 }
 

@@ -91,7 +91,13 @@ class RawClient {
   /** Reads again, to the end of the run. */
   async drain(): Promise<string> {
     this.socket.resume();
-    expect(await within(60_000, 'the rest of the stream', this.readUntil((t) => t.includes('"type":"done"')))).toBe(true);
+    expect(
+      await within(
+        60_000,
+        'the rest of the stream',
+        this.readUntil((t) => t.includes('"type":"done"')),
+      ),
+    ).toBe(true);
     return this.text;
   }
 }
@@ -119,7 +125,14 @@ describe('SSE clients that stop reading', () => {
     workspace = await tempDir('stuck-sse');
     // A long grace keeps the reading run's buffer through both measurements, so they compare alike.
     agent = await startAgentProcess(
-      { AGENT_SECRET: secret, AGENT_WORKSPACE: workspace, MODEL: model.modelSpec, AGENT_MODEL_RETRIES: '0', AGENT_RUN_TIMEOUT: '120', AGENT_STREAM_GRACE: '600' },
+      {
+        AGENT_SECRET: secret,
+        AGENT_WORKSPACE: workspace,
+        MODEL: model.modelSpec,
+        AGENT_MODEL_RETRIES: '0',
+        AGENT_RUN_TIMEOUT: '120',
+        AGENT_STREAM_GRACE: '600',
+      },
       { probe: true },
     );
     port = Number(new URL(agent.url).port);
@@ -155,14 +168,24 @@ describe('SSE clients that stop reading', () => {
 
   /** `POST /chat` read to the end by a normal client. */
   const chat = async (chatId: string, message: string) =>
-    readFrames(await openSse(`${agent.url}/chat`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ chat_id: chatId, message }) }));
+    readFrames(
+      await openSse(`${agent.url}/chat`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ chat_id: chatId, message }),
+      }),
+    );
 
-  const active = async (chatId: string) => ((await (await fetch(`${agent.url}/chat/${chatId}/active`, { headers: auth })).json()) as { active: boolean }).active;
+  const active = async (chatId: string) =>
+    ((await (await fetch(`${agent.url}/chat/${chatId}/active`, { headers: auth })).json()) as { active: boolean }).active;
 
   async function assistantText(chatId: string): Promise<string> {
     const res = await fetch(`${agent.url}/chat/${chatId}/history`, { headers: auth });
     const { messages } = (await res.json()) as { messages: Array<{ type: string; name?: string; content?: string }> };
-    return messages.filter((m) => m.type === 'text' && m.name !== 'user').map((m) => m.content ?? '').join('');
+    return messages
+      .filter((m) => m.type === 'text' && m.name !== 'user')
+      .map((m) => m.content ?? '')
+      .join('');
   }
 
   /** The probe's view of our raw clients' connections (matched by port). */
@@ -186,7 +209,10 @@ describe('SSE clients that stop reading', () => {
     const body = JSON.stringify({ chat_id: 'stuck', message: 'stuck' });
     const head = `Host: 127.0.0.1\r\nAuthorization: Bearer ${secret}\r\n`;
     const stuckRss = await peakRssGrowth(async () => {
-      const starter = new RawClient(port, `POST /chat HTTP/1.1\r\n${head}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      const starter = new RawClient(
+        port,
+        `POST /chat HTTP/1.1\r\n${head}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
       clients.push(starter);
       await starter.stall((t) => t.includes('\r\n\r\n'));
       await until(() => active('stuck'), 10_000);

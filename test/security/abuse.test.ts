@@ -33,7 +33,11 @@ interface Answer {
 }
 
 async function post(url: string, body: unknown, from: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': from, ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': from, ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as Answer['body'], retryAfter: Number(res.headers.get('retry-after')) };
 }
 
@@ -42,10 +46,7 @@ const guestSignIn = (account: TestAccount, deviceId: string, from: string, heade
 const mailSignIn = (account: TestAccount, email: string, from: string, headers?: Record<string, string>) =>
   post(`${account.url}/api/v1/auth/login/email`, { email }, from, headers);
 
-const stores = [
-  { name: 'memory', env: {} as Record<string, string> },
-  ...((await redisReachable()) ? [{ name: 'Redis', env: { REDIS_URL } }] : []),
-];
+const stores = [{ name: 'memory', env: {} as Record<string, string> }, ...((await redisReachable()) ? [{ name: 'Redis', env: { REDIS_URL } }] : [])];
 
 describe('client keys: one bucket per IPv4 address, per IPv6 /64', () => {
   it.each([
@@ -184,7 +185,9 @@ describe.each(stores)('abuse limits, counters in $name', ({ name, env }) => {
 
     it('the 11th mail to one address within an hour, from rotating clients, is 429 — the same for a known and an unknown address', async () => {
       const known = `known-${hex(4)}@example.com`;
-      await open.services.store.db.user.create({ data: { email: known, identities: { create: { provider: 'email', subject: known, email: known, emailVerified: true } } } });
+      await open.services.store.db.user.create({
+        data: { email: known, identities: { create: { provider: 'email', subject: known, email: known, emailVerified: true } } },
+      });
       const unknown = `unknown-${hex(4)}@example.com`;
       const [a, b] = [await elevenMails(known), await elevenMails(unknown)];
       for (const refusal of [a, b]) {
@@ -210,7 +213,10 @@ describe('device ids', () => {
     for (const short of ['1', 'test', 'serial-12345678']) {
       const res = await guestSignIn(account, short, '127.0.0.1');
       expect(res.status).toBe(400);
-      expect(res.body).toMatchObject({ code: 'VALIDATION_FAILED', issues: [{ path: 'device_id', message: expect.stringMatching(/at least 16 characters.*random id \(a UUID\)/) }] });
+      expect(res.body).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        issues: [{ path: 'device_id', message: expect.stringMatching(/at least 16 characters.*random id \(a UUID\)/) }],
+      });
     }
     expect((await guestSignIn(account, 'x'.repeat(16), '127.0.0.1')).status).toBe(200);
   });
@@ -299,7 +305,7 @@ describe('CAPTCHA', () => {
     expect(await sdk.requestEmailSignIn(`sdk-${hex(4)}@example.com`, { captcha: 'solved-token' })).toMatchObject({ message: expect.any(String) });
   });
 
-  it('a provider that refuses our secret → 503 CAPTCHA_UNAVAILABLE, not the client\'s fault', async () => {
+  it("a provider that refuses our secret → 503 CAPTCHA_UNAVAILABLE, not the client's fault", async () => {
     const res = await guestSignIn(wrongSecret, newDeviceId(), '203.0.113.51', { 'x-captcha-response': 'solved-token' });
     expect(res).toMatchObject({ status: 503, body: { code: 'CAPTCHA_UNAVAILABLE' } });
     expect(res.retryAfter).toBeGreaterThan(0);
@@ -318,7 +324,9 @@ describe('CAPTCHA', () => {
     expect(() => loadAccountConfig({ CAPTCHA_PROVIDER: 'hcaptcha', CAPTCHA_SECRET: 's' })).toThrow(/CAPTCHA_SITE_KEY: is required/);
     expect(() => loadAccountConfig({ CAPTCHA_SECRET: 's' })).toThrow(/CAPTCHA_SECRET: has no effect without CAPTCHA_PROVIDER/);
     expect(() => loadAccountConfig({ CAPTCHA_PROVIDER: 'recaptcha' })).toThrow(/CAPTCHA_PROVIDER/);
-    expect(loadAccountConfig({ CAPTCHA_PROVIDER: 'hcaptcha', CAPTCHA_SECRET: 's', CAPTCHA_SITE_KEY: 'k' }).captcha?.verifyUrl).toBe('https://api.hcaptcha.com/siteverify');
+    expect(loadAccountConfig({ CAPTCHA_PROVIDER: 'hcaptcha', CAPTCHA_SECRET: 's', CAPTCHA_SITE_KEY: 'k' }).captcha?.verifyUrl).toBe(
+      'https://api.hcaptcha.com/siteverify',
+    );
     expect(loadAccountConfig({}).captcha).toBeUndefined();
   });
 });

@@ -83,7 +83,11 @@ const hostileString = fc.constantFrom(
   '000000',
   '0x0000000000000000000000000000000000000000',
 );
-const anyString = fc.oneof({ weight: 3, arbitrary: fc.string({ maxLength: 40 }) }, { weight: 2, arbitrary: hostileString }, { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }) });
+const anyString = fc.oneof(
+  { weight: 3, arbitrary: fc.string({ maxLength: 40 }) },
+  { weight: 2, arbitrary: hostileString },
+  { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }) },
+);
 const garbageValue: fc.Arbitrary<unknown> = fc.oneof(
   anyString,
   fc.integer(),
@@ -112,7 +116,12 @@ function fromSchema(schema: Schema | undefined, depth = 0): fc.Arbitrary<unknown
       return fc.oneof({ weight: 4, arbitrary: typical }, { weight: 3, arbitrary: anyString }, { weight: 1, arbitrary: garbageValue });
     }
     case 'integer':
-      return fc.oneof(fc.integer({ min: schema.minimum ?? -5, max: Math.min(schema.maximum ?? 2000, 2000) }), fc.integer(), fc.constantFrom(0, -1, 2 ** 53, Number.MAX_SAFE_INTEGER), garbageValue);
+      return fc.oneof(
+        fc.integer({ min: schema.minimum ?? -5, max: Math.min(schema.maximum ?? 2000, 2000) }),
+        fc.integer(),
+        fc.constantFrom(0, -1, 2 ** 53, Number.MAX_SAFE_INTEGER),
+        garbageValue,
+      );
     case 'number':
       return fc.oneof(fc.double({ noNaN: true }), garbageValue);
     case 'boolean':
@@ -124,7 +133,12 @@ function fromSchema(schema: Schema | undefined, depth = 0): fc.Arbitrary<unknown
       const required = new Set(schema.required ?? []);
       const record: Record<string, fc.Arbitrary<unknown>> = Object.fromEntries(props.map(([k, s]) => [k, fromSchema(s, depth + 1)]));
       const shaped = fc.record(record, { requiredKeys: props.map(([k]) => k).filter((k) => required.has(k)) });
-      const mutated = fc.tuple(fc.record(record, { requiredKeys: [] }), fc.dictionary(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('__proto__', 'constructor', 'prototype')), garbageValue, { maxKeys: 3 })).map(([a, b]) => ({ ...b, ...a }));
+      const mutated = fc
+        .tuple(
+          fc.record(record, { requiredKeys: [] }),
+          fc.dictionary(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('__proto__', 'constructor', 'prototype')), garbageValue, { maxKeys: 3 }),
+        )
+        .map(([a, b]) => ({ ...b, ...a }));
       return fc.oneof({ weight: 4, arbitrary: shaped }, { weight: 2, arbitrary: mutated }, { weight: 1, arbitrary: garbageValue });
     }
     default:
@@ -148,12 +162,37 @@ function requestsFor(pathTemplate: string, method: string, op: Operation, auth: 
   const queryParams = params.filter((p) => p.in === 'query');
   const jsonSchema = op.requestBody?.content['application/json']?.schema;
   const multipart = op.requestBody?.content['multipart/form-data'] !== undefined;
-  const pathArb = fc.record(Object.fromEntries(pathParams.map((p) => [p.name, fc.oneof(fromSchema(p.schema), anyString).map(text)])) as Record<string, fc.Arbitrary<string>>);
-  const queryArb = fc.record(Object.fromEntries(queryParams.map((p) => [p.name, fromSchema(p.schema)])) as Record<string, fc.Arbitrary<unknown>>, { requiredKeys: [] });
+  const pathArb = fc.record(
+    Object.fromEntries(pathParams.map((p) => [p.name, fc.oneof(fromSchema(p.schema), anyString).map(text)])) as Record<string, fc.Arbitrary<string>>,
+  );
+  const queryArb = fc.record(Object.fromEntries(queryParams.map((p) => [p.name, fromSchema(p.schema)])) as Record<string, fc.Arbitrary<unknown>>, {
+    requiredKeys: [],
+  });
   const bodyArb: fc.Arbitrary<{ contentType?: string; body?: string | Buffer }> = fc.oneof(
     { weight: 6, arbitrary: fromSchema(jsonSchema ?? { type: 'object' }).map((v) => ({ contentType: 'application/json', body: JSON.stringify(v) ?? 'null' })) },
-    { weight: 1, arbitrary: fc.constantFrom('{', '{"a":', '[1,2', 'null', '"str"', '1', 'true', '{"device_id":"x"', '\u0000', '{"__proto__":{"admin":true}}').map((body) => ({ contentType: 'application/json', body })) },
-    { weight: 1, arbitrary: fc.string({ maxLength: 80 }).map((body) => ({ contentType: fc.sample(fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'application/json; charset=utf-16', 'multipart/form-data; boundary=x', 'application/octet-stream'), 1)[0], body })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('{', '{"a":', '[1,2', 'null', '"str"', '1', 'true', '{"device_id":"x"', '\u0000', '{"__proto__":{"admin":true}}')
+        .map((body) => ({ contentType: 'application/json', body })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.string({ maxLength: 80 }).map((body) => ({
+        contentType: fc.sample(
+          fc.constantFrom(
+            'text/plain',
+            'application/x-www-form-urlencoded',
+            'application/xml',
+            'application/json; charset=utf-16',
+            'multipart/form-data; boundary=x',
+            'application/octet-stream',
+          ),
+          1,
+        )[0],
+        body,
+      })),
+    },
     { weight: 1, arbitrary: fc.constant({}) },
     ...(multipart
       ? [
@@ -169,21 +208,35 @@ function requestsFor(pathTemplate: string, method: string, op: Operation, auth: 
         ]
       : []),
   );
-  const authArb = fc.oneof({ weight: 5, arbitrary: fc.constant('valid') }, { weight: 1, arbitrary: fc.constant('none') }, { weight: 1, arbitrary: anyString.map((s) => `Bearer ${s}`) });
-  return fc.record({ path: pathArb, query: queryArb, body: bodyArb, auth: authArb, rawPathJunk: fc.oneof({ weight: 9, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('/', '//', '/..', '%00', '?a=%', '#x', ';x') }) }).map(({ path, query, body, auth: a, rawPathJunk }) => {
-    let p = pathTemplate.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(path[name] ?? 'x').replace(/%2F/gi, () => (Math.random() < 0.5 ? '/' : '%2F')));
-    const qs = new URLSearchParams();
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, text(v));
-    if ([...qs].length) p += `?${qs.toString()}`;
-    p += rawPathJunk;
-    const headers: Record<string, string> = {};
-    const valid = auth();
-    if (a === 'valid' && valid) headers.authorization = valid;
-    else if (a !== 'none' && a !== 'valid') headers.authorization = a.replace(/[^\x20-\x7e]/g, '');
-    const sendsBody = method !== 'get' && method !== 'head' && body.body !== undefined;
-    if (sendsBody && body.contentType) headers['content-type'] = body.contentType;
-    return { method: method.toUpperCase(), path: p, headers, ...(sendsBody ? { body: body.body } : {}) };
-  });
+  const authArb = fc.oneof(
+    { weight: 5, arbitrary: fc.constant('valid') },
+    { weight: 1, arbitrary: fc.constant('none') },
+    { weight: 1, arbitrary: anyString.map((s) => `Bearer ${s}`) },
+  );
+  return fc
+    .record({
+      path: pathArb,
+      query: queryArb,
+      body: bodyArb,
+      auth: authArb,
+      rawPathJunk: fc.oneof({ weight: 9, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('/', '//', '/..', '%00', '?a=%', '#x', ';x') }),
+    })
+    .map(({ path, query, body, auth: a, rawPathJunk }) => {
+      let p = pathTemplate.replace(/\{(\w+)\}/g, (_m, name: string) =>
+        encodeURIComponent(path[name] ?? 'x').replace(/%2F/gi, () => (Math.random() < 0.5 ? '/' : '%2F')),
+      );
+      const qs = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, text(v));
+      if ([...qs].length) p += `?${qs.toString()}`;
+      p += rawPathJunk;
+      const headers: Record<string, string> = {};
+      const valid = auth();
+      if (a === 'valid' && valid) headers.authorization = valid;
+      else if (a !== 'none' && a !== 'valid') headers.authorization = a.replace(/[^\x20-\x7e]/g, '');
+      const sendsBody = method !== 'get' && method !== 'head' && body.body !== undefined;
+      if (sendsBody && body.contentType) headers['content-type'] = body.contentType;
+      return { method: method.toUpperCase(), path: p, headers, ...(sendsBody ? { body: body.body } : {}) };
+    });
 }
 
 interface Finding {
@@ -210,7 +263,12 @@ function check(req: FuzzRequest, status: number, contentType: string, body: stri
     if (typeof o !== 'object' || o === null || typeof o.detail !== 'string' || typeof o.code !== 'string') return 'error body not {detail, code}';
     const extra = Object.keys(o).filter((k) => !['detail', 'code', 'issues'].includes(k));
     if (extra.length) return `error body has extra keys ${extra.join(',')}`;
-    if (o.issues !== undefined && (!Array.isArray(o.issues) || !o.issues.every((i) => typeof (i as { path?: unknown }).path === 'string' && typeof (i as { message?: unknown }).message === 'string'))) return 'malformed issues';
+    if (
+      o.issues !== undefined &&
+      (!Array.isArray(o.issues) ||
+        !o.issues.every((i) => typeof (i as { path?: unknown }).path === 'string' && typeof (i as { message?: unknown }).message === 'string'))
+    )
+      return 'malformed issues';
   }
   void req;
   return undefined;
@@ -224,13 +282,25 @@ async function fire(base: string, requests: FuzzRequest[], findings: Finding[], 
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), 10_000);
       try {
-        const res = await fetch(`${base}${req.path}`, { method: req.method, headers: req.headers, body: req.body as BodyInit | undefined, redirect: 'manual', signal: controller.signal });
+        const res = await fetch(`${base}${req.path}`, {
+          method: req.method,
+          headers: req.headers,
+          body: req.body as BodyInit | undefined,
+          redirect: 'manual',
+          signal: controller.signal,
+        });
         // SSE answers are read for a moment only (a stream may run long).
         const isStream = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
         const body = isStream ? await readSome(res) : await res.text();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         const problem = check(req, res.status, res.headers.get('content-type') ?? '', body);
-        if (problem) findings.push({ request: { ...req, body: typeof req.body === 'string' ? req.body.slice(0, 300) : req.body ? `<${req.body.length} bytes>` : undefined }, status: res.status, body: body.slice(0, 500), problem });
+        if (problem)
+          findings.push({
+            request: { ...req, body: typeof req.body === 'string' ? req.body.slice(0, 300) : req.body ? `<${req.body.length} bytes>` : undefined },
+            status: res.status,
+            body: body.slice(0, 500),
+            problem,
+          });
       } catch (error) {
         findings.push({ request: req, status: 0, body: String(error), problem: 'request failed (connection dropped or timed out)' });
       } finally {
@@ -255,14 +325,27 @@ async function readSome(res: Response): Promise<string> {
   return text;
 }
 
-function plan(doc: Doc, count: number, auth: () => string | undefined, seed: number, skip: (path: string, method: string) => boolean = () => false): FuzzRequest[] {
-  const ops = Object.entries(doc.paths).flatMap(([p, methods]) => Object.entries(methods).filter(([m]) => !skip(p, m)).map(([m, op]) => ({ p, m, op })));
+function plan(
+  doc: Doc,
+  count: number,
+  auth: () => string | undefined,
+  seed: number,
+  skip: (path: string, method: string) => boolean = () => false,
+): FuzzRequest[] {
+  const ops = Object.entries(doc.paths).flatMap(([p, methods]) =>
+    Object.entries(methods)
+      .filter(([m]) => !skip(p, m))
+      .map(([m, op]) => ({ p, m, op })),
+  );
   const perOp = Math.ceil(count / ops.length);
   return ops.flatMap(({ p, m, op }, i) => fc.sample(requestsFor(p, m, op, auth), { numRuns: perOp, seed: seed + i }));
 }
 
 function report(name: string, sent: number, statuses: Map<number, number>, findings: Finding[]) {
-  const byStatus = [...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
+  const byStatus = [...statuses]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ');
   console.log(`${name}: ${sent} requests, seed ${SEED}; statuses ${byStatus}; findings ${findings.length}`);
   for (const f of findings.slice(0, 5)) console.log(JSON.stringify(f));
 }
@@ -279,7 +362,11 @@ describe('fuzz from the OpenAPI documents', () => {
     accountDoc = (await (await fetch(`${stack.api}/openapi.json`)).json()) as Doc;
     agentDoc = (await (await fetch(`${agent.url}/openapi.json`, { headers: agent.auth })).json()) as Doc;
     for (let i = 0; i < 8; i++) {
-      const res = await fetch(`${stack.api}/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId(`fuzz-${i}`) }) });
+      const res = await fetch(`${stack.api}/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: testDeviceId(`fuzz-${i}`) }),
+      });
       accessTokens.push(((await res.json()) as { access_token: string }).access_token);
     }
   });

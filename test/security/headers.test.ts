@@ -29,7 +29,11 @@ describe('security headers', () => {
   let web: RunningServer;
 
   beforeAll(async () => {
-    [account, split, agent] = await Promise.all([startTestAccount('pglite'), startTestAccount('pglite', { FRONTEND_URL: `${FRONTEND}/app` }), startTestAgent()]);
+    [account, split, agent] = await Promise.all([
+      startTestAccount('pglite'),
+      startTestAccount('pglite', { FRONTEND_URL: `${FRONTEND}/app` }),
+      startTestAgent(),
+    ]);
     // The web client as the account service serves it (the same function), over a tiny build.
     const dist = await tempDir('web-dist');
     await mkdir(path.join(dist, 'assets'));
@@ -49,7 +53,10 @@ describe('security headers', () => {
       [`${account.url}/.well-known/jwks.json`, {}],
       [`${account.url}/api/v1/auth/me`, {}],
       [`${account.url}/api/v1/nope`, {}],
-      [`${account.url}/api/v1/auth/guest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('h') }) }],
+      [
+        `${account.url}/api/v1/auth/guest`,
+        { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_id: testDeviceId('h') }) },
+      ],
       [`${account.url}/trpc/tokens.me`, {}],
     ] as const) {
       const res = await fetch(url, init);
@@ -59,7 +66,12 @@ describe('security headers', () => {
   });
 
   it('agent API answers carry the base headers', async () => {
-    for (const [p, auth] of [['/health', false], ['/workspace/tree', true], ['/workspace/tree', false], ['/nope', true]] as const) {
+    for (const [p, auth] of [
+      ['/health', false],
+      ['/workspace/tree', true],
+      ['/workspace/tree', false],
+      ['/nope', true],
+    ] as const) {
       const res = await fetch(`${agent.url}${p}`, { headers: auth ? agent.auth : {} });
       expectBaseHeaders(res);
     }
@@ -98,7 +110,10 @@ describe('security headers', () => {
   it('no CORS at all when the web client is on the API origin (the default)', async () => {
     const res = await fetch(`${account.url}/api/v1/auth/me`, { headers: { origin: 'https://evil.example' } });
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
-    const pre = await fetch(`${account.url}/api/v1/auth/guest`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const pre = await fetch(`${account.url}/api/v1/auth/guest`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     expect(pre.headers.get('access-control-allow-origin')).toBeNull();
   });
 
@@ -108,7 +123,10 @@ describe('security headers', () => {
     expect(ok.headers.get('access-control-allow-credentials')).toBeNull();
     expect(ok.headers.get('vary') ?? '').toMatch(/origin/i);
 
-    const pre = await fetch(`${split.url}/api/v1/auth/guest`, { method: 'OPTIONS', headers: { origin: FRONTEND, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization' } });
+    const pre = await fetch(`${split.url}/api/v1/auth/guest`, {
+      method: 'OPTIONS',
+      headers: { origin: FRONTEND, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization' },
+    });
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-origin')).toBe(FRONTEND);
     expect((pre.headers.get('access-control-allow-headers') ?? '').toLowerCase()).toContain('authorization');

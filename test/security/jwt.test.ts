@@ -21,7 +21,8 @@ describe.each(await accountStoreKinds())('JWT attacks on %s', (kind) => {
   let account: TestAccount;
   let api: string;
   let pair: Pair;
-  const post = (path: string, body: unknown) => fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (path: string, body: unknown) =>
+    fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const me = (token: string) => fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${token}` } });
   const guest = async (device: string) => (await (await post('/auth/guest', { device_id: testDeviceId(device) })).json()) as Pair;
 
@@ -67,7 +68,9 @@ describe.each(await accountStoreKinds())('JWT attacks on %s', (kind) => {
     for (const secret of secrets) {
       for (const alg of ['HS256', 'HS384', 'HS512']) {
         const head = `${b64({ alg, typ: 'JWT', kid: jwk.kid })}.${b64(claims)}`;
-        const mac = createHmac(`sha${alg.slice(2)}`, secret).update(head).digest('base64url');
+        const mac = createHmac(`sha${alg.slice(2)}`, secret)
+          .update(head)
+          .digest('base64url');
         await refused(`${head}.${mac}`);
       }
     }
@@ -85,7 +88,9 @@ describe.each(await accountStoreKinds())('JWT attacks on %s', (kind) => {
     for (const header of [{ jwk: attackerJwk }, { jku: 'http://127.0.0.1:1/jwks.json' }, { x5u: 'http://127.0.0.1:1/cert' }]) {
       const token = await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', kid: 'attacker', ...header }).sign(attacker.privateKey);
       await refused(token);
-      const withOurKid = await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', kid: decodeProtectedHeader(pair.access_token).kid as string, ...header }).sign(attacker.privateKey);
+      const withOurKid = await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'EdDSA', kid: decodeProtectedHeader(pair.access_token).kid as string, ...header })
+        .sign(attacker.privateKey);
       await refused(withOurKid);
     }
   });
@@ -115,7 +120,11 @@ describe.each(await accountStoreKinds())('JWT attacks on %s', (kind) => {
     const claims = decodeJwt(pair.access_token);
     // Validly signed with our key, by hand: jose itself refuses to make some of these.
     const kid = decodeProtectedHeader(pair.access_token).kid;
-    for (const header of [{ alg: 'EdDSA', kid, crit: ['exp'], exp: 1 }, { alg: 'EdDSA', kid, b64: false, crit: ['b64'] }, { alg: 'EdDSA', kid, b64: true }]) {
+    for (const header of [
+      { alg: 'EdDSA', kid, crit: ['exp'], exp: 1 },
+      { alg: 'EdDSA', kid, b64: false, crit: ['b64'] },
+      { alg: 'EdDSA', kid, b64: true },
+    ]) {
       const input = `${b64(header)}.${b64(claims)}`;
       await refused(`${input}.${sign(null, Buffer.from(input), account.services.tokens.issuer.keys.privateKey).toString('base64url')}`);
     }
@@ -127,7 +136,15 @@ describe.each(await accountStoreKinds())('JWT attacks on %s', (kind) => {
 
   it('malformed compact forms: extra segments, padding, other alphabets, whitespace, an oversized signature', async () => {
     const [h, p, s] = pair.access_token.split('.') as [string, string, string];
-    for (const token of [`${h}.${p}.${s}.${s}`, `${h}.${p}`, `${h}.${p}.${s}=`, `${h}.${p}.${s.replace(/-/g, '+').replace(/_/g, '/')}x`, `${h}.${p}. ${s}`, `${h}.${p}.${s}${s}`, `${h}..${s}`]) {
+    for (const token of [
+      `${h}.${p}.${s}.${s}`,
+      `${h}.${p}`,
+      `${h}.${p}.${s}=`,
+      `${h}.${p}.${s.replace(/-/g, '+').replace(/_/g, '/')}x`,
+      `${h}.${p}. ${s}`,
+      `${h}.${p}.${s}${s}`,
+      `${h}..${s}`,
+    ]) {
       if (token === pair.access_token) continue;
       const res = await me(token);
       expect(res.status).toBe(401);

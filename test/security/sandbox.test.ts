@@ -67,7 +67,9 @@ async function guest(): Promise<string> {
 /** A full account: a guest whose flag is flipped, signed in again (its agent starts after that). */
 async function fullAccount(): Promise<string> {
   const deviceId = randomUUID();
-  const first = (await (await fetch(`${api}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: deviceId }) })).json()) as TokenPair;
+  const first = (await (
+    await fetch(`${api}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: deviceId }) })
+  ).json()) as TokenPair;
   const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${first.access_token}` } })).json()) as { user_id: string };
   await account.services.store.db.user.update({ where: { id: me.user_id }, data: { isGuest: false } });
   const again = await fetch(`${api}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: deviceId }) });
@@ -150,7 +152,10 @@ describe('a tenant inside its sandbox', () => {
 
   it("cannot reach another tenant's workspace by absolute path, relative path or symlink", async () => {
     const bobAgentId = path.basename(path.dirname(bobWorkspace));
-    const out = await run(alice, `cat ${bobWorkspace}/diary.txt; cat ../${bobAgentId}/workspace/diary.txt; cat ../../agents/${bobAgentId}/workspace/diary.txt; ls .. 2>&1`);
+    const out = await run(
+      alice,
+      `cat ${bobWorkspace}/diary.txt; cat ../${bobAgentId}/workspace/diary.txt; cat ../../agents/${bobAgentId}/workspace/diary.txt; ls .. 2>&1`,
+    );
     expect(out).not.toContain(bobSecret);
     // A symlink made by exec, then read through the file tools and the files API.
     await run(alice, `ln -sf ${bobWorkspace}/diary.txt stolen.txt; ln -sfn ${bobWorkspace} bobdir`);
@@ -164,7 +169,10 @@ describe('a tenant inside its sandbox', () => {
   });
 
   it('sees no other process: not the account service environment (canary), not its command lines, not the provider key', async () => {
-    const out = await run(alice, 'ls /proc | grep -c "^[0-9]"; cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n"; cat /proc/*/cmdline 2>/dev/null | tr "\\0" " "; env');
+    const out = await run(
+      alice,
+      'ls /proc | grep -c "^[0-9]"; cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n"; cat /proc/*/cmdline 2>/dev/null | tr "\\0" " "; env',
+    );
     expect(out).not.toContain(CANARY);
     expect(out).not.toContain(MODEL_KEY);
     expect(out).not.toContain(account.dataDir);
@@ -175,7 +183,12 @@ describe('a tenant inside its sandbox', () => {
 
   it('has no network: not the account service, PostgreSQL, Redis or anything else on the host', async () => {
     const port = Number(new URL(account.url).port);
-    for (const [host, target] of [['127.0.0.1', port], ['127.0.0.1', 5432], ['127.0.0.1', 6379], ['1.1.1.1', 443]] as const) {
+    for (const [host, target] of [
+      ['127.0.0.1', port],
+      ['127.0.0.1', 5432],
+      ['127.0.0.1', 6379],
+      ['1.1.1.1', 443],
+    ] as const) {
       const out = await run(alice, connectFrom(host, target));
       expect(out).toContain('REFUSED');
       expect(out).not.toContain('CONNECTED');
@@ -269,7 +282,12 @@ describe('exec network', () => {
   });
 
   it('with AGENT_EXEC_NETWORK=allowlist commands reach allow-listed hosts through the gateway, and nothing else', async () => {
-    const open = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec, AGENT_EXEC_NETWORK: 'allowlist' });
+    const open = await startTestAccount('pglite', {
+      AGENT_PROVISIONER: 'local',
+      AGENT_IDLE_TIMEOUT: '0',
+      MODEL: model.modelSpec,
+      AGENT_EXEC_NETWORK: 'allowlist',
+    });
     try {
       const base = `${open.url}/api/v1`;
       const res = await fetch(`${base}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: randomUUID() }) });
@@ -300,7 +318,12 @@ describe('exec network', () => {
 
 describe('without a sandbox', () => {
   it('agents still chat and take files, but have no exec, when bubblewrap is missing', async () => {
-    const plain = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec, AGENT_SANDBOX_BWRAP: '/nonexistent/bwrap' });
+    const plain = await startTestAccount('pglite', {
+      AGENT_PROVISIONER: 'local',
+      AGENT_IDLE_TIMEOUT: '0',
+      MODEL: model.modelSpec,
+      AGENT_SANDBOX_BWRAP: '/nonexistent/bwrap',
+    });
     try {
       const base = `${plain.url}/api/v1`;
       const res = await fetch(`${base}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: randomUUID() }) });

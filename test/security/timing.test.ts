@@ -32,7 +32,10 @@ async function expectNoDifference(name: string, take: () => Promise<{ a: number[
     const c = mannWhitney(s.a, s.b);
     show(name, c);
     // Positive control on the very same samples: a shift of `shift` ms is detected.
-    const control = mannWhitney(s.a.map((v) => v + shift), s.b);
+    const control = mannWhitney(
+      s.a.map((v) => v + shift),
+      s.b,
+    );
     show(`${name} (control, +${shift} ms)`, control);
     if (control.p >= ALPHA) continue;
     conclusive++;
@@ -77,7 +80,8 @@ describe('timing', () => {
 
   it('POST /auth/login/email: a known and an unknown address answer in the same time', async () => {
     const api = `${account.url}/api/v1`;
-    const post = (p: string, body: unknown) => fetch(`${api}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (p: string, body: unknown) =>
+      fetch(`${api}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     // A known address: an account that signed in by e-mail.
     const known = 'known-timing@example.com';
     const issued = await account.services.email.request(known);
@@ -91,7 +95,12 @@ describe('timing', () => {
     await expectNoDifference(
       'login/email known vs unknown',
       async () => {
-        const s = await sampleInterleaved(400, ask(() => known), ask(() => `unknown-${i++}-${randomBytes(3).toString('hex')}@example.com`), 30);
+        const s = await sampleInterleaved(
+          400,
+          ask(() => known),
+          ask(() => `unknown-${i++}-${randomBytes(3).toString('hex')}@example.com`),
+          30,
+        );
         await account.services.mail.idle();
         return s;
       },

@@ -13,7 +13,14 @@ describe('subagent and heartbeat configuration', () => {
   });
 
   it('takes short (fractional) values for tests, and 0 disables the heartbeat', () => {
-    const config = loadAgentConfig({ ...base, HEARTBEAT_INTERVAL: '0.2', SUBAGENT_TIMEOUT: '0.5', SUBAGENT_RETENTION: '1', SUBAGENT_MAX_RUNNING: '2', HEARTBEAT_WAIT: '0' });
+    const config = loadAgentConfig({
+      ...base,
+      HEARTBEAT_INTERVAL: '0.2',
+      SUBAGENT_TIMEOUT: '0.5',
+      SUBAGENT_RETENTION: '1',
+      SUBAGENT_MAX_RUNNING: '2',
+      HEARTBEAT_WAIT: '0',
+    });
     expect(config.heartbeatIntervalSeconds).toBe(0.2);
     expect(config.subagents).toMatchObject({ timeoutMs: 500, retentionMs: 1000, maxRunning: 2 });
     expect(config.heartbeat.waitMs).toBe(0);

@@ -42,7 +42,12 @@ export function spawnResults(rig: ChatRig): Array<{ run_id?: string; status?: st
 }
 
 /** Makes the parent chat spawn, then returns the run ids the tool answered. */
-export async function spawnVia(rig: ChatRig, chatId: string, spawns: SpawnArgs[], subagent: (task: string, request: ModelRequest) => ScriptedStep): Promise<string[]> {
+export async function spawnVia(
+  rig: ChatRig,
+  chatId: string,
+  spawns: SpawnArgs[],
+  subagent: (task: string, request: ModelRequest) => ScriptedStep,
+): Promise<string[]> {
   rig.model.respond(spawnResponder(spawns, subagent));
   const frames = await rig.chat(chatId, 'please delegate');
   if (frames.at(-1)?.data.type !== 'done') throw new Error('chat did not end');

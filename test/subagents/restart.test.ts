@@ -20,11 +20,17 @@ const suite = restartableAgentSuite('agent-subagent-restart', (model) =>
 const { auth } = suite;
 
 async function delegate(url: string, chatId: string): Promise<string> {
-  const stream = await openSse(`${url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'delegate', chat_id: chatId }) });
+  const stream = await openSse(`${url}/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth },
+    body: JSON.stringify({ message: 'delegate', chat_id: chatId }),
+  });
   await readFrames(stream);
   let id = '';
   await until(async () => {
-    const list = (await fetch(`${url}/subagents`, { headers: auth }).then((r) => r.json())) as { subagents: Array<{ id: string; status: string; chat_id: string }> };
+    const list = (await fetch(`${url}/subagents`, { headers: auth }).then((r) => r.json())) as {
+      subagents: Array<{ id: string; status: string; chat_id: string }>;
+    };
     id = list.subagents.find((s) => s.status === 'running' && s.chat_id === chatId)?.id ?? '';
     return id !== '' && suite.model.openStreams() > 0;
   });
@@ -41,7 +47,9 @@ it('a kill -9 during a run: after the restart the run is failed / interrupted an
   try {
     const detail = await fetch(`${second.url}/subagents/${id}`, { headers: auth }).then((r) => r.json());
     expect(detail).toMatchObject({ id, status: 'failed', error: 'interrupted', completed_at: expect.any(Number) });
-    const pending = (await fetch(`${second.url}/pending`, { headers: auth }).then((r) => r.json())) as { messages: Array<{ chat_id: string; source: string; content: string }> };
+    const pending = (await fetch(`${second.url}/pending`, { headers: auth }).then((r) => r.json())) as {
+      messages: Array<{ chat_id: string; source: string; content: string }>;
+    };
     expect(pending.messages).toEqual([expect.objectContaining({ chat_id: 'killed', source: 'subagent', content: expect.stringContaining('interrupted') })]);
     const stop = await fetch(`${second.url}/subagents/${id}/stop`, { method: 'POST', headers: auth });
     expect(stop.status).toBe(409);
@@ -59,7 +67,9 @@ it('a graceful stop during a run interrupts it the same way', async () => {
   try {
     const detail = await fetch(`${again.url}/subagents/${id}`, { headers: again.auth }).then((r) => r.json());
     expect(detail).toMatchObject({ id, status: 'failed', error: 'interrupted' });
-    const pending = (await fetch(`${again.url}/pending`, { headers: again.auth }).then((r) => r.json())) as { messages: Array<{ chat_id: string; content: string }> };
+    const pending = (await fetch(`${again.url}/pending`, { headers: again.auth }).then((r) => r.json())) as {
+      messages: Array<{ chat_id: string; content: string }>;
+    };
     expect(pending.messages).toEqual([expect.objectContaining({ chat_id: 'graceful', content: expect.stringContaining('interrupted') })]);
   } finally {
     await again.stop({ keepWorkspace: true });
@@ -74,7 +84,13 @@ it('a run whose announcement cannot be stored is not recorded as ended: the next
   let id = '';
   try {
     suite.model.respond(spawnResponder([{ label: 'quick job', task: 'Be quick.' }], () => ({ text: 'quick result' })));
-    await readFrames(await openSse(`${agent.url}/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ message: 'delegate', chat_id: 'refused' }) }));
+    await readFrames(
+      await openSse(`${agent.url}/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...auth },
+        body: JSON.stringify({ message: 'delegate', chat_id: 'refused' }),
+      }),
+    );
     await until(async () => {
       const list = (await fetch(`${agent.url}/subagents`, { headers: auth }).then((r) => r.json())) as { subagents: Array<{ id: string; chat_id: string }> };
       id = list.subagents.find((s) => s.chat_id === 'refused')?.id ?? '';

@@ -28,13 +28,24 @@ async function collectPending(): Promise<Pending[]> {
 describe('spawn_subagent', () => {
   it('starts a background run that completes with its result, announced as a pending message', async () => {
     await collectPending();
-    const [id] = await spawnVia(rig, 'c1', [{ label: 'research', task: 'Find the answer.', persona: 'A terse librarian.' }], () => ({ text: ['The answer ', 'is 42.'] }));
+    const [id] = await spawnVia(rig, 'c1', [{ label: 'research', task: 'Find the answer.', persona: 'A terse librarian.' }], () => ({
+      text: ['The answer ', 'is 42.'],
+    }));
     expect(id).toMatch(/^[0-9a-f]{12}$/);
     expect(spawnResults(rig)[0]).toMatchObject({ run_id: id, status: 'running', message: expect.stringContaining(id!) });
 
     const detail = await waitForStatus(rig, id!, 'completed');
     expect(Object.keys(detail).sort()).toEqual(DETAIL_KEYS);
-    expect(detail).toMatchObject({ id, label: 'research', task: 'Find the answer.', persona: 'A terse librarian.', status: 'completed', chat_id: 'c1', result: 'The answer is 42.', error: null });
+    expect(detail).toMatchObject({
+      id,
+      label: 'research',
+      task: 'Find the answer.',
+      persona: 'A terse librarian.',
+      status: 'completed',
+      chat_id: 'c1',
+      result: 'The answer is 42.',
+      error: null,
+    });
     expect(detail.started_at).toEqual(expect.any(Number));
     expect(detail.completed_at as number).toBeGreaterThanOrEqual(detail.started_at as number);
     expect(detail.duration).toBeCloseTo((detail.completed_at as number) - (detail.started_at as number), 2);
@@ -47,7 +58,9 @@ describe('spawn_subagent', () => {
 
     await until(async () => (await rig.agent.services.pending.count()) > 0);
     const pending = await collectPending();
-    expect(pending).toEqual([{ chat_id: 'c1', source: 'subagent', content: expect.stringContaining('The answer is 42.'), created_at: expect.stringMatching(TIMESTAMP) }]);
+    expect(pending).toEqual([
+      { chat_id: 'c1', source: 'subagent', content: expect.stringContaining('The answer is 42.'), created_at: expect.stringMatching(TIMESTAMP) },
+    ]);
     expect(pending[0]!.content).toContain(id);
     expect(await collectPending()).toEqual([]);
   });

@@ -54,7 +54,13 @@ export async function startAgentProcess(env: Record<string, string>, options: Ag
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`agent exited with ${child.exitCode}`);
-    if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return { child, url, exited, stats };
+    if (
+      await fetch(`${url}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { child, url, exited, stats };
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error('agent did not start');

@@ -90,7 +90,9 @@ async function readParams(req: IncomingMessage, url: URL): Promise<{ params: Rec
   return { params };
 }
 
-export async function startFakeTelegram(opts: { token?: string; bot?: { id: number; username: string; first_name: string }; port?: number } = {}): Promise<FakeTelegram> {
+export async function startFakeTelegram(
+  opts: { token?: string; bot?: { id: number; username: string; first_name: string }; port?: number } = {},
+): Promise<FakeTelegram> {
   const token = opts.token ?? '123456:TEST-token_fake';
   const bot = opts.bot ?? { id: 777, username: 'fake_agent_bot', first_name: 'Fake Agent' };
   const calls: RecordedCall[] = [];
@@ -118,7 +120,13 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
     answer(res, status, { ok: false, error_code: status, description, ...(parameters ? { parameters } : {}) });
 
   function sentMessage(chatId: number, extra: Record<string, unknown>) {
-    return { message_id: messageSeq++, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: chatId < 0 ? 'group' : 'private' }, from: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username }, ...extra };
+    return {
+      message_id: messageSeq++,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type: chatId < 0 ? 'group' : 'private' },
+      from: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username },
+      ...extra,
+    };
   }
 
   async function getUpdates(params: Record<string, unknown>, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -156,13 +164,26 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
         req.socket.destroy();
         return;
       }
-      return error(res, fault.status, fault.description ?? `Fault ${fault.status}`, fault.retry_after !== undefined ? { retry_after: fault.retry_after } : undefined);
+      return error(
+        res,
+        fault.status,
+        fault.description ?? `Fault ${fault.status}`,
+        fault.retry_after !== undefined ? { retry_after: fault.retry_after } : undefined,
+      );
     }
     if (gotToken !== token) return error(res, 401, 'Unauthorized');
     const chatId = Number(params.chat_id);
     switch (method) {
       case 'getMe':
-        return ok(res, { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false });
+        return ok(res, {
+          id: bot.id,
+          is_bot: true,
+          first_name: bot.first_name,
+          username: bot.username,
+          can_join_groups: true,
+          can_read_all_group_messages: false,
+          supports_inline_queries: false,
+        });
       case 'deleteWebhook':
         webhook = undefined;
         return ok(res, true);
@@ -178,7 +199,13 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
         return ok(res, sentMessage(chatId, { text: params.text }));
       case 'sendDocument':
         if (!file && typeof params.document !== 'string') return error(res, 400, 'Bad Request: there is no document in the request');
-        return ok(res, sentMessage(chatId, { document: { file_id: `doc${messageSeq}`, file_unique_id: `u${messageSeq}`, file_name: file?.filename }, ...(params.caption ? { caption: params.caption } : {}) }));
+        return ok(
+          res,
+          sentMessage(chatId, {
+            document: { file_id: `doc${messageSeq}`, file_unique_id: `u${messageSeq}`, file_name: file?.filename },
+            ...(params.caption ? { caption: params.caption } : {}),
+          }),
+        );
       case 'sendChatAction':
         return ok(res, true);
       default:
@@ -207,13 +234,23 @@ export async function startFakeTelegram(opts: { token?: string; bot?: { id: numb
       const update_id = updateSeq++;
       updates.push({
         update_id,
-        message: { message_id: messageSeq++, date: Math.floor(Date.now() / 1000), from: { ...from, is_bot: false }, chat: chat ?? { id: from.id, type: 'private', first_name: from.first_name, username: from.username }, text },
+        message: {
+          message_id: messageSeq++,
+          date: Math.floor(Date.now() / 1000),
+          from: { ...from, is_bot: false },
+          chat: chat ?? { id: from.id, type: 'private', first_name: from.first_name, username: from.username },
+          text,
+        },
       });
       if (webhook) {
         // Webhook mode: push it, as Telegram does (it would retry later on a non-2xx answer).
         const target = webhook;
         const update = updates.pop()!;
-        void fetch(target.url, { method: 'POST', headers: { 'content-type': 'application/json', ...(target.secret ? { 'x-telegram-bot-api-secret-token': target.secret } : {}) }, body: JSON.stringify(update) })
+        void fetch(target.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(target.secret ? { 'x-telegram-bot-api-secret-token': target.secret } : {}) },
+          body: JSON.stringify(update),
+        })
           .then((r) => pushes.push({ update_id, status: r.status }))
           .catch(() => pushes.push({ update_id, status: 0 }));
       }

@@ -107,7 +107,6 @@ const word = (hex4: string) => `${hex4}${'0'.repeat(56)}` as Hex;
 export const MAGIC_WORD = word('0x1626ba7e');
 const NOT_MAGIC = word('0xffffffff');
 
-
 /** An `eth_call` handler for the given contract wallets (see the file comment). */
 export function smartWallets(wallets: SmartWallet[]): RpcHandler {
   const find = (address: string) => wallets.find((w) => isAddressEqual(w.address, address as Address));

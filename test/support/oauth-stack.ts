@@ -71,7 +71,9 @@ export async function throughProvider(
   let page = await browser.follow(authorizationUrl, stopAt);
   for (let step = 0; step < 4 && !page.location; step++) {
     if (opts.deny) return browser.follow(browser.link(page, /Cancel/), stopAt);
-    page = /name="login"/.test(page.body) ? await browser.submit(page, { login: opts.login ?? 'alice', password: 'any' }, stopAt) : await browser.submit(page, {}, stopAt);
+    page = /name="login"/.test(page.body)
+      ? await browser.submit(page, { login: opts.login ?? 'alice', password: 'any' }, stopAt)
+      : await browser.submit(page, {}, stopAt);
   }
   if (!page.location) throw new Error(`stuck at ${page.url} (${page.status}): ${page.body.slice(0, 300)}`);
   return page;

@@ -105,9 +105,7 @@ export async function startProviderA(options: { port?: number; clients: TestClie
     async signIdToken(claims, opts = {}) {
       const now = Math.floor(Date.now() / 1000);
       const key = opts.key === 'foreign' ? foreign.privateKey : privateKey;
-      return new SignJWT({ iss: issuer, iat: now, exp: now + 300, ...claims })
-        .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT', ...opts.header })
-        .sign(key);
+      return new SignJWT({ iss: issuer, iat: now, exp: now + 300, ...claims }).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT', ...opts.header }).sign(key);
     },
     close: () => closeServer(server),
   };
@@ -197,10 +195,15 @@ export async function startProviderB(options: { port?: number; clients: TestClie
         const c = client(q.get('client_id'));
         const redirectUri = q.get('redirect_uri') ?? '';
         if (!c?.redirectUris.includes(redirectUri)) return send(res, 400, 'unknown client or redirect_uri', 'text/plain');
-        if (q.get('response_type') !== 'code') return res.writeHead(302, { location: back(redirectUri, { error: 'unsupported_response_type', state: q.get('state') ?? '' }) }).end();
+        if (q.get('response_type') !== 'code')
+          return res.writeHead(302, { location: back(redirectUri, { error: 'unsupported_response_type', state: q.get('state') ?? '' }) }).end();
         const method = q.get('code_challenge_method');
         if (q.get('code_challenge') && method !== 'S256') return send(res, 400, 'only S256', 'text/plain');
-        const cancel = back(redirectUri, { error: 'access_denied', error_description: 'The user has denied your application access.', state: q.get('state') ?? '' });
+        const cancel = back(redirectUri, {
+          error: 'access_denied',
+          error_description: 'The user has denied your application access.',
+          state: q.get('state') ?? '',
+        });
         const hidden = ['client_id', 'redirect_uri', 'state', 'code_challenge', 'scope']
           .map((name) => `<input type="hidden" name="${name}" value="${escapeHtml(q.get(name) ?? '')}">`)
           .join('');
@@ -220,7 +223,13 @@ export async function startProviderB(options: { port?: number; clients: TestClie
         const redirectUri = form.get('redirect_uri') ?? '';
         if (!c?.redirectUris.includes(redirectUri)) return send(res, 400, 'unknown client', 'text/plain');
         const code = randomBytes(20).toString('hex');
-        codes.set(code, { clientId: c.clientId, redirectUri, login: form.get('login') ?? 'anonymous', challenge: form.get('code_challenge') || undefined, expires: Date.now() + 600_000 });
+        codes.set(code, {
+          clientId: c.clientId,
+          redirectUri,
+          login: form.get('login') ?? 'anonymous',
+          challenge: form.get('code_challenge') || undefined,
+          expires: Date.now() + 600_000,
+        });
         res.writeHead(302, { location: back(redirectUri, { code, ...(form.get('state') ? { state: form.get('state') as string } : {}) }) }).end();
         return;
       }
@@ -238,13 +247,20 @@ export async function startProviderB(options: { port?: number; clients: TestClie
         if (!c || c.clientSecret !== secret) return send(res, 401, { error: 'invalid_client' });
         const grant = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
-        if (form.get('grant_type') !== 'authorization_code' || !grant || grant.expires < Date.now() || grant.clientId !== c.clientId || grant.redirectUri !== form.get('redirect_uri')) {
+        if (
+          form.get('grant_type') !== 'authorization_code' ||
+          !grant ||
+          grant.expires < Date.now() ||
+          grant.clientId !== c.clientId ||
+          grant.redirectUri !== form.get('redirect_uri')
+        ) {
           return send(res, 400, { error: 'invalid_grant' });
         }
         const verifier = form.get('code_verifier');
         if (grant.challenge || state.requirePkce) {
           const computed = verifier ? createHash('sha256').update(verifier).digest('base64url') : undefined;
-          if (!grant.challenge || computed !== grant.challenge) return send(res, 400, { error: 'invalid_grant', error_description: 'PKCE verification failed' });
+          if (!grant.challenge || computed !== grant.challenge)
+            return send(res, 400, { error: 'invalid_grant', error_description: 'PKCE verification failed' });
         }
         const token = `gho_${randomBytes(20).toString('hex')}`;
         tokens.set(token, grant.login);

@@ -89,7 +89,6 @@ export function toolResults(request: ModelRequest): Array<{ id: string; content:
     .map((m) => ({ id: m.tool_call_id ?? '', content: typeof m.content === 'string' ? m.content : JSON.stringify(m.content) }));
 }
 
-
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -119,7 +118,9 @@ export async function startScriptedModel(opts: { responder?: Responder; port?: n
     const created = Math.floor(Date.now() / 1000);
     const send = (delta: Record<string, unknown>, finish: string | null = null) => {
       if (signal.aborted) return;
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: 'scripted', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: 'scripted', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+      );
     };
     const delay = step.delayMs ?? 0;
     send({ role: 'assistant', content: '' });
@@ -149,7 +150,9 @@ export async function startScriptedModel(opts: { responder?: Responder; port?: n
       return;
     }
     send({}, calls.length ? 'tool_calls' : 'stop');
-    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: 'scripted', choices: [], usage: { prompt_tokens: 10, completion_tokens: count, total_tokens: 10 + count } })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: 'scripted', choices: [], usage: { prompt_tokens: 10, completion_tokens: count, total_tokens: 10 + count } })}\n\n`,
+    );
     res.write('data: [DONE]\n\n');
     res.end();
   }

@@ -19,7 +19,6 @@ export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(path.join(tmpdir(), `${prefix}-`));
 }
 
-
 export interface TestAgent extends RunningAgent {
   secret: string;
   workspace: string;
@@ -31,7 +30,15 @@ export interface TestAgent extends RunningAgent {
 export async function startTestAgent(env: Record<string, string> = {}): Promise<TestAgent> {
   const secret = env.AGENT_SECRET ?? randomBytes(24).toString('hex');
   const workspace = env.AGENT_WORKSPACE ?? (await tempDir('agent-ws'));
-  const config = loadAgentConfig({ AGENT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', ...env, AGENT_SECRET: secret, AGENT_WORKSPACE: workspace });
+  const config = loadAgentConfig({
+    AGENT_PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    HEARTBEAT_INTERVAL: '0',
+    ...env,
+    AGENT_SECRET: secret,
+    AGENT_WORKSPACE: workspace,
+  });
   const agent = await startAgent(config);
   return {
     ...agent,

@@ -38,7 +38,8 @@ export async function startSmtpSink(opts: { delayMs?: number } = {}): Promise<Sm
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.server.address() as { port: number }).port;
-  const recipient = (mail: ParsedMail) => (Array.isArray(mail.to) ? mail.to : mail.to ? [mail.to] : []).flatMap((a) => a.value.map((v) => v.address?.toLowerCase()));
+  const recipient = (mail: ParsedMail) =>
+    (Array.isArray(mail.to) ? mail.to : mail.to ? [mail.to] : []).flatMap((a) => a.value.map((v) => v.address?.toLowerCase()));
   return {
     port,
     url: `smtp://127.0.0.1:${port}/?ignoreTLS=true`,

@@ -5,7 +5,12 @@
  * so each check of the server can be shown to bite.
  */
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
-import type { AuthenticationResponseJSON, PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
+} from '@simplewebauthn/server';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
 
 interface Credential {
@@ -52,7 +57,13 @@ export class SoftAuthenticator {
     const idLength = Buffer.alloc(2);
     idLength.writeUInt16BE(id.length);
     const authData = Buffer.concat([sha256(rpId), Buffer.from([0x45]), u32(counter), Buffer.alloc(16), idLength, id, Buffer.from(isoCBOR.encode(cose))]);
-    const attestationObject = isoCBOR.encode(new Map<string, unknown>([['fmt', 'none'], ['attStmt', new Map()], ['authData', authData]]) as never);
+    const attestationObject = isoCBOR.encode(
+      new Map<string, unknown>([
+        ['fmt', 'none'],
+        ['attStmt', new Map()],
+        ['authData', authData],
+      ]) as never,
+    );
     this.credentials.push({ id: id.toString('base64url'), privateKey, counter, userHandle: options.user.id, rpId });
     return {
       id: id.toString('base64url'),
@@ -78,7 +89,12 @@ export class SoftAuthenticator {
       id: credential.id,
       rawId: credential.id,
       type: 'public-key',
-      response: { clientDataJSON: data.toString('base64url'), authenticatorData: authData.toString('base64url'), signature: signature.toString('base64url'), userHandle: credential.userHandle },
+      response: {
+        clientDataJSON: data.toString('base64url'),
+        authenticatorData: authData.toString('base64url'),
+        signature: signature.toString('base64url'),
+        userHandle: credential.userHandle,
+      },
       clientExtensionResults: {},
     };
   }

@@ -17,7 +17,7 @@ export const median = (xs: number[]) => {
 
 /** Standard normal CDF (Abramowitz–Stegun 7.1.26 on erf). */
 function normalCdf(z: number): number {
-  const t = 1 / (1 + 0.3275911 * Math.abs(z) / Math.SQRT2);
+  const t = 1 / (1 + (0.3275911 * Math.abs(z)) / Math.SQRT2);
   const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-(z * z) / 2);
   return z >= 0 ? (1 + y) / 2 : (1 - y) / 2;
 }

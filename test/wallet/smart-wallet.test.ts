@@ -25,7 +25,6 @@ const ownedBy = (owner: Address) => async (hash: Hex, signature: Hex) => {
   }
 };
 
-
 describe('smart-wallet signatures through RPC_URL', () => {
   const owner = newKey();
   const stranger = newKey();
@@ -109,13 +108,21 @@ describe('smart-wallet signatures through RPC_URL', () => {
 
   it('a reverting isValidSignature → 401', async () => {
     const { nonce, message } = await challenge(reverting);
-    await expectError(await post('/auth/wallet/verify', { address: reverting, signature: await owner.signMessage({ message }), nonce }), 401, 'INVALID_SIGNATURE');
+    await expectError(
+      await post('/auth/wallet/verify', { address: reverting, signature: await owner.signMessage({ message }), nonce }),
+      401,
+      'INVALID_SIGNATURE',
+    );
   });
 
   it('an address without code (an EOA) and a wrong signature → the chain says no → 401', async () => {
     const eoa = newKey();
     const { nonce, message } = await challenge(eoa.address);
-    await expectError(await post('/auth/wallet/verify', { address: eoa.address, signature: await stranger.signMessage({ message }), nonce }), 401, 'INVALID_SIGNATURE');
+    await expectError(
+      await post('/auth/wallet/verify', { address: eoa.address, signature: await stranger.signMessage({ message }), nonce }),
+      401,
+      'INVALID_SIGNATURE',
+    );
     expect(peer.calls).toHaveLength(1);
   });
 

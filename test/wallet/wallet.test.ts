@@ -91,12 +91,15 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
       ['capital 0X prefix', `0X${alice.address.slice(2)}`],
       ['41 hex digits', `${alice.address}0`],
       ['non-hex', `0x${'g'.repeat(40)}`],
-      ['mixed case with a wrong EIP-55 checksum', (() => {
-        const a = alice.address;
-        const i = [...a].findIndex((c, n) => n > 1 && /[a-fA-F]/.test(c));
-        const flipped = a[i] === a[i]!.toUpperCase() ? a[i]!.toLowerCase() : a[i]!.toUpperCase();
-        return a.slice(0, i) + flipped + a.slice(i + 1);
-      })()],
+      [
+        'mixed case with a wrong EIP-55 checksum',
+        (() => {
+          const a = alice.address;
+          const i = [...a].findIndex((c, n) => n > 1 && /[a-fA-F]/.test(c));
+          const flipped = a[i] === a[i]!.toUpperCase() ? a[i]!.toLowerCase() : a[i]!.toUpperCase();
+          return a.slice(0, i) + flipped + a.slice(i + 1);
+        })(),
+      ],
       ['the zero address', `0x${'0'.repeat(40)}`],
       ['a number', 12345],
     ])('refuses a malformed address (%s) with 400', async (_name, address) => {
@@ -258,7 +261,9 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
         kind: 'eoa',
       });
       const expiry = new Date(now.getTime() + CHALLENGE_TTL_MS);
-      await expect(verifySignIn({ db: db(), config: config(), input: await sign(), now: expiry, rpc: undefined })).rejects.toMatchObject({ appCode: 'NONCE_EXPIRED' });
+      await expect(verifySignIn({ db: db(), config: config(), input: await sign(), now: expiry, rpc: undefined })).rejects.toMatchObject({
+        appCode: 'NONCE_EXPIRED',
+      });
     });
 
     it('refuses a challenge issued in the future (clock skew beyond a minute)', async () => {
@@ -291,7 +296,9 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
     it('lets exactly one of 10 simultaneous verifications of one nonce through (all read it before any consumes it)', async () => {
       const issued = await issueChallenge({ db: db(), config: config(), address: alice.address, now: new Date() });
       const input = { address: alice.address, nonce: issued.nonce, signature: await alice.signMessage({ message: issued.message }) };
-      const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => verifySignIn({ db: db(), config: config(), input, now: new Date(), rpc: undefined })));
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 10 }, () => verifySignIn({ db: db(), config: config(), input, now: new Date(), rpc: undefined })),
+      );
       expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
       const refusals = outcomes.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { appCode: string }).appCode] : []));
       expect(refusals).toEqual(Array(9).fill('INVALID_NONCE'));

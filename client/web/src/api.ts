@@ -81,9 +81,15 @@ export async function agentFetch(path: string, init: RequestInit = {}): Promise<
   for (let attempt = 0; ; attempt++) {
     const token = await bearer();
     if (!token) throw new ApiError(401, 'SESSION_LOST', 'Your session has ended. Please sign in again.');
-    const res = await busyAwareFetch(agentUrl(path), { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), authorization: `Bearer ${token}` } });
+    const res = await busyAwareFetch(agentUrl(path), {
+      ...init,
+      headers: { ...Object.fromEntries(new Headers(init.headers)), authorization: `Bearer ${token}` },
+    });
     if (res.status !== 401) return res;
-    const body = (await res.clone().json().catch(() => ({}))) as { code?: string };
+    const body = (await res
+      .clone()
+      .json()
+      .catch(() => ({}))) as { code?: string };
     if (body.code === 'TOKEN_EXPIRED' && attempt === 0) {
       await account.refresh().catch(() => null);
       continue;
@@ -108,7 +114,12 @@ export class ApiError extends Error {
 export async function apiError(res: Response): Promise<ApiError> {
   const body = (await res.json().catch(() => ({}))) as { detail?: string; code?: string };
   const retry = Number(res.headers.get('retry-after'));
-  return new ApiError(res.status, body.code ?? `HTTP_${res.status}`, body.detail ?? `The request failed (${res.status})`, Number.isFinite(retry) && retry > 0 ? retry : undefined);
+  return new ApiError(
+    res.status,
+    body.code ?? `HTTP_${res.status}`,
+    body.detail ?? `The request failed (${res.status})`,
+    Number.isFinite(retry) && retry > 0 ? retry : undefined,
+  );
 }
 
 /** JSON from the proxy, or an ApiError. */

@@ -22,10 +22,14 @@ function wait(ms: number, signal: AbortSignal | null | undefined): Promise<void>
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 }
 
@@ -33,7 +37,15 @@ export function retryingWhenBusy(base: typeof fetch): typeof fetch {
   return async (input, init) => {
     for (let attempt = 0; ; attempt++) {
       const res = await base(input, init);
-      const refused = res.status === 503 && attempt < CAPACITY_RETRIES && ((await res.clone().json().catch(() => ({}))) as { code?: string }).code === 'AGENT_CAPACITY';
+      const refused =
+        res.status === 503 &&
+        attempt < CAPACITY_RETRIES &&
+        (
+          (await res
+            .clone()
+            .json()
+            .catch(() => ({}))) as { code?: string }
+        ).code === 'AGENT_CAPACITY';
       if (!refused) {
         if (attempt > 0) notify(null);
         return res;

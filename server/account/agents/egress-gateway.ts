@@ -64,11 +64,13 @@ const bearer = (key: string | undefined): Record<string, string> => (key ? { aut
 /** The allowlist and the credentials each origin gets, from the configuration. */
 export function egressRoutes(settings: EgressSettings): EgressRoute[] {
   const routes: EgressRoute[] = [];
-  const add = (origin: string, credentials: Record<string, string> = {}, model = false) => routes.push({ origin: new URL(new URL(origin).origin), credentials, model });
+  const add = (origin: string, credentials: Record<string, string> = {}, model = false) =>
+    routes.push({ origin: new URL(new URL(origin).origin), credentials, model });
   const spec = settings.model ? parseModelSpec(settings.model) : undefined;
   if (spec?.provider === 'openai-compatible') add(spec.baseURL, bearer(settings.modelApiKey), true);
   if (spec?.provider === 'openai') add(settings.openaiBaseUrl ?? 'https://api.openai.com', bearer(settings.openaiApiKey), true);
-  if (spec?.provider === 'anthropic') add(settings.anthropicBaseUrl ?? 'https://api.anthropic.com', settings.anthropicApiKey ? { 'x-api-key': settings.anthropicApiKey } : {}, true);
+  if (spec?.provider === 'anthropic')
+    add(settings.anthropicBaseUrl ?? 'https://api.anthropic.com', settings.anthropicApiKey ? { 'x-api-key': settings.anthropicApiKey } : {}, true);
   add(settings.telegramApiRoot);
   for (const entry of settings.allow) add(entry.includes('://') ? entry : `https://${entry}`);
   return routes;
@@ -92,7 +94,18 @@ function hostKey(origin: URL): string {
   return `${origin.hostname}:${port}`.toLowerCase();
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
 const CREDENTIALS = new Set(['authorization', 'x-api-key', 'cookie']);
 
 function forwarded(headers: http.IncomingHttpHeaders, dropCredentials: boolean): http.OutgoingHttpHeaders {
@@ -157,7 +170,7 @@ export class EgressGateway {
     const route = /^[^\s/]+:\d+$/.test(target) ? this.routeFor(target) : undefined;
     if (!route) {
       this.log.warn({ agentId: owner.agentId, host: target, method: 'CONNECT' }, 'egress refused: host not on the allowlist');
-      client.end('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_DENIED: not on this service\'s egress allowlist\n');
+      client.end("HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_DENIED: not on this service's egress allowlist\n");
       return;
     }
     const upstream = net.connect(Number(route.origin.port || (route.origin.protocol === 'https:' ? 443 : 80)), route.origin.hostname, () => {
@@ -215,7 +228,9 @@ export class EgressGateway {
         answer.on('data', (chunk: Buffer) => scanner.push(chunk));
         // Recorded when the answer is complete, or as far as it came when the agent stopped reading.
         answer.once('close', () => {
-          metered.meter.record(metered.userId, scanner.end()).catch((error: unknown) => this.log.error({ err: error, agentId }, 'recording model usage failed'));
+          metered.meter
+            .record(metered.userId, scanner.end())
+            .catch((error: unknown) => this.log.error({ err: error, agentId }, 'recording model usage failed'));
         });
       }
       answer.pipe(res);

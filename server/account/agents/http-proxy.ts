@@ -108,7 +108,11 @@ export async function proxyToOwnAgent(services: AccountServices, req: Request, r
   // The agent's own tRPC endpoint is proxied as `agent.*` procedures, each under the guest
   // policy; reached through here, its calls would name no REST path the policy knows.
   if (/^\/trpc(\/|$)/i.test(target.pathname)) throw notFound('No such agent path', 'ROUTE_NOT_FOUND');
-  const { maxBodyBytes } = await admitAgentRequest({ method: req.method, path: target.pathname, guest: user.guest, userId: user.userId }, services.rateLimits, services.modelBudget);
+  const { maxBodyBytes } = await admitAgentRequest(
+    { method: req.method, path: target.pathname, guest: user.guest, userId: user.userId },
+    services.rateLimits,
+    services.modelBudget,
+  );
   const agent = await services.agents.provisioner.agentFor(user.userId);
   await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes });
 }

@@ -98,7 +98,9 @@ export class AgentLauncher {
   private async decide(): Promise<Plan> {
     const { options, log } = this;
     if (options.sandbox === 'off') {
-      log.warn("AGENT_SANDBOX=off: agents run WITHOUT a sandbox, as this service's own user; any guest's agent can read this machine's files and keys through exec");
+      log.warn(
+        "AGENT_SANDBOX=off: agents run WITHOUT a sandbox, as this service's own user; any guest's agent can read this machine's files and keys through exec",
+      );
       return { mode: 'unsandboxed', cgroupMode: 'none' };
     }
     const probe = await probeSandbox(options.bwrap);
@@ -110,7 +112,8 @@ export class AgentLauncher {
       return { mode: 'no-exec', cgroupMode: 'none' };
     }
     const cgroups = detectCgroups();
-    if (cgroups.mode === 'none') log.warn({ reason: cgroups.reason }, 'agents are sandboxed; cgroups are not writable, so memory, process and CPU limits fall back to rlimits');
+    if (cgroups.mode === 'none')
+      log.warn({ reason: cgroups.reason }, 'agents are sandboxed; cgroups are not writable, so memory, process and CPU limits fall back to rlimits');
     else log.info({ cgroups: cgroups.mode, egress: this.gateway.origins }, 'agents are sandboxed (bubblewrap) with cgroup limits');
     return { mode: 'sandboxed', cgroupMode: cgroups.mode };
   }

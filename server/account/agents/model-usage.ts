@@ -120,15 +120,15 @@ export class ModelBudget {
     const day = dayOf(now);
     const guest = await this.isGuest(userId);
     const own = guest ? this.limits.guest : this.limits.account;
-    const [mine, guests] = await Promise.all([
-      own ? this.used(userId, day) : 0,
-      guest && this.limits.guestsTotal ? this.used(GUESTS, day) : 0,
-    ]);
+    const [mine, guests] = await Promise.all([own ? this.used(userId, day) : 0, guest && this.limits.guestsTotal ? this.used(GUESTS, day) : 0]);
     const spent = (own && mine >= own) || (guest && this.limits.guestsTotal && guests >= this.limits.guestsTotal);
     if (!spent) return;
     const resets = nextMidnight(now);
     const seconds = Math.max(1, Math.ceil((resets.getTime() - now.getTime()) / 1000));
-    const whose = own && mine >= own ? "Today's model budget of this account is used up" : "Today's model budget for guests is used up (sign in with a method to keep chatting)";
+    const whose =
+      own && mine >= own
+        ? "Today's model budget of this account is used up"
+        : "Today's model budget for guests is used up (sign in with a method to keep chatting)";
     throw new AppError(429, 'BUDGET_EXCEEDED', `${whose}; it resets at ${resets.toISOString()}`, { 'Retry-After': String(seconds) });
   }
 

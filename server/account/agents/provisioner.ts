@@ -68,7 +68,10 @@ async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw agentUnavailable('The agent exited while starting');
-    const ok = await agent.fetch(`${agent.base}/health`).then((r) => r.ok, () => false);
+    const ok = await agent.fetch(`${agent.base}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -95,7 +98,8 @@ interface Running {
  * key or secret (provider keys are added by the egress gateway on the way out); the model settings
  * come from the account's configuration (egress-gateway.ts, agentModelEnvironment).
  */
-const AGENT_ENV = /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_(?!NEXT_AT$)\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
+const AGENT_ENV =
+  /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_(?!NEXT_AT$)\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
 
 export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
@@ -243,16 +247,21 @@ export class LocalProvisioner implements AgentProvisioner {
   private async launch(agent: AgentEndpoint, workspace: string) {
     // A heartbeat that fell due while it slept runs right after start.
     const nextWake = await this.registry.nextWake(agent.id);
-    return this.options.launcher.launch(agent.id, workspace, {
-      ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
-      ...(this.options.userEnv && agent.userId ? await this.options.userEnv(agent.userId) : {}),
-      ...this.options.agentEnv,
-      AGENT_SECRET: agent.secret,
-      AGENT_SECRET_SHA256: '',
-      AGENT_NAME: agent.name,
-      AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
-      ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
-    }, agent.userId ?? undefined);
+    return this.options.launcher.launch(
+      agent.id,
+      workspace,
+      {
+        ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
+        ...(this.options.userEnv && agent.userId ? await this.options.userEnv(agent.userId) : {}),
+        ...this.options.agentEnv,
+        AGENT_SECRET: agent.secret,
+        AGENT_SECRET_SHA256: '',
+        AGENT_NAME: agent.name,
+        AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
+        ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
+      },
+      agent.userId ?? undefined,
+    );
   }
 
   /** Unexpected exits restart with backoff (1 s, 2 s, 4 s … 30 s); stops we asked for do not. */

@@ -36,7 +36,8 @@ export class AgentRegistry {
       });
       return this.endpoint(row);
     } catch (error) {
-      if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002') throw conflict(`An agent named ${input.name} (or for that user) already exists`, 'AGENT_EXISTS');
+      if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002')
+        throw conflict(`An agent named ${input.name} (or for that user) already exists`, 'AGENT_EXISTS');
       throw error;
     }
   }

@@ -20,7 +20,16 @@
 import { tracked, type TrackedEnvelope } from '@trpc/server';
 import { TRPCClientError } from '@trpc/client';
 import { z } from 'zod';
-import { ChatIdInput, ChatMessageInput, ChatRenameInput, ChatsQuery, ChatStartInput, ChatStreamInput, HistoryInput, type ChatEvent } from '../../agent/chat/schemas.js';
+import {
+  ChatIdInput,
+  ChatMessageInput,
+  ChatRenameInput,
+  ChatsQuery,
+  ChatStartInput,
+  ChatStreamInput,
+  HistoryInput,
+  type ChatEvent,
+} from '../../agent/chat/schemas.js';
 import { TreeInput } from '../../agent/files/schemas.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery } from '../../agent/messenger/schemas.js';
 import { RunIdInput } from '../../agent/subagents/schemas.js';
@@ -73,13 +82,21 @@ const isTracked = <E>(item: E | Tracked<E>): item is Tracked<E> =>
 
 /** One-line forwards. `call` receives the caller's agent client, the parsed input and the request's signal. */
 export const forward = {
-  query: <S extends z.ZodType, O>(input: S, call: (agent: AgentClient, input: z.output<S>, signal?: AbortSignal) => Promise<O>, action?: ActionOf<z.output<S>>) =>
+  query: <S extends z.ZodType, O>(
+    input: S,
+    call: (agent: AgentClient, input: z.output<S>, signal?: AbortSignal) => Promise<O>,
+    action?: ActionOf<z.output<S>>,
+  ) =>
     userProcedure.input(input).query(({ ctx, input: raw, signal }) => {
       const input = raw as z.output<S>;
       return relay(async () => call(await agentOf(ctx, action, input), input, signal));
     }),
 
-  mutation: <S extends z.ZodType, O>(input: S, call: (agent: AgentClient, input: z.output<S>, signal?: AbortSignal) => Promise<O>, action?: ActionOf<z.output<S>>) =>
+  mutation: <S extends z.ZodType, O>(
+    input: S,
+    call: (agent: AgentClient, input: z.output<S>, signal?: AbortSignal) => Promise<O>,
+    action?: ActionOf<z.output<S>>,
+  ) =>
     userProcedure.input(input).mutation(({ ctx, input: raw, signal }) => {
       const input = raw as z.output<S>;
       return relay(async () => call(await agentOf(ctx, action, input), input, signal));
@@ -161,12 +178,21 @@ export const agentProxyRouter = router({
       .output(BotConnected)
       .mutation(async ({ ctx, input }) => (await botsFor(ctx)).connect(ctx.user.userId, input.token)),
     disconnectBot: userProcedure
-      .meta({ openapi: { method: 'DELETE', path: '/agent/messenger/bot', summary: "Disconnect the user's bot and forget its token (204)" }, rest: { kind: 'empty' } })
+      .meta({
+        openapi: { method: 'DELETE', path: '/agent/messenger/bot', summary: "Disconnect the user's bot and forget its token (204)" },
+        rest: { kind: 'empty' },
+      })
       .input(z.void())
       .output(z.void())
       .mutation(async ({ ctx }) => (await botsFor(ctx)).disconnect(ctx.user.userId)),
     ownerCode: userProcedure
-      .meta({ openapi: { method: 'POST', path: '/agent/messenger/bot/owner-code', summary: 'A one-time code (10 minutes): whoever sends /start <code> to the bot becomes its owner' } })
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/agent/messenger/bot/owner-code',
+          summary: 'A one-time code (10 minutes): whoever sends /start <code> to the bot becomes its owner',
+        },
+      })
       .input(z.void())
       .output(OwnerCode)
       .mutation(async ({ ctx }) => relay(async () => (await botsFor(ctx)).ownerCode(ctx.user.userId))),

@@ -31,7 +31,21 @@ import { REPO_ROOT } from '../../common/build.js';
  * itself (AGENT_EXEC_SANDBOX), so they are defined here, next to the outer policy.
  */
 // A fresh /dev: device nodes bound in from a user namespace's bind of / cannot be opened.
-export const EXEC_SANDBOX_ARGS = ['--unshare-all', '--die-with-parent', '--uid', '1000', '--gid', '1000', '--bind', '/', '/', '--dev', '/dev', '--tmpfs', '/run'];
+export const EXEC_SANDBOX_ARGS = [
+  '--unshare-all',
+  '--die-with-parent',
+  '--uid',
+  '1000',
+  '--gid',
+  '1000',
+  '--bind',
+  '/',
+  '/',
+  '--dev',
+  '/dev',
+  '--tmpfs',
+  '/run',
+];
 
 /**
  * AGENT_EXEC_NETWORK=allowlist: the same, but in the agent's network namespace, where the only way
@@ -97,7 +111,9 @@ export async function probeSandbox(bwrap: string): Promise<{ ok: true } | { ok: 
   const system = ['/usr', '/bin', '/lib', '/lib64'].flatMap((dir) => (existsSync(dir) ? ['--ro-bind', dir, dir] : []));
   const inner = [bwrap, ...EXEC_SANDBOX_ARGS, '--', '/bin/true'];
   try {
-    await run(bwrap, ['--unshare-all', '--die-with-parent', ...system, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--', ...inner], { timeout: 30_000 });
+    await run(bwrap, ['--unshare-all', '--die-with-parent', ...system, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--', ...inner], {
+      timeout: 30_000,
+    });
     return { ok: true };
   } catch (error) {
     const failure = error as NodeJS.ErrnoException & { stderr?: string };
@@ -142,7 +158,11 @@ export function detectCgroups(): { mode: CgroupMode; reason?: string } {
 
 /** cgroup v2: a sibling subtree of our own cgroup (a cgroup with processes cannot have controller children). */
 function v2Parent(): string {
-  const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((line) => line.startsWith('0::'))?.slice(3) ?? '/';
+  const own =
+    readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((line) => line.startsWith('0::'))
+      ?.slice(3) ?? '/';
   return path.join(CGROUP_ROOT, path.dirname(own), GROUP);
 }
 
@@ -202,7 +222,18 @@ export function sandboxedCommand(bwrap: string, cgroup: AgentCgroup, maxOpenFile
   const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; ulimit -n "$OPEN_FILES" || exit 97; exec "$@"';
   return {
     file: '/bin/sh',
-    args: ['-c', join.replace('$OPEN_FILES', String(maxOpenFiles)), 'agent-sandbox', ...cgroup.procsFiles, '--', bwrap, '--args', String(SANDBOX_ARGS_FD), '--', ...command],
+    args: [
+      '-c',
+      join.replace('$OPEN_FILES', String(maxOpenFiles)),
+      'agent-sandbox',
+      ...cgroup.procsFiles,
+      '--',
+      bwrap,
+      '--args',
+      String(SANDBOX_ARGS_FD),
+      '--',
+      ...command,
+    ],
   };
 }
 

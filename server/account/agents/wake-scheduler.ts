@@ -89,7 +89,10 @@ export class WakeScheduler {
     } catch (error) {
       const attempts = row.wake_attempts + 1;
       const delayMs = Math.min(MAX_BACKOFF_MS, this.options.pollMs * 2 ** attempts);
-      this.log.warn({ agentId: row.id, attempts, retryInMs: delayMs, reason: error instanceof Error ? error.message : String(error) }, 'wake scheduler: waking an agent failed; retrying');
+      this.log.warn(
+        { agentId: row.id, attempts, retryInMs: delayMs, reason: error instanceof Error ? error.message : String(error) },
+        'wake scheduler: waking an agent failed; retrying',
+      );
       await this.db.agent
         .updateMany({ where: { id: row.id }, data: { nextWakeAt: new Date(this.now().getTime() + delayMs), wakeAttempts: attempts, wakeLeaseUntil: null } })
         .catch((failure: unknown) => this.log.error({ err: failure, agentId: row.id }, 'wake scheduler: could not record a failed wake'));

@@ -20,7 +20,12 @@ export const captchaEnv = {
     .meta({ description: 'guest sign-in and `POST /auth/login/email` then need a solved token in `x-captcha-response`', default: 'unset → no CAPTCHA' }),
   CAPTCHA_SECRET: optionalString.meta({ description: "the provider's secret key, for the server-side check", default: '— (required with `CAPTCHA_PROVIDER`)' }),
   CAPTCHA_SITE_KEY: optionalString
-    .pipe(z.string().regex(/^[\w-]{1,200}$/, 'must be the site key the provider gave').optional())
+    .pipe(
+      z
+        .string()
+        .regex(/^[\w-]{1,200}$/, 'must be the site key the provider gave')
+        .optional(),
+    )
     .meta({
       description: "the provider's site key; public, served to the web client by `GET /api/v1/auth/captcha`",
       default: '— (required with `CAPTCHA_PROVIDER`)',

@@ -110,7 +110,10 @@ export class MessengerBots {
     const code = randomBytes(12).toString('base64url');
     const expiresAt = new Date(now.getTime() + OWNER_CODE_TTL_MS);
     const agent = await this.agents.agentFor(userId);
-    await agentClient(agent).messenger.setOwnerCode.mutate({ code_sha256: createHash('sha256').update(code).digest('hex'), expires_at: expiresAt.toISOString() });
+    await agentClient(agent).messenger.setOwnerCode.mutate({
+      code_sha256: createHash('sha256').update(code).digest('hex'),
+      expires_at: expiresAt.toISOString(),
+    });
     return { code, expires_at: expiresAt.toISOString() };
   }
 
@@ -134,7 +137,8 @@ export class MessengerBots {
     if (!row?.webhook) throw notFound('No such webhook', 'WEBHOOK_NOT_FOUND');
     const secret = this.box.open(row.webhookSecretEncrypted);
     if (!timingSafeEqual(digest(givenSecret ?? ''), digest(secret))) throw unauthorized('Missing or invalid webhook secret', 'INVALID_WEBHOOK_SECRET');
-    if (typeof update !== 'object' || update === null || typeof (update as { update_id?: unknown }).update_id !== 'number') throw badRequest('Not a Telegram update');
+    if (typeof update !== 'object' || update === null || typeof (update as { update_id?: unknown }).update_id !== 'number')
+      throw badRequest('Not a Telegram update');
     const agent = await this.agents.agentFor(row.userId);
     const { base, fetch } = agentFetch(agent.url);
     const deadline = Date.now() + RELAY_READY_MS;

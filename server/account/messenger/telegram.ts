@@ -8,7 +8,8 @@ import { AppError } from '../../common/errors.js';
 /** Telegram's token shape; anything else is refused before a call (it is put in a URL path). */
 export const BOT_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,200}$/;
 
-export const botTokenInvalid = () => new AppError(400, 'BOT_TOKEN_INVALID', 'Telegram refused this bot token. Copy the token @BotFather gave you (it looks like 123456:ABC-DEF…) and try again.');
+export const botTokenInvalid = () =>
+  new AppError(400, 'BOT_TOKEN_INVALID', 'Telegram refused this bot token. Copy the token @BotFather gave you (it looks like 123456:ABC-DEF…) and try again.');
 const telegramUnavailable = () => new AppError(502, 'TELEGRAM_UNAVAILABLE', 'Telegram could not be reached; try again in a moment.');
 
 interface BotApiAnswer<T> {

@@ -45,7 +45,17 @@ export async function claimNewGuest(rateLimits: RateLimits, clientKey: string): 
   if (!(reason instanceof AppError) || reason.status !== 429) throw reason;
   const retryAfter = { 'Retry-After': reason.headers['Retry-After'] ?? '60' };
   if (caps[refused]![0] === 'guest.signups.hourly') {
-    throw new AppError(429, 'GUEST_SIGNUPS_PAUSED', `New guest accounts are paused for a while (too many sign-ups); try again in ${retryAfter['Retry-After']} s. ${otherMethods}`, retryAfter);
+    throw new AppError(
+      429,
+      'GUEST_SIGNUPS_PAUSED',
+      `New guest accounts are paused for a while (too many sign-ups); try again in ${retryAfter['Retry-After']} s. ${otherMethods}`,
+      retryAfter,
+    );
   }
-  throw new AppError(429, 'RATE_LIMITED', `Too many new guest accounts from this network today; try again in ${retryAfter['Retry-After']} s. ${otherMethods}`, retryAfter);
+  throw new AppError(
+    429,
+    'RATE_LIMITED',
+    `Too many new guest accounts from this network today; try again in ${retryAfter['Retry-After']} s. ${otherMethods}`,
+    retryAfter,
+  );
 }

@@ -6,9 +6,30 @@ import { unauthorized } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { SessionStore } from './sessions.js';
 import type { SignedInUser } from '../users/identities.js';
-import { readRefreshToken, signAccessToken, signRefreshToken, signTokenPair, tokenPair, verifyAccessToken, verifyRefreshToken, type AccessClaims, type TokenIssuer, type TokenPair } from './jwt.js';
+import {
+  readRefreshToken,
+  signAccessToken,
+  signRefreshToken,
+  signTokenPair,
+  tokenPair,
+  verifyAccessToken,
+  verifyRefreshToken,
+  type AccessClaims,
+  type TokenIssuer,
+  type TokenPair,
+} from './jwt.js';
 import type { ClientInfo } from '../users/activity.js';
-import { createSession, refreshDigest, refreshRejected, revokeAllSessions, revokeIfStolen, revokeSession, rotateSession, SessionStatusCache, type SessionOrigin } from './sessions.js';
+import {
+  createSession,
+  refreshDigest,
+  refreshRejected,
+  revokeAllSessions,
+  revokeIfStolen,
+  revokeSession,
+  rotateSession,
+  SessionStatusCache,
+  type SessionOrigin,
+} from './sessions.js';
 import { SessionUsage } from './usage.js';
 
 /**

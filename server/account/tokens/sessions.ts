@@ -35,7 +35,12 @@ export interface SessionOrigin {
 }
 
 /** One statement: the session and its `sign_in` event (users/activity.ts) are written together or not at all. */
-export async function createSession({ sql }: SessionStore, userId: string, origin: SessionOrigin, now = new Date()): Promise<{ sessionId: string; generation: number }> {
+export async function createSession(
+  { sql }: SessionStore,
+  userId: string,
+  origin: SessionOrigin,
+  now = new Date(),
+): Promise<{ sessionId: string; generation: number }> {
   const sessionId = randomUUID();
   const { ip, userAgent } = origin.client;
   await sql`
@@ -95,7 +100,10 @@ export async function revokeIfStolen({ db }: SessionStore, sessionId: string, ge
     // The client presenting a stolen token is not the user's: the event carries no address of it.
     await db.$transaction(async (tx) => {
       const { count } = await tx.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
-      if (count === 1) await tx.activityEvent.create({ data: activityRow(session.userId, { type: 'refresh_token_reused', detail: { session_id: sessionId } }, NO_CLIENT, now) });
+      if (count === 1)
+        await tx.activityEvent.create({
+          data: activityRow(session.userId, { type: 'refresh_token_reused', detail: { session_id: sessionId } }, NO_CLIENT, now),
+        });
     });
   }
   return theft;

@@ -19,7 +19,15 @@ export const utc = (date: Date): string => date.toISOString().slice(0, -1);
 /** A guest's device id is how a guest signs in, not a method a person manages: it is never listed. */
 const listed = { provider: { not: 'guest' } } as const;
 
-const identitySelect = { id: true, provider: true, subject: true, email: true, createdAt: true, lastUsedAt: true, passkey: { select: { name: true } } } as const;
+const identitySelect = {
+  id: true,
+  provider: true,
+  subject: true,
+  email: true,
+  createdAt: true,
+  lastUsedAt: true,
+  passkey: { select: { name: true } },
+} as const;
 
 export const identityNotFound = () => notFound('No such sign-in method on this account', 'IDENTITY_NOT_FOUND');
 

@@ -11,7 +11,15 @@ import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
 
-export const ACTIVITY_TYPES = ['sign_in', 'refresh_token_reused', 'identity_linked', 'identity_unlinked', 'session_revoked', 'logout_all', 'passkey_added'] as const;
+export const ACTIVITY_TYPES = [
+  'sign_in',
+  'refresh_token_reused',
+  'identity_linked',
+  'identity_unlinked',
+  'session_revoked',
+  'logout_all',
+  'passkey_added',
+] as const;
 export type ActivityType = (typeof ACTIVITY_TYPES)[number];
 
 export const ACTIVITY_RETENTION_MS = 90 * 24 * 60 * 60 * 1000;
@@ -50,7 +58,13 @@ export async function listActivity(db: AccountDb, userId: string, now = new Date
     take: 500,
     select: { type: true, at: true, ip: true, userAgent: true, detail: true },
   });
-  return rows.map((row) => ({ type: row.type as ActivityType, at: row.at, ip: row.ip, user_agent: row.userAgent, detail: (row.detail ?? {}) as Record<string, string> }));
+  return rows.map((row) => ({
+    type: row.type as ActivityType,
+    at: row.at,
+    ip: row.ip,
+    user_agent: row.userAgent,
+    detail: (row.detail ?? {}) as Record<string, string>,
+  }));
 }
 
 export async function pruneActivity(db: AccountDb, now = new Date()): Promise<number> {

@@ -17,7 +17,12 @@ import type { AccountServices } from '../services.js';
 
 export const REAUTH_WINDOW_MS = 10 * 60 * 1000;
 
-export async function deleteAccount(services: Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots'>, userId: string, sessionId: string, now = new Date()): Promise<void> {
+export async function deleteAccount(
+  services: Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots'>,
+  userId: string,
+  sessionId: string,
+  now = new Date(),
+): Promise<void> {
   const session = await services.store.db.session.findFirst({ where: { id: sessionId, userId }, select: { createdAt: true } });
   if (!session || now.getTime() - session.createdAt.getTime() > REAUTH_WINDOW_MS) {
     throw forbidden('Deleting the account needs a recent sign-in: sign in again, then delete within 10 minutes', 'REAUTH_REQUIRED');
@@ -40,7 +45,10 @@ export async function removeUser(services: Pick<AccountServices, 'store' | 'toke
   await services.bots?.forget(userId);
 
   await db.$transaction(async (tx) => {
-    const user = await tx.user.findUnique({ where: { id: userId }, select: { email: true, identities: { select: { provider: true, subject: true, email: true } } } });
+    const user = await tx.user.findUnique({
+      where: { id: userId },
+      select: { email: true, identities: { select: { provider: true, subject: true, email: true } } },
+    });
     if (!user) return;
     const addresses = new Set<string>();
     if (user.email) addresses.add(user.email);

@@ -94,7 +94,18 @@ export async function attachIdentity(
   const identity = await tx.identity.create({ data: { ...identityData(claim, now), userId: target.id }, select: { id: true } });
   if (claim.passkey) {
     const { credentialId, publicKey, counter, transports, name } = claim.passkey;
-    await tx.passkeyCredential.create({ data: { identityId: identity.id, userId: target.id, credentialId, publicKey: new Uint8Array(publicKey), counter: BigInt(counter), transports, name, createdAt: now } });
+    await tx.passkeyCredential.create({
+      data: {
+        identityId: identity.id,
+        userId: target.id,
+        credentialId,
+        publicKey: new Uint8Array(publicKey),
+        counter: BigInt(counter),
+        transports,
+        name,
+        createdAt: now,
+      },
+    });
     await tx.activityEvent.create({ data: activityRow(target.id, { type: 'passkey_added', detail: { name } }, client, now) });
   }
   if (target.isGuest) await tx.identity.deleteMany({ where: { userId: target.id, provider: 'guest' } });

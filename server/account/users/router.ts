@@ -49,22 +49,36 @@ export const accountRouter = router({
     })),
 
   revokeSession: changing
-    .meta({ openapi: { method: 'DELETE', path: '/account/sessions/{id}', summary: 'End one session of the account (204); its tokens stop at once' }, rest: { kind: 'empty' } })
+    .meta({
+      openapi: { method: 'DELETE', path: '/account/sessions/{id}', summary: 'End one session of the account (204); its tokens stop at once' },
+      rest: { kind: 'empty' },
+    })
     .input(IdInput)
     .output(z.void())
     .mutation(async ({ ctx, input }) => {
-      if (!(await revokeOwnSession(ctx.services.store.db, ctx.user.userId, input.id, ctx.request.client))) throw notFound('No such session on this account', 'SESSION_NOT_FOUND');
+      if (!(await revokeOwnSession(ctx.services.store.db, ctx.user.userId, input.id, ctx.request.client)))
+        throw notFound('No such session on this account', 'SESSION_NOT_FOUND');
       ctx.services.tokens.sessions.markRevoked([input.id]);
     }),
 
   unlinkIdentity: changing
-    .meta({ openapi: { method: 'DELETE', path: '/account/identities/{id}', summary: 'Remove a sign-in method (204); 409 LAST_IDENTITY for the last one' }, rest: { kind: 'empty' } })
+    .meta({
+      openapi: { method: 'DELETE', path: '/account/identities/{id}', summary: 'Remove a sign-in method (204); 409 LAST_IDENTITY for the last one' },
+      rest: { kind: 'empty' },
+    })
     .input(IdInput)
     .output(z.void())
     .mutation(({ ctx, input }) => unlinkIdentity(ctx.services.store.db, ctx.user.userId, input.id, ctx.request.client)),
 
   delete: changing
-    .meta({ openapi: { method: 'DELETE', path: '/account', summary: 'Delete the account, its methods, sessions, activity and agent (204); needs a sign-in within 10 minutes' }, rest: { kind: 'empty' } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/account',
+        summary: 'Delete the account, its methods, sessions, activity and agent (204); needs a sign-in within 10 minutes',
+      },
+      rest: { kind: 'empty' },
+    })
     .input(z.void())
     .output(z.void())
     .mutation(({ ctx }) => deleteAccount(ctx.services, ctx.user.userId, ctx.user.sessionId)),

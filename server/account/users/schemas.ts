@@ -14,7 +14,11 @@ export const Identity = z
 /** What the account may still use today: a guest's chat messages, and model tokens (agents/model-usage.ts). */
 export const AccountUsage = z
   .object({
-    messages_left_today: z.number().int().nullable().meta({ description: 'Chat messages a guest may still send today; null for full accounts (no daily count)' }),
+    messages_left_today: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'Chat messages a guest may still send today; null for full accounts (no daily count)' }),
     messages_per_day: z.number().int().nullable().meta({ description: "A guest's daily allowance of chat messages; null for full accounts" }),
     model_tokens: z.object({ used: z.number().int(), limit: z.number().int().nullable(), resets_at: z.string() }),
   })
@@ -25,13 +29,26 @@ export const Account = z
   .meta({ id: 'Account' });
 
 export const Session = z
-  .object({ id: z.string(), created_at: Timestamp, last_used_at: Timestamp, user_agent: z.string().nullable(), ip: z.string().nullable(), current: z.boolean() })
+  .object({
+    id: z.string(),
+    created_at: Timestamp,
+    last_used_at: Timestamp,
+    user_agent: z.string().nullable(),
+    ip: z.string().nullable(),
+    current: z.boolean(),
+  })
   .meta({ id: 'Session' });
 
 export const Sessions = z.object({ sessions: z.array(Session) });
 
 export const ActivityEvent = z
-  .object({ type: z.enum(ACTIVITY_TYPES), at: Timestamp, ip: z.string().nullable(), user_agent: z.string().nullable(), detail: z.record(z.string(), z.string()) })
+  .object({
+    type: z.enum(ACTIVITY_TYPES),
+    at: Timestamp,
+    ip: z.string().nullable(),
+    user_agent: z.string().nullable(),
+    detail: z.record(z.string(), z.string()),
+  })
   .meta({ id: 'ActivityEvent' });
 
 export const Activity = z.object({ events: z.array(ActivityEvent) });

@@ -12,4 +12,3 @@ import type { LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-
 export interface ChatModel {
   stream(options: LanguageModelV3CallOptions): Promise<AsyncIterable<LanguageModelV3StreamPart>>;
 }
-

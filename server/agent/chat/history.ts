@@ -60,7 +60,18 @@ const BUSY_GIVE_UP_MS = 5_000;
 const isBusy = (error: unknown) => (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY';
 
 function newRow(chatId: string, runId: string, fields: Partial<NewRow> & Pick<NewRow, 'type'>): NewRow {
-  return { chatId, runId, name: null, content: null, toolName: null, input: null, path: null, cut: 0, createdAt: new Date().toISOString().replace('Z', '+00:00'), ...fields };
+  return {
+    chatId,
+    runId,
+    name: null,
+    content: null,
+    toolName: null,
+    input: null,
+    path: null,
+    cut: 0,
+    createdAt: new Date().toISOString().replace('Z', '+00:00'),
+    ...fields,
+  };
 }
 
 function toEvent(row: Row): ChatEvent | undefined {

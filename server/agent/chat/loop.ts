@@ -71,7 +71,7 @@ export function describeModelError(error: unknown): string {
 /** The message a tool failure shows the model (the tool result of that call). */
 function errorText(error: unknown): string {
   if (error instanceof Error) return error.message;
-  return typeof error === 'string' ? error : JSON.stringify(error) ?? 'unknown error';
+  return typeof error === 'string' ? error : (JSON.stringify(error) ?? 'unknown error');
 }
 
 /**
@@ -143,7 +143,12 @@ const RETRY_AFTER_MAX_MS = 60_000;
  * Opens one model stream, retrying errors the provider marks retryable (429, 5xx, network) with
  * exponential backoff from 2 s, or the server's `retry-after(-ms)` when it asks for under a minute.
  */
-async function openStream(model: ChatModel, options: LanguageModelV3CallOptions, retries: number, signal: AbortSignal): Promise<AsyncIterable<LanguageModelV3StreamPart>> {
+async function openStream(
+  model: ChatModel,
+  options: LanguageModelV3CallOptions,
+  retries: number,
+  signal: AbortSignal,
+): Promise<AsyncIterable<LanguageModelV3StreamPart>> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await model.stream(options);
@@ -251,11 +256,18 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
               onEntry(event);
               assistant.push({ type: 'tool-call', toolCallId, toolName, input: input.value, providerOptions: part.providerMetadata });
               // Tools run while the model goes on streaming, as soon as their call is complete.
-              const run = input.ok ? Promise.resolve().then(() => tool!.execute(input.value, { signal, emit: emitFromTool })) : Promise.reject(new Error(input.error));
+              const run = input.ok
+                ? Promise.resolve().then(() => tool!.execute(input.value, { signal, emit: emitFromTool }))
+                : Promise.reject(new Error(input.error));
               calls.push(
                 run.then(
                   (output: unknown): LanguageModelV3ToolResultPart => ({ type: 'tool-result', toolCallId, toolName, output: toolOutput(output) }),
-                  (error: unknown): LanguageModelV3ToolResultPart => ({ type: 'tool-result', toolCallId, toolName, output: { type: 'error-text', value: errorText(error) } }),
+                  (error: unknown): LanguageModelV3ToolResultPart => ({
+                    type: 'tool-result',
+                    toolCallId,
+                    toolName,
+                    output: { type: 'error-text', value: errorText(error) },
+                  }),
                 ),
               );
               break;

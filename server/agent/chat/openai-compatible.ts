@@ -81,7 +81,8 @@ export function toWireMessages(prompt: LanguageModelV3Prompt): WireMessage[] {
         for (const part of message.content) {
           if (part.type === 'text') text += part.text;
           else if (part.type === 'reasoning') reasoning += part.text;
-          else if (part.type === 'tool-call') calls.push({ id: part.toolCallId, type: 'function', function: { name: part.toolName, arguments: JSON.stringify(part.input ?? {}) } });
+          else if (part.type === 'tool-call')
+            calls.push({ id: part.toolCallId, type: 'function', function: { name: part.toolName, arguments: JSON.stringify(part.input ?? {}) } });
         }
         messages.push({
           role: 'assistant',
@@ -96,7 +97,11 @@ export function toWireMessages(prompt: LanguageModelV3Prompt): WireMessage[] {
           if (result.type !== 'tool-result') continue;
           const { output } = result;
           const content =
-            output.type === 'text' || output.type === 'error-text' ? output.value : output.type === 'execution-denied' ? (output.reason ?? 'Tool call execution denied.') : JSON.stringify(output.value);
+            output.type === 'text' || output.type === 'error-text'
+              ? output.value
+              : output.type === 'execution-denied'
+                ? (output.reason ?? 'Tool call execution denied.')
+                : JSON.stringify(output.value);
           messages.push({ role: 'tool', tool_call_id: result.toolCallId, content });
         }
         break;
@@ -106,7 +111,9 @@ export function toWireMessages(prompt: LanguageModelV3Prompt): WireMessage[] {
 }
 
 function requestBody(modelId: string, options: LanguageModelV3CallOptions): string {
-  const tools = options.tools?.flatMap((tool) => (tool.type === 'function' ? [{ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } }] : []));
+  const tools = options.tools?.flatMap((tool) =>
+    tool.type === 'function' ? [{ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } }] : [],
+  );
   const choice = options.toolChoice;
   return JSON.stringify({
     model: modelId,
@@ -115,7 +122,9 @@ function requestBody(modelId: string, options: LanguageModelV3CallOptions): stri
     stream_options: { include_usage: true },
     ...(options.maxOutputTokens !== undefined ? { max_tokens: options.maxOutputTokens } : {}),
     ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
-    ...(tools?.length ? { tools, ...(choice ? { tool_choice: choice.type === 'tool' ? { type: 'function', function: { name: choice.toolName } } : choice.type } : {}) } : {}),
+    ...(tools?.length
+      ? { tools, ...(choice ? { tool_choice: choice.type === 'tool' ? { type: 'function', function: { name: choice.toolName } } : choice.type } : {}) }
+      : {}),
   });
 }
 
@@ -178,7 +187,8 @@ function post(endpoint: Endpoint, body: string, headers: Record<string, string>,
       if (error.name === 'AbortError') reject(error);
       // A kept-alive connection that the server closed as we reused it: the request never reached
       // the server, so it goes once more on a fresh connection (what browsers and undici do).
-      else if (req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !retried) post(endpoint, body, headers, signal, true).then(resolve, reject);
+      else if (req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !retried)
+        post(endpoint, body, headers, signal, true).then(resolve, reject);
       else reject(new ModelCallError(`Cannot connect to the model server: ${error.message}`, undefined, true));
     });
     req.end(body);
@@ -251,7 +261,9 @@ class ChunkMapper {
       for (const part of content as Array<{ type?: unknown; text?: unknown; thinking?: unknown }>) {
         if (part?.type === 'text' && typeof part.text === 'string' && part.text) this.blockDelta('text', part.text, out);
         else if (part?.type === 'thinking' && Array.isArray(part.thinking)) {
-          const thought = (part.thinking as Array<{ type?: unknown; text?: unknown }>).map((t) => (t?.type === 'text' && typeof t.text === 'string' ? t.text : '')).join('');
+          const thought = (part.thinking as Array<{ type?: unknown; text?: unknown }>)
+            .map((t) => (t?.type === 'text' && typeof t.text === 'string' ? t.text : ''))
+            .join('');
           if (thought) this.blockDelta('reasoning', thought, out);
         }
       }
@@ -459,7 +471,7 @@ class BodyChunks {
   };
 
   private readonly onClose = () => {
-    if (!this.ended) this.failure ??= new Error('the model\'s response ended before it was complete');
+    if (!this.ended) this.failure ??= new Error("the model's response ended before it was complete");
     this.notify();
   };
 }

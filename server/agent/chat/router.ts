@@ -4,13 +4,29 @@
  */
 import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
-import { ActiveRun, ChatDeleted, ChatHistory, ChatIdInput, ChatList, ChatMessageInput, ChatRenameInput, ChatsQuery, ChatStartInput, ChatStreamInput, ChatSummary, HistoryInput, RunStarted } from './schemas.js';
+import {
+  ActiveRun,
+  ChatDeleted,
+  ChatHistory,
+  ChatIdInput,
+  ChatList,
+  ChatMessageInput,
+  ChatRenameInput,
+  ChatsQuery,
+  ChatStartInput,
+  ChatStreamInput,
+  ChatSummary,
+  HistoryInput,
+  RunStarted,
+} from './schemas.js';
 
 export const chatRouter = router({
   // The runtime's own iterables, not re-yielded by a generator here: one layer less per event.
   send: agentProcedure.input(ChatMessageInput).subscription(({ input, ctx, signal }) => ctx.services.chat.send(input, signal ?? new AbortController().signal)),
 
-  stream: agentProcedure.input(ChatStreamInput).subscription(({ input, ctx, signal }) => ctx.services.chat.stream(input, signal ?? new AbortController().signal)),
+  stream: agentProcedure
+    .input(ChatStreamInput)
+    .subscription(({ input, ctx, signal }) => ctx.services.chat.stream(input, signal ?? new AbortController().signal)),
 
   // tRPC only: REST clients send with `POST /chat`, whose body already carries the message.
   start: agentProcedure
@@ -20,7 +36,11 @@ export const chatRouter = router({
 
   stop: agentProcedure
     .meta({
-      openapi: { method: 'POST', path: '/chat/{chat_id}/stop', summary: 'Stop the active run (204); its stream and history end with error "stopped". 409 when no run is active, 404 for an unknown chat' },
+      openapi: {
+        method: 'POST',
+        path: '/chat/{chat_id}/stop',
+        summary: 'Stop the active run (204); its stream and history end with error "stopped". 409 when no run is active, 404 for an unknown chat',
+      },
       rest: { kind: 'empty' },
     })
     .input(ChatIdInput)
@@ -49,7 +69,13 @@ export const chatRouter = router({
 /** The list of chats (`GET /chats`) and renaming one; `DELETE /chat/{chat_id}` takes a chat off it. */
 export const chatsRouter = router({
   list: agentProcedure
-    .meta({ openapi: { method: 'GET', path: '/chats', summary: 'The chats, newest activity first, each with its title and whether a reply is running (limit 1..1000, default 100)' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/chats',
+        summary: 'The chats, newest activity first, each with its title and whether a reply is running (limit 1..1000, default 100)',
+      },
+    })
     .input(ChatsQuery)
     .output(ChatList)
     .query(({ input, ctx }) => ({ chats: ctx.services.chat.chats(input.limit) })),

@@ -24,7 +24,16 @@ import type { ChatModel } from './chat-model.js';
 import { createLanguageModel, NO_MODEL_REPLY } from './model.js';
 import { buildSystemPrompt } from './prompt.js';
 import { parseEventId, Run, RunRegistry, type StreamItem } from './runs.js';
-import { INTERRUPTED, STOPPED, type ChatEvent, type ChatMessageInput, type ChatStartInput, type ChatStreamInput, type ChatSummary, type RunStarted } from './schemas.js';
+import {
+  INTERRUPTED,
+  STOPPED,
+  type ChatEvent,
+  type ChatMessageInput,
+  type ChatStartInput,
+  type ChatStreamInput,
+  type ChatSummary,
+  type RunStarted,
+} from './schemas.js';
 
 class RunCancelled extends Error {
   override name = 'RunCancelled';
@@ -65,7 +74,12 @@ export class ChatRuntime {
   constructor(private readonly deps: ChatRuntimeDeps) {
     const chat = deps.config.chat;
     this.registry = new RunRegistry(chat.streamGraceMs);
-    this.model = deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egressSocket: deps.config.egressSocket }) : null;
+    this.model =
+      deps.model !== undefined
+        ? deps.model
+        : chat.model
+          ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egressSocket: deps.config.egressSocket })
+          : null;
     this.tools = deps.tools ?? workspaceTools(deps.config);
   }
 

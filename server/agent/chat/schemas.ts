@@ -12,10 +12,7 @@ export const ChatId = z
   .regex(/^[\w.:@-]+$/, 'chat_id may hold letters, digits and _ . : @ -');
 
 /** Messages are bounded (32,000 characters) and must hold something besides whitespace. */
-export const ChatMessageText = z
-  .string()
-  .max(MESSAGE_MAX_CHARS)
-  .regex(/\S/, 'message must not be empty or blank');
+export const ChatMessageText = z.string().max(MESSAGE_MAX_CHARS).regex(/\S/, 'message must not be empty or blank');
 
 /**
  * `lastEventId`: the id of the last event a client received (`id:` lines / tRPC `tracked` ids).

@@ -55,8 +55,7 @@ export function isSensitiveName(name: string): boolean {
   return SENSITIVE_EXACT.has(lower) || lower.startsWith('.env.');
 }
 
-export const forbiddenPath = (detail = 'Path is outside the workspace or names a protected file') =>
-  new AppError(403, 'FORBIDDEN_PATH', detail);
+export const forbiddenPath = (detail = 'Path is outside the workspace or names a protected file') => new AppError(403, 'FORBIDDEN_PATH', detail);
 
 /** `C:`, `c:\`, `\\server\share`, `/abs`: anything that names a location on its own. */
 const ABSOLUTE = /^(?:[a-zA-Z]:|[\\/])/;

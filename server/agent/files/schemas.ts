@@ -99,9 +99,7 @@ export type FormPart =
   | { kind: 'file'; name: string; filename: string; mimeType: string; stream: AsyncIterable<Uint8Array> };
 
 /** Where an upload's bytes come from: a multipart body (REST bridge) or a raw body (tRPC octet-stream). */
-export type UploadSource =
-  | { kind: 'form'; parts: AsyncIterable<FormPart> }
-  | { kind: 'octet'; stream: ReadableStream<Uint8Array> };
+export type UploadSource = { kind: 'form'; parts: AsyncIterable<FormPart> } | { kind: 'octet'; stream: ReadableStream<Uint8Array> };
 
 /**
  * Input parser of `files.upload`. Over tRPC HTTP the body is `application/octet-stream` (tRPC v11

@@ -31,8 +31,7 @@ const FALLBACK_NAME = 'upload';
 /** Temporary names of uploads in progress; the tree hides them. */
 export const UPLOAD_TEMP_NAME = /^\.upload-[0-9a-f]{16}\.part$/;
 
-export const uploadTooLarge = () =>
-  new AppError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds the ${MAX_UPLOAD_BYTES / (1024 * 1024)} MB limit`);
+export const uploadTooLarge = () => new AppError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds the ${MAX_UPLOAD_BYTES / (1024 * 1024)} MB limit`);
 
 /**
  * A name that is safe as one path component: the last component of what the client sent, NFC,
@@ -116,7 +115,10 @@ export async function uploadFile(
   // The workspace quota caps this upload at what is left: crossing it is 507, crossing the size cap 413.
   const room = opts.quota ? await opts.quota.remaining() : Infinity;
   if (room === 0 && opts.quota) throw quotaExceeded(opts.quota.limitBytes);
-  const limit = room < maxBytes && opts.quota ? { bytes: room, exceeded: () => quotaExceeded((opts.quota as WorkspaceQuota).limitBytes) } : { bytes: maxBytes, exceeded: uploadTooLarge };
+  const limit =
+    room < maxBytes && opts.quota
+      ? { bytes: room, exceeded: () => quotaExceeded((opts.quota as WorkspaceQuota).limitBytes) }
+      : { bytes: maxBytes, exceeded: uploadTooLarge };
   let dirField: string | undefined;
   let staged: Staged | undefined;
   try {

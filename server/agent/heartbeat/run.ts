@@ -52,7 +52,10 @@ export interface HeartbeatDeps {
 /** True when the reply is an acknowledgement to drop: `HEARTBEAT_OK` at the start or end, little else. */
 export function isHeartbeatOk(reply: string): boolean {
   // Markdown emphasis or code around the token, and trailing punctuation, do not count.
-  const text = reply.trim().replace(/^[*_`\s]+/, '').replace(/[*_`.!\s]+$/, '');
+  const text = reply
+    .trim()
+    .replace(/^[*_`\s]+/, '')
+    .replace(/[*_`.!\s]+$/, '');
   if (!text) return true;
   let rest: string;
   if (text.startsWith(HEARTBEAT_OK)) rest = text.slice(HEARTBEAT_OK.length);
@@ -78,7 +81,6 @@ export async function mostRecentChat(db: AgentDb): Promise<string | undefined> {
   const row = await db.chatMessage.findFirst({ orderBy: { id: 'desc' }, select: { chatId: true } });
   return row?.chatId;
 }
-
 
 export function heartbeatPrompt(file: string, now: Date): string {
   return [

@@ -27,10 +27,13 @@ export class HeartbeatScheduler {
 
   private schedule(at: Date): void {
     this.next = at;
-    this.timer = setTimeout(() => {
-      this.schedule(new Date(Date.now() + this.intervalMs));
-      void this.runNow();
-    }, Math.max(0, at.getTime() - Date.now()));
+    this.timer = setTimeout(
+      () => {
+        this.schedule(new Date(Date.now() + this.intervalMs));
+        void this.runNow();
+      },
+      Math.max(0, at.getTime() - Date.now()),
+    );
     this.timer.unref();
   }
 

@@ -52,7 +52,6 @@ const RETRY_AFTER_MAX_MS = 10 * 60_000;
 /** Methods the polling loop retries itself (forever, until stopped). */
 const LOOP_METHODS = new Set(['getMe', 'getUpdates']);
 
-
 /** A token Telegram refuses: 401 Unauthorized, or 404 for a malformed one. Final. */
 function isTokenRefused(error: unknown): boolean {
   return error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404);
@@ -190,7 +189,10 @@ export class TelegramBot {
     for (let attempt = 0; !signal.aborted; ) {
       let updates: Update[];
       try {
-        updates = await this.bot.api.getUpdates({ offset: this.offset, timeout: this.opts.pollTimeoutSeconds, allowed_updates: ['message'] }, grammySignal(signal));
+        updates = await this.bot.api.getUpdates(
+          { offset: this.offset, timeout: this.opts.pollTimeoutSeconds, allowed_updates: ['message'] },
+          grammySignal(signal),
+        );
         attempt = 0;
       } catch (error) {
         if (signal.aborted) return;

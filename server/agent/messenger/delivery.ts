@@ -63,7 +63,14 @@ export async function sendText(api: Api, chatId: number, text: string, signal?: 
 }
 
 /** A workspace file as a document; the caption is cut to Telegram's caption limit. */
-export async function sendWorkspaceFile(api: Api, workspace: string, chatId: number, relPath: string, caption: string | undefined, signal?: AbortSignal): Promise<void> {
+export async function sendWorkspaceFile(
+  api: Api,
+  workspace: string,
+  chatId: number,
+  relPath: string,
+  caption: string | undefined,
+  signal?: AbortSignal,
+): Promise<void> {
   const { absolute } = await resolveWorkspacePath(workspace, relPath);
   const info = await stat(absolute);
   if (!info.isFile()) throw new Error(`not a file: ${relPath}`);
@@ -72,7 +79,12 @@ export async function sendWorkspaceFile(api: Api, workspace: string, chatId: num
     return;
   }
   const text = caption?.trim();
-  await api.sendDocument(chatId, new InputFile(absolute, path.basename(absolute)), text ? { caption: splitMessage(text, TELEGRAM_CAPTION_LIMIT)[0] } : {}, grammySignal(signal));
+  await api.sendDocument(
+    chatId,
+    new InputFile(absolute, path.basename(absolute)),
+    text ? { caption: splitMessage(text, TELEGRAM_CAPTION_LIMIT)[0] } : {},
+    grammySignal(signal),
+  );
 }
 
 /** Sends `typing` now and every TYPING_REFRESH_MS until the returned stop function is called. */

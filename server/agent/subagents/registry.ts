@@ -76,7 +76,7 @@ export interface SpawnAnswer {
 export function subagentSystemPrompt(opts: { name: string; persona: string; toolNames: string[]; now: Date }): string {
   const parts = [
     `You are a subagent of ${opts.name}, a personal agent. You work alone, in the background, on one task. Today is ${opts.now.toISOString().slice(0, 10)} (UTC time ${opts.now.toISOString().slice(11, 16)}).`,
-    'You share the agent\'s workspace: a directory of files. Every path you give a tool is relative to it; paths outside it and protected files (.env, agent.db) are refused.',
+    "You share the agent's workspace: a directory of files. Every path you give a tool is relative to it; paths outside it and protected files (.env, agent.db) are refused.",
     opts.toolNames.length ? `Tools: ${opts.toolNames.join(', ')}.` : 'You have no tools.',
     'You cannot ask questions or talk to the user. Do the task, then give your result as your final reply: it is reported to the agent that started you, which does not see your tool calls.',
   ];
@@ -86,7 +86,8 @@ export function subagentSystemPrompt(opts: { name: string; persona: string; tool
 
 function announcement(row: Pick<RunRow, 'id' | 'label'>, end: { status: FinalStatus; result?: string | null; error?: string | null }): string {
   const name = `Subagent "${row.label}" (${row.id})`;
-  const bounded = (text: string) => (text.length > ANNOUNCE_RESULT_CHARS ? `${text.slice(0, ANNOUNCE_RESULT_CHARS)}…(truncated; the full result is in GET /subagents/${row.id})` : text);
+  const bounded = (text: string) =>
+    text.length > ANNOUNCE_RESULT_CHARS ? `${text.slice(0, ANNOUNCE_RESULT_CHARS)}…(truncated; the full result is in GET /subagents/${row.id})` : text;
   switch (end.status) {
     case 'completed':
       return `${name} completed:\n\n${bounded(end.result ?? '')}`;
@@ -148,7 +149,14 @@ export class SubagentRegistry {
     this.live.set(id, live);
     let row: RunRow;
     try {
-      row = await insertRun(this.deps.db, { id, label: request.label, task: request.task, persona: request.persona ?? '', chatId: request.chatId, now: this.now() });
+      row = await insertRun(this.deps.db, {
+        id,
+        label: request.label,
+        task: request.task,
+        persona: request.persona ?? '',
+        chatId: request.chatId,
+        now: this.now(),
+      });
     } catch (error) {
       this.live.delete(id);
       throw error;
@@ -214,10 +222,15 @@ export class SubagentRegistry {
    * `running` in the store and the next start interrupts and announces it. False when the run had
    * already ended (someone else won).
    */
-  private async end(row: Pick<RunRow, 'id' | 'label' | 'chatId'>, end: { status: FinalStatus; result?: string | null; error?: string | null }): Promise<boolean> {
+  private async end(
+    row: Pick<RunRow, 'id' | 'label' | 'chatId'>,
+    end: { status: FinalStatus; result?: string | null; error?: string | null },
+  ): Promise<boolean> {
     const now = this.now();
     const message = await this.deps.db.$transaction(async (tx) =>
-      (await finishRun(tx, row.id, { ...end, now })) ? insertPending(tx, { chatId: row.chatId, content: announcement(row, end), source: 'subagent', now }) : undefined,
+      (await finishRun(tx, row.id, { ...end, now }))
+        ? insertPending(tx, { chatId: row.chatId, content: announcement(row, end), source: 'subagent', now })
+        : undefined,
     );
     if (message) this.deps.pending.notify(message);
     return message !== undefined;

@@ -17,7 +17,9 @@ export const subagentsRouter = router({
     .query(({ input, ctx }) => ctx.services.subagents.get(input.run_id)),
 
   stop: agentProcedure
-    .meta({ openapi: { method: 'POST', path: '/subagents/{run_id}/stop', summary: 'Stop a running run (it ends as failed, error cancelled); 409 when not running' } })
+    .meta({
+      openapi: { method: 'POST', path: '/subagents/{run_id}/stop', summary: 'Stop a running run (it ends as failed, error cancelled); 409 when not running' },
+    })
     .input(RunIdInput)
     .output(StopResult)
     .mutation(({ input, ctx }) => ctx.services.subagents.stop(input.run_id)),

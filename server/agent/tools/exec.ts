@@ -100,11 +100,22 @@ export function execTool(workspace: string, opts: { timeoutMs: number; sandbox?:
       description: `Run a shell command in the workspace directory. Output (stdout and stderr) is capped at ${EXEC_OUTPUT_MAX_BYTES} bytes; the command is killed after its timeout.`,
       inputSchema: z.object({
         command: z.string().min(1).max(10_000),
-        timeout_seconds: z.number().positive().optional().describe(`At most ${opts.timeoutMs / 1000}`),
+        timeout_seconds: z
+          .number()
+          .positive()
+          .optional()
+          .describe(`At most ${opts.timeoutMs / 1000}`),
       }),
       async execute({ command, timeout_seconds }, ctx) {
         const timeoutMs = Math.min(opts.timeoutMs, timeout_seconds ? timeout_seconds * 1000 : opts.timeoutMs);
-        const result = await runShell(command, { cwd: await realpath(workspace), timeoutMs, signal: ctx.signal, sandbox: opts.sandbox, proxy: opts.proxy, maxFileBytes: opts.quota.limitBytes });
+        const result = await runShell(command, {
+          cwd: await realpath(workspace),
+          timeoutMs,
+          signal: ctx.signal,
+          sandbox: opts.sandbox,
+          proxy: opts.proxy,
+          maxFileBytes: opts.quota.limitBytes,
+        });
         if ((await opts.quota.remaining()) > 0) return result;
         const error = quotaExceeded(opts.quota.limitBytes);
         return { ...result, error: { code: error.appCode, message: error.message } };

@@ -82,7 +82,10 @@ export function fileTools(workspace: string, quota: WorkspaceQuota): AgentToolSe
               lines.push(`${shown}/`);
               if (left > 1) await walk(path.join(abs, entry.name), `${shown}/`, left - 1);
             } else {
-              const size = await stat(path.join(abs, entry.name)).then((s) => s.size, () => 0);
+              const size = await stat(path.join(abs, entry.name)).then(
+                (s) => s.size,
+                () => 0,
+              );
               lines.push(`${shown} (${size} bytes)`);
             }
           }

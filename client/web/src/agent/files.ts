@@ -40,7 +40,9 @@ export async function previewFile(path: string): Promise<HTMLElement> {
   if (TEXTUAL.test(type) || TEXT_EXT.test(path)) {
     const text = await blob.slice(0, PREVIEW_TEXT_BYTES).text();
     const pre = h('pre', { class: 'preview-text', tabIndex: 0, 'aria-label': `Contents of ${path}` }, text);
-    return blob.size > PREVIEW_TEXT_BYTES ? h('div', {}, pre, h('p', {}, `Showing the first ${formatBytes(PREVIEW_TEXT_BYTES)} of ${formatBytes(blob.size)}.`)) : pre;
+    return blob.size > PREVIEW_TEXT_BYTES
+      ? h('div', {}, pre, h('p', {}, `Showing the first ${formatBytes(PREVIEW_TEXT_BYTES)} of ${formatBytes(blob.size)}.`))
+      : pre;
   }
   return h('p', {}, `No preview for this kind of file (${type || 'unknown type'}, ${formatBytes(blob.size)}). Use Download.`);
 }

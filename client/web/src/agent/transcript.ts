@@ -182,7 +182,10 @@ export class Transcript {
       }
     };
     const save = h('button', { type: 'button', class: 'small', 'aria-label': `Download ${name}` }, 'Download');
-    save.onclick = () => downloadFile(path).catch((error: unknown) => preview.replaceChildren(h('p', { role: 'alert' }, error instanceof Error ? error.message : 'Download failed')));
+    save.onclick = () =>
+      downloadFile(path).catch((error: unknown) =>
+        preview.replaceChildren(h('p', { role: 'alert' }, error instanceof Error ? error.message : 'Download failed')),
+      );
     return h(
       'li',
       { class: 'msg file', 'data-role': 'file' },

@@ -37,12 +37,15 @@ const when = (utc: string | null) => (utc ? new Date(`${utc}Z`).toLocaleString()
  * session it replaces (`previous`, any refresh token of it: logout ends the whole session) so the
  * sessions list does not grow with every link. Some calls have already stored the new pair.
  */
-const linked = (previous: string | undefined) => (pair: TokenPair): void => {
-  saveTokens(pair);
-  forgetMe();
-  if (previous && previous !== pair.refresh_token) void api.tokens.logout.mutate({ refresh_token: previous }, { context: { auth: 'none' } }).catch(() => undefined);
-  navigate('/account');
-};
+const linked =
+  (previous: string | undefined) =>
+  (pair: TokenPair): void => {
+    saveTokens(pair);
+    forgetMe();
+    if (previous && previous !== pair.refresh_token)
+      void api.tokens.logout.mutate({ refresh_token: previous }, { context: { auth: 'none' } }).catch(() => undefined);
+    navigate('/account');
+  };
 
 function methodsSection(view: AccountView, alert: ReturnType<typeof alertBox>, reload: () => void): HTMLElement {
   const done = linked(loadTokens()?.refresh_token);
@@ -94,7 +97,13 @@ function methodsSection(view: AccountView, alert: ReturnType<typeof alertBox>, r
           h('thead', {}, h('tr', {}, ...['Method', 'Name', 'Added', 'Last used', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
           h('tbody', {}, ...rows),
         )
-      : h('p', {}, view.guest ? 'You are using a guest account. Add a sign-in method to keep it: your agent and its files stay, and the guest limits are lifted.' : 'No sign-in methods.'),
+      : h(
+          'p',
+          {},
+          view.guest
+            ? 'You are using a guest account. Add a sign-in method to keep it: your agent and its files stay, and the guest limits are lifted.'
+            : 'No sign-in methods.',
+        ),
     h('h3', {}, 'Add a method'),
     h('h4', {}, 'E-mail'),
     emailForm(done, 'link-email', account.linkEmail),
@@ -150,7 +159,11 @@ async function activitySection(): Promise<HTMLElement> {
           { class: 'activity' },
           ...events.slice(0, 50).map((e) => {
             const about = e.detail.label ?? e.detail.name ?? e.detail.method ?? '';
-            return h('li', { 'data-testid': 'activity' }, `${when(e.at)} — ${EVENT_NAMES[e.type] ?? e.type}${about ? ` (${about})` : ''}${e.ip ? ` from ${e.ip}` : ''}`);
+            return h(
+              'li',
+              { 'data-testid': 'activity' },
+              `${when(e.at)} — ${EVENT_NAMES[e.type] ?? e.type}${about ? ` (${about})` : ''}${e.ip ? ` from ${e.ip}` : ''}`,
+            );
           }),
         )
       : h('p', {}, 'Nothing yet.'),
@@ -164,7 +177,11 @@ function deleteSection(): HTMLElement {
   const form = h(
     'form',
     { hidden: true },
-    h('label', { for: 'delete-confirm' }, 'Type DELETE to confirm. Your sign-in methods, sessions, activity, agent and all its files are removed; this cannot be undone.'),
+    h(
+      'label',
+      { for: 'delete-confirm' },
+      'Type DELETE to confirm. Your sign-in methods, sessions, activity, agent and all its files are removed; this cannot be undone.',
+    ),
     confirmInput,
     h('div', { class: 'row' }, confirmButton),
   );
@@ -196,7 +213,11 @@ export function accountPage(): HTMLElement {
   const load = async () => {
     try {
       const view = await api.account.get.query();
-      const summary = h('p', { 'data-testid': 'account-summary' }, `${view.guest ? 'Guest account' : 'Account'} ${view.user_id}, created ${when(view.created_at)}.`);
+      const summary = h(
+        'p',
+        { 'data-testid': 'account-summary' },
+        `${view.guest ? 'Guest account' : 'Account'} ${view.user_id}, created ${when(view.created_at)}.`,
+      );
       body.replaceChildren(summary, methodsSection(view, alert, reload), await sessionsSection(alert, reload), await activitySection(), deleteSection());
     } catch (error) {
       alert.fail(error);

@@ -67,7 +67,9 @@ export function chatPage(): HTMLElement {
     input.focus();
   };
   const renderList = () => {
-    const shown = chats.some((c) => c.chat_id === chatId) ? chats : [{ chat_id: chatId, title: 'New chat', created_at: '', updated_at: '', active: false }, ...chats];
+    const shown = chats.some((c) => c.chat_id === chatId)
+      ? chats
+      : [{ chat_id: chatId, title: 'New chat', created_at: '', updated_at: '', active: false }, ...chats];
     list.replaceChildren(
       ...shown.map((chat) => {
         // Titles are text nodes only: whatever a title holds, it is never markup here.
@@ -75,7 +77,12 @@ export function chatPage(): HTMLElement {
           'button',
           { type: 'button', class: 'chat-link', 'aria-current': chat.chat_id === chatId ? 'true' : 'false', 'data-chat-id': chat.chat_id },
           h('span', { class: 'chat-title' }, chat.title),
-          h('span', { class: 'chat-meta' }, chat.active ? h('span', { class: 'live', 'data-testid': 'live-marker' }, '● replying') : null, chat.updated_at ? h('time', { dateTime: chat.updated_at }, when(chat.updated_at)) : null),
+          h(
+            'span',
+            { class: 'chat-meta' },
+            chat.active ? h('span', { class: 'live', 'data-testid': 'live-marker' }, '● replying') : null,
+            chat.updated_at ? h('time', { dateTime: chat.updated_at }, when(chat.updated_at)) : null,
+          ),
         );
         button.onclick = () => void open(chat.chat_id);
         return h('li', {}, button);
@@ -285,7 +292,14 @@ export function chatPage(): HTMLElement {
 
   // ----- sending -----
   // No `maxLength`: the browser would cut a pasted message silently; over the bound it says so instead.
-  const input = h('textarea', { id: 'chat-input', name: 'message', rows: 3, required: true, placeholder: 'Ask your agent…', 'aria-describedby': 'chat-input-error chat-input-hint' });
+  const input = h('textarea', {
+    id: 'chat-input',
+    name: 'message',
+    rows: 3,
+    required: true,
+    placeholder: 'Ask your agent…',
+    'aria-describedby': 'chat-input-error chat-input-hint',
+  });
   const inputError = h('p', { id: 'chat-input-error', class: 'field-error', 'data-testid': 'message-error', 'aria-live': 'polite' });
   const hint = h('p', { id: 'chat-input-hint', class: 'hint' }, 'Enter sends, Shift+Enter starts a new line, Escape stops the reply.');
   const send = h('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
@@ -490,7 +504,10 @@ export function chatPage(): HTMLElement {
   // A guest who used today's messages sees why before typing, not after.
   void api.account.get.query().then(
     ({ guest, usage }) => {
-      if (guest && usage.messages_left_today === 0) showSpent(`You have sent today's ${usage.messages_per_day} guest messages. Link a sign-in method on the Account page to keep chatting, or come back tomorrow.`);
+      if (guest && usage.messages_left_today === 0)
+        showSpent(
+          `You have sent today's ${usage.messages_per_day} guest messages. Link a sign-in method on the Account page to keep chatting, or come back tomorrow.`,
+        );
     },
     () => undefined,
   );

@@ -40,7 +40,12 @@ export function filesPage(): HTMLElement {
       {},
       ...nodes.map((node) => {
         if (node.type === 'dir') {
-          const details = h('details', { open: true }, h('summary', {}, `${node.name}/`), node.children?.length ? nodeList(node.children) : h('p', { class: 'muted' }, 'empty'));
+          const details = h(
+            'details',
+            { open: true },
+            h('summary', {}, `${node.name}/`),
+            node.children?.length ? nodeList(node.children) : h('p', { class: 'muted' }, 'empty'),
+          );
           return h('li', { 'data-path': node.path }, details);
         }
         const button = h('button', { type: 'button', class: 'file-link', 'data-path': node.path }, node.name);
@@ -61,7 +66,15 @@ export function filesPage(): HTMLElement {
 
   // ----- upload -----
   const fileInput = h('input', { type: 'file', id: 'upload-file', name: 'file', required: true });
-  const dirInput = h('input', { type: 'text', id: 'upload-dir', name: 'path', value: 'uploads', defaultValue: 'uploads', autocomplete: 'off', spellcheck: false });
+  const dirInput = h('input', {
+    type: 'text',
+    id: 'upload-dir',
+    name: 'path',
+    value: 'uploads',
+    defaultValue: 'uploads',
+    autocomplete: 'off',
+    spellcheck: false,
+  });
   const progress = h('progress', { max: 1, value: 0, hidden: true, 'aria-label': 'Upload progress', id: 'upload-progress' });
   const uploadStatus = h('p', { role: 'status', 'data-testid': 'upload-status' });
   const submit = h('button', { type: 'submit' }, 'Upload');
@@ -81,7 +94,9 @@ export function filesPage(): HTMLElement {
     alert.clear();
     const cap = isGuest() ? GUEST_UPLOAD_BYTES : UPLOAD_BYTES;
     if (file.size > cap) {
-      alert.show(`${file.name} is ${formatBytes(file.size)}; the limit is ${formatBytes(cap)}${isGuest() ? ' for guests (sign in to upload up to 50 MB)' : ''}.`);
+      alert.show(
+        `${file.name} is ${formatBytes(file.size)}; the limit is ${formatBytes(cap)}${isGuest() ? ' for guests (sign in to upload up to 50 MB)' : ''}.`,
+      );
       return;
     }
     submit.disabled = true;

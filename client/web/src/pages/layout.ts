@@ -38,7 +38,12 @@ export async function signOut(everywhere: boolean): Promise<void> {
 
 function inbox(): HTMLElement {
   const list = h('ul', { class: 'inbox-list' });
-  const box = h('section', { class: 'inbox', 'aria-label': 'Messages from your agent', hidden: true, 'aria-live': 'polite' }, h('h2', {}, 'From your agent'), list);
+  const box = h(
+    'section',
+    { class: 'inbox', 'aria-label': 'Messages from your agent', hidden: true, 'aria-live': 'polite' },
+    h('h2', {}, 'From your agent'),
+    list,
+  );
   const render = () => {
     const messages = storedPending();
     box.hidden = messages.length === 0;
@@ -83,7 +88,13 @@ export function layout(page: () => HTMLElement): HTMLElement {
           go('/account');
         };
         guestBanner.replaceChildren(
-          h('p', {}, 'You are using a guest account: 50 messages a day, uploads up to 5 MB, no messenger. Keep this account and lift the limits by linking a provider, or with your ', more, ':'),
+          h(
+            'p',
+            {},
+            'You are using a guest account: 50 messages a day, uploads up to 5 MB, no messenger. Keep this account and lift the limits by linking a provider, or with your ',
+            more,
+            ':',
+          ),
           oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
         );
       }
@@ -113,7 +124,12 @@ export function layout(page: () => HTMLElement): HTMLElement {
     'div',
     { class: 'shell' },
     skipLink(),
-    h('header', { class: 'top' }, h('div', { class: 'row spread' }, h('span', { class: 'brand' }, 'Your agent'), h('div', { class: 'row' }, who, signOutButton)), nav),
+    h(
+      'header',
+      { class: 'top' },
+      h('div', { class: 'row spread' }, h('span', { class: 'brand' }, 'Your agent'), h('div', { class: 'row' }, who, signOutButton)),
+      nav,
+    ),
     guestBanner,
     inbox(),
     h('main', { id: 'content', tabIndex: -1 }, page()),

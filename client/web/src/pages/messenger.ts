@@ -108,7 +108,15 @@ export function messengerPage(): HTMLElement {
       h(
         'ol',
         {},
-        h('li', {}, 'In Telegram, open ', h('a', { href: 'https://t.me/BotFather', target: '_blank', rel: 'noopener noreferrer' }, '@BotFather'), ' and send ', h('code', {}, '/newbot'), '.'),
+        h(
+          'li',
+          {},
+          'In Telegram, open ',
+          h('a', { href: 'https://t.me/BotFather', target: '_blank', rel: 'noopener noreferrer' }, '@BotFather'),
+          ' and send ',
+          h('code', {}, '/newbot'),
+          '.',
+        ),
         h('li', {}, 'Choose a name and a username ending in ', h('code', {}, 'bot'), '.'),
         h('li', {}, 'Copy the token BotFather answers with and paste it here.'),
       ),
@@ -120,7 +128,11 @@ export function messengerPage(): HTMLElement {
       submit.disabled = true;
       alert.clear();
       try {
-        const connected = await agentJson<MessengerStatus>('/messenger/bot', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: token.value.trim() }) });
+        const connected = await agentJson<MessengerStatus>('/messenger/bot', {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ token: token.value.trim() }),
+        });
         token.value = '';
         // From the answer: the agent's own status may still say "connecting" for a moment.
         statusBox.replaceChildren(connectedPanel(connected));
@@ -143,7 +155,15 @@ export function messengerPage(): HTMLElement {
         const { code, expires_at } = await agentJson<{ code: string; expires_at: string }>('/messenger/bot/owner-code', { method: 'POST' });
         const link = `https://t.me/${encodeURIComponent(status.bot_username)}?start=${encodeURIComponent(code)}`;
         codeBox.replaceChildren(
-          h('p', {}, 'Open ', h('a', { href: link, target: '_blank', rel: 'noopener noreferrer' }, link), ' on your phone and press Start, or send the bot ', h('code', {}, `/start ${code}`), '.'),
+          h(
+            'p',
+            {},
+            'Open ',
+            h('a', { href: link, target: '_blank', rel: 'noopener noreferrer' }, link),
+            ' on your phone and press Start, or send the bot ',
+            h('code', {}, `/start ${code}`),
+            '.',
+          ),
           h('p', { class: 'muted' }, `The code works once, until ${new Date(expires_at).toLocaleTimeString()}. Whoever uses it becomes the bot's owner.`),
         );
       } catch (error) {

@@ -10,9 +10,10 @@ let offered: Promise<Set<MethodId>> | undefined;
 
 export function offeredMethods(): Promise<Set<MethodId>> {
   // On failure every method stays: a button that then explains is better than none.
-  offered ??= api.auth.methods.list
-    .query()
-    .then(({ methods }) => new Set(methods), () => new Set<MethodId>(['email', 'idpa', 'idpb', 'wallet', 'passkey', 'guest']));
+  offered ??= api.auth.methods.list.query().then(
+    ({ methods }) => new Set(methods),
+    () => new Set<MethodId>(['email', 'idpa', 'idpb', 'wallet', 'passkey', 'guest']),
+  );
   return offered;
 }
 

@@ -3,7 +3,13 @@
  * passkey on the sign-in page; add one to the signed-in account on the Account page (a guest is
  * upgraded by it). The server hands out the options and checks the answers (auth/passkey).
  */
-import { browserSupportsWebAuthn, startAuthentication, startRegistration, type PublicKeyCredentialCreationOptionsJSON, type PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/browser';
+import {
+  browserSupportsWebAuthn,
+  startAuthentication,
+  startRegistration,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+} from '@simplewebauthn/browser';
 import { api, errorMessage } from '../api.js';
 import { alertBox, h } from '../dom.js';
 import type { TokenPair } from '../session.js';

@@ -12,8 +12,19 @@ const SHOWN = 50;
 
 async function readOutbox(dir: string): Promise<OutboxEntry[]> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  const newest = names.filter((n) => n.endsWith('.json')).sort().reverse().slice(0, SHOWN);
-  const entries = await Promise.all(newest.map((n) => readFile(path.join(dir, n), 'utf8').then((t) => JSON.parse(t) as OutboxEntry, () => undefined)));
+  const newest = names
+    .filter((n) => n.endsWith('.json'))
+    .sort()
+    .reverse()
+    .slice(0, SHOWN);
+  const entries = await Promise.all(
+    newest.map((n) =>
+      readFile(path.join(dir, n), 'utf8').then(
+        (t) => JSON.parse(t) as OutboxEntry,
+        () => undefined,
+      ),
+    ),
+  );
   return entries.filter((e): e is OutboxEntry => e !== undefined);
 }
 
@@ -25,7 +36,10 @@ export function mountDevOutbox(app: Express, dir: string): void {
   const page: RequestHandler = async (_req, res) => {
     const entries = await readOutbox(dir);
     const items = entries
-      .map((e) => `<article><h2>${escapeHtml(e.subject)}</h2><p>to <b>${escapeHtml(e.to)}</b> · ${escapeHtml(e.date)} · <code>${escapeHtml(e.id)}.eml</code></p><pre>${linkify(e.text)}</pre></article>`)
+      .map(
+        (e) =>
+          `<article><h2>${escapeHtml(e.subject)}</h2><p>to <b>${escapeHtml(e.to)}</b> · ${escapeHtml(e.date)} · <code>${escapeHtml(e.id)}.eml</code></p><pre>${linkify(e.text)}</pre></article>`,
+      )
       .join('\n');
     res.setHeader('Cache-Control', 'no-store');
     res.type('html').send(`<!doctype html><html><head><meta charset="utf-8"><title>Outbox (development)</title>

@@ -25,7 +25,5 @@ export const emailRouter = router({
     .meta({ openapi: { method: 'POST', path: '/auth/verify-magic-link', protect: false, summary: 'Exchange a sign-in link token or code for a token pair' } })
     .input(VerifyInput)
     .output(TokenPair)
-    .mutation(({ ctx, input }) =>
-      ctx.services.email.verify(input, ctx.request),
-    ),
+    .mutation(({ ctx, input }) => ctx.services.email.verify(input, ctx.request)),
 });

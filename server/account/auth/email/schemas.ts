@@ -35,9 +35,11 @@ export const VerifyInput = z
   .superRefine((input, ctx) => {
     const byToken = input.token !== undefined;
     const byCode = input.code !== undefined;
-    if (byToken && (byCode || input.email !== undefined)) ctx.addIssue({ code: 'custom', path: ['token'], message: 'send either token, or email and code, not both' });
+    if (byToken && (byCode || input.email !== undefined))
+      ctx.addIssue({ code: 'custom', path: ['token'], message: 'send either token, or email and code, not both' });
     else if (!byToken && !byCode) ctx.addIssue({ code: 'custom', path: ['token'], message: 'send either token, or email and code' });
   })
-  .transform((input): VerifyCredential =>
-    input.token !== undefined ? { token: parsed(LinkToken, input.token) } : { email: parsed(EmailAddress, input.email), code: parsed(Code, input.code) },
+  .transform(
+    (input): VerifyCredential =>
+      input.token !== undefined ? { token: parsed(LinkToken, input.token) } : { email: parsed(EmailAddress, input.email), code: parsed(Code, input.code) },
   );

@@ -35,7 +35,6 @@ export interface EmailSignInDeps {
   log: Logger;
 }
 
-
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export function signInMail(to: string, link: string, code: string, ttlMs = EMAIL_CODE_TTL_MS): OutgoingMail {

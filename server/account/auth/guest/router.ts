@@ -12,7 +12,7 @@ import { signInGuestCapped } from './sign-in.js';
 export const GuestInput = z.object({
   device_id: z
     .string()
-    .min(16, 'device_id must be at least 16 characters: send a random id (a UUID) or the platform\'s device id')
+    .min(16, "device_id must be at least 16 characters: send a random id (a UUID) or the platform's device id")
     .max(200)
     .regex(/^[\x21-\x7e]+$/, 'device_id must be printable ASCII without spaces'),
 });

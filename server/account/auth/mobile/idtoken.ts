@@ -23,10 +23,7 @@ function acceptedIssuers(issuer: string): string[] {
   return issuer === 'https://accounts.google.com' ? [issuer, 'accounts.google.com'] : [issuer];
 }
 
-export async function verifyNativeIdToken(
-  providers: OAuthProviders,
-  input: { idToken: string; nonce: string | undefined; now: Date },
-): Promise<IdentityClaim> {
+export async function verifyNativeIdToken(providers: OAuthProviders, input: { idToken: string; nonce: string | undefined; now: Date }): Promise<IdentityClaim> {
   const { issuer, keys, algorithms } = await providers.idTokenKeysA();
   const audiences = providers.config.idpa.mobileClientIds;
   // A key set that cannot be fetched (network, non-200, not a JWKS) is the provider failing: 502,

@@ -17,7 +17,13 @@ export async function issueAuthCode(
   const code = randomBytes(32).toString('base64url');
   await db.authCode.deleteMany({ where: { expiresAt: { lt: new Date(input.now.getTime() - 3600_000) } } });
   await db.authCode.create({
-    data: { codeHash: sha256(code), userId: input.userId, provider: input.provider, createdUser: input.createdUser, expiresAt: new Date(input.now.getTime() + input.ttlSeconds * 1000) },
+    data: {
+      codeHash: sha256(code),
+      userId: input.userId,
+      provider: input.provider,
+      createdUser: input.createdUser,
+      expiresAt: new Date(input.now.getTime() + input.ttlSeconds * 1000),
+    },
   });
   return code;
 }

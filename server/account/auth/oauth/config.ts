@@ -45,7 +45,12 @@ export const oauthEnv = {
   IDPB_CLIENT_SECRET: optionalString.meta({ description: "provider B's OAuth app client secret", default: 'unset → provider B off (503)' }),
   IDPB_SCOPES: optionalString.meta({ description: 'scopes asked of provider B', default: '`read:user user:email`', values: 'space-separated scopes' }),
   IDPB_SUBJECT_FIELD: optionalString
-    .pipe(z.string().regex(/^\w{1,64}$/, 'must be a field name').optional())
+    .pipe(
+      z
+        .string()
+        .regex(/^\w{1,64}$/, 'must be a field name')
+        .optional(),
+    )
     .meta({ description: "user-info field that identifies the person (GitHub's numeric id: logins can be renamed)", default: '`id`', values: 'a field name' }),
   IDPB_PKCE: optionalString
     .pipe(z.enum(['true', 'false']).optional())

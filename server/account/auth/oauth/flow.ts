@@ -61,16 +61,29 @@ export async function finishAuthorization(
     deps.providers.requireConfigured(input.provider);
     const state = await consumeOAuthState(deps.db, { provider: input.provider, state: input.params.state, browserSecret: input.browserSecret, now: input.now });
     if (input.params.error) {
-      throw new OAuthFailure(input.params.error === 'access_denied' ? 'access_denied' : 'provider_error', `provider answered error=${input.params.error.slice(0, 100)}`);
+      throw new OAuthFailure(
+        input.params.error === 'access_denied' ? 'access_denied' : 'provider_error',
+        `provider answered error=${input.params.error.slice(0, 100)}`,
+      );
     }
     const claim = await identityFromProvider(deps.providers, input.provider, input.params, state);
     const user = await signInWithIdentity(deps.db, claim, state.linkUserId, deps.client);
-    const code = await issueAuthCode(deps.db, { userId: user.userId, provider: input.provider, createdUser: user.created, now: input.now, ttlSeconds: input.authCodeTtlSeconds });
+    const code = await issueAuthCode(deps.db, {
+      userId: user.userId,
+      provider: input.provider,
+      createdUser: user.created,
+      now: input.now,
+      ttlSeconds: input.authCodeTtlSeconds,
+    });
     landing.searchParams.set('code', code);
   } catch (error) {
     const code = failureCode(error);
     if (code === 'server_error') deps.log.error({ err: error, provider: input.provider }, 'oauth callback failed');
-    else deps.log.warn({ provider: input.provider, code, reason: error instanceof OAuthFailure ? error.reason : (error as Error).message }, 'oauth callback refused');
+    else
+      deps.log.warn(
+        { provider: input.provider, code, reason: error instanceof OAuthFailure ? error.reason : (error as Error).message },
+        'oauth callback refused',
+      );
     landing.searchParams.set('error', code);
   }
   return landing.href;
@@ -114,7 +127,12 @@ async function identityFromProvider(
   }
 }
 
-async function identityFromA(configuration: client.Configuration, currentUrl: URL, expectedState: string, state: { codeVerifier: string; nonce: string }): Promise<IdentityClaim> {
+async function identityFromA(
+  configuration: client.Configuration,
+  currentUrl: URL,
+  expectedState: string,
+  state: { codeVerifier: string; nonce: string },
+): Promise<IdentityClaim> {
   const tokens = await client.authorizationCodeGrant(configuration, currentUrl, {
     pkceCodeVerifier: state.codeVerifier,
     expectedState,

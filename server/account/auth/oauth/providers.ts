@@ -101,7 +101,10 @@ export class OAuthProviders {
     const metadata = configuration.serverMetadata();
     if (!metadata.jwks_uri) throw providerUnavailable('Provider A publishes no jwks_uri');
     if (this.jwksA?.uri !== metadata.jwks_uri) {
-      this.jwksA = { uri: metadata.jwks_uri, keys: createRemoteJWKSet(new URL(metadata.jwks_uri), { timeoutDuration: this.config.providerTimeoutSeconds * 1000 }) };
+      this.jwksA = {
+        uri: metadata.jwks_uri,
+        keys: createRemoteJWKSet(new URL(metadata.jwks_uri), { timeoutDuration: this.config.providerTimeoutSeconds * 1000 }),
+      };
     }
     const advertised = metadata.id_token_signing_alg_values_supported ?? ['RS256'];
     return { issuer: metadata.issuer, keys: this.jwksA.keys, algorithms: advertised.filter((alg) => ASYMMETRIC_ALGS.includes(alg)) };

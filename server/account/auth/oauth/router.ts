@@ -60,7 +60,12 @@ function providerRoutes(provider: OAuthProvider) {
     /** Always a redirect to {FRONTEND_URL}/auth/callback with `code` or `error`, even when rate limited. */
     callback: publicProcedure
       .meta({
-        openapi: { method: 'GET', path: `/auth/oauth/${provider}/callback`, protect: false, summary: `${NAMES[provider]} returns here; redirects to the web client with a one-time code` },
+        openapi: {
+          method: 'GET',
+          path: `/auth/oauth/${provider}/callback`,
+          protect: false,
+          summary: `${NAMES[provider]} returns here; redirects to the web client with a one-time code`,
+        },
         rest: { kind: 'redirect' },
       })
       .input(CallbackQuery)
@@ -100,7 +105,9 @@ export const oauthRouter = router({
 
   exchange: publicProcedure
     .use(rateLimited('auth.exchange'))
-    .meta({ openapi: { method: 'POST', path: '/auth/exchange', protect: false, summary: 'Trade the one-time auth code of an OAuth callback for a token pair' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/exchange', protect: false, summary: 'Trade the one-time auth code of an OAuth callback for a token pair' },
+    })
     .input(ExchangeInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {

@@ -27,10 +27,7 @@ export interface StartedState {
   nonce: string;
 }
 
-export async function createOAuthState(
-  db: AccountDb,
-  input: { provider: OAuthProvider; linkUserId: string | undefined; now: Date },
-): Promise<StartedState> {
+export async function createOAuthState(db: AccountDb, input: { provider: OAuthProvider; linkUserId: string | undefined; now: Date }): Promise<StartedState> {
   const state = client.randomState();
   const browserSecret = randomBytes(32).toString('base64url');
   const codeVerifier = client.randomPKCECodeVerifier();

@@ -13,14 +13,26 @@ import { loginOptions, registrationOptions, verifyLogin, verifyRegistration } fr
 export const passkeyRouter = router({
   registerOptions: userProcedure
     .use(rateLimited('auth.passkey'))
-    .meta({ openapi: { method: 'POST', path: '/auth/passkey/register/options', summary: 'Options for navigator.credentials.create(): a passkey for the signed-in account' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/auth/passkey/register/options',
+        summary: 'Options for navigator.credentials.create(): a passkey for the signed-in account',
+      },
+    })
     .input(RegisterOptionsInput)
     .output(CreationOptions)
     .mutation(async ({ ctx }) => ({ ...(await registrationOptions(ctx.services.store.db, ctx.services.config.passkey, ctx.user.userId)) })),
 
   registerVerify: userProcedure
     .use(rateLimited('auth.passkey'))
-    .meta({ openapi: { method: 'POST', path: '/auth/passkey/register/verify', summary: 'Store the new passkey on the signed-in account (a guest becomes a full account)' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/auth/passkey/register/verify',
+        summary: 'Store the new passkey on the signed-in account (a guest becomes a full account)',
+      },
+    })
     .input(RegisterVerifyInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
@@ -35,7 +47,14 @@ export const passkeyRouter = router({
 
   loginOptions: publicProcedure
     .use(rateLimited('auth.passkey'))
-    .meta({ openapi: { method: 'POST', path: '/auth/passkey/login/options', protect: false, summary: 'Options for navigator.credentials.get(): sign in with a passkey' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/auth/passkey/login/options',
+        protect: false,
+        summary: 'Options for navigator.credentials.get(): sign in with a passkey',
+      },
+    })
     .input(LoginOptionsInput)
     .output(RequestOptions)
     .mutation(async ({ ctx }) => ({ ...(await loginOptions(ctx.services.store.db, ctx.services.config.passkey)) })),

@@ -1,7 +1,11 @@
 /** Wire shapes of passkey (WebAuthn) sign-in and registration (docs/api.md, "Passkeys"). */
 import { z } from 'zod';
 
-const B64url = z.string().min(1).max(16_384).regex(/^[A-Za-z0-9_-]+$/, 'must be base64url');
+const B64url = z
+  .string()
+  .min(1)
+  .max(16_384)
+  .regex(/^[A-Za-z0-9_-]+$/, 'must be base64url');
 
 /** A passkey's name as its owner gives it; trimmed, 1..64 characters. */
 export const PasskeyName = z.string().trim().min(1).max(64);

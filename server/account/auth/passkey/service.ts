@@ -87,7 +87,13 @@ export async function verifyRegistration(
   const expectedChallenge = await consumeChallenge(db, input.response.response.clientDataJSON, 'register', input.userId, now);
   let verification: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
   try {
-    verification = await verifyRegistrationResponse({ response: input.response, expectedChallenge, expectedOrigin: config.origin, expectedRPID: config.rpId, requireUserVerification: false });
+    verification = await verifyRegistrationResponse({
+      response: input.response,
+      expectedChallenge,
+      expectedOrigin: config.origin,
+      expectedRPID: config.rpId,
+      requireUserVerification: false,
+    });
   } catch (error) {
     throw invalidPasskey(`The passkey could not be verified: ${(error as Error).message}`);
   }
@@ -124,7 +130,12 @@ export async function verifyLogin(db: AccountDb, config: PasskeyConfig, response
       expectedChallenge,
       expectedOrigin: config.origin,
       expectedRPID: config.rpId,
-      credential: { id: stored.credentialId, publicKey: new Uint8Array(stored.publicKey), counter: Number(stored.counter), transports: transportsOf(stored.transports) },
+      credential: {
+        id: stored.credentialId,
+        publicKey: new Uint8Array(stored.publicKey),
+        counter: Number(stored.counter),
+        transports: transportsOf(stored.transports),
+      },
       requireUserVerification: false,
     });
   } catch (error) {
