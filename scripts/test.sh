@@ -14,6 +14,8 @@ mkdir -p test-reports
 
 echo "== typecheck"
 npx tsc -p tsconfig.json
+echo "== lint (Biome: format and rules; dependency-cruiser: import rules)"
+npm run lint --silent
 echo "== build (the services' compiled tree, which local agents run from, and the web client)"
 npm run build --silent
 echo "== unit and integration (vitest)"
