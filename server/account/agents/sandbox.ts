@@ -74,6 +74,9 @@ export interface SandboxMounts {
 /** bwrap arguments for one agent (the command follows `--`). */
 export function sandboxArgs(mounts: SandboxMounts, opts: { tmpBytes: number }): string[] {
   const args = ['--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--uid', '1000', '--gid', '1000', '--hostname', 'agent'];
+  // The private /tmp first: mounted later it would hide whatever below is bound under /tmp (a
+  // checkout there, as on CI machines).
+  args.push('--size', String(opts.tmpBytes), '--tmpfs', '/tmp');
   args.push('--ro-bind', '/usr', '/usr');
   // Merged-/usr systems link these into /usr; others have real directories.
   for (const dir of ['/bin', '/sbin', '/lib', '/lib32', '/lib64']) {
@@ -93,7 +96,7 @@ export function sandboxArgs(mounts: SandboxMounts, opts: { tmpBytes: number }): 
     const source = path.join(REPO_ROOT, part);
     if (existsSync(source)) args.push('--ro-bind', source, source);
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--size', String(opts.tmpBytes), '--tmpfs', '/tmp');
+  args.push('--proc', '/proc', '--dev', '/dev');
   args.push('--bind', mounts.workspace, SANDBOX_WORKSPACE, '--bind', mounts.runDir, SANDBOX_RUN_DIR);
   args.push('--chdir', SANDBOX_WORKSPACE, '--setenv', 'HOME', '/tmp', '--setenv', 'TMPDIR', '/tmp');
   return args;
