@@ -55,6 +55,13 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
     const driver: SqlDriver = async ({ name, text }, values) => (await pool.query({ name, text, values })).rows;
     const exclusively = async (key: number, work: () => Promise<void>) => {
       const client = await pool.connect();
+      // The lock's connection sits idle while `work` runs: losing the server then must not crash
+      // the process (an idle checked-out client reports it as an 'error' event); the lock ends with it.
+      let lost: Error | undefined;
+      const onLost = (error: Error) => {
+        lost = error;
+      };
+      client.on('error', onLost);
       try {
         const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [key]);
         if (!rows[0]?.locked) return false;
@@ -65,7 +72,9 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
         }
         return true;
       } finally {
-        client.release();
+        client.off('error', onLost);
+        // A broken connection is destroyed, not handed back to the pool.
+        client.release(lost);
       }
     };
     return { adapter: new PrismaPg(pool), driver, kind: 'postgres', exclusively, closeDriver: () => pool.end() };
