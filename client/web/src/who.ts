@@ -21,6 +21,20 @@ export function me(): Promise<Me> {
 
 export function forgetMe(): void {
   cached = null;
+  account = null;
+}
+
+type AccountInfo = Awaited<ReturnType<typeof api.account.get.query>>;
+let account: Promise<AccountInfo> | null = null;
+
+/** `GET /account`, asked once per sign-in (every page shows it; the service rate-limits reads). */
+export function accountInfo(): Promise<AccountInfo> {
+  const asked: Promise<AccountInfo> = account ?? api.account.get.query();
+  account = asked.catch((error: unknown) => {
+    account = null;
+    throw error;
+  });
+  return account;
 }
 
 /** From the token's claim (not verified; only to shape the page). */
@@ -35,7 +49,7 @@ export function isGuest(): boolean {
  */
 export async function accountSummary(): Promise<string> {
   try {
-    const account = await api.account.get.query();
+    const account = await accountInfo();
     const { messages_left_today: left, messages_per_day: perDay } = account.usage;
     if (account.guest) return `Signed in as a guest${left === null ? '' : ` · ${left} of ${perDay} messages left today`}`;
     return `Signed in as ${account.identities[0]?.label ?? 'your account'}`;

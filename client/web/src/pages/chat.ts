@@ -25,6 +25,7 @@ import { onPending } from '../agent/pending.js';
 import { Transcript } from '../agent/transcript.js';
 import type { ChatEvent } from '../agent/types.js';
 import { alertBox, h, pageHeading } from '../dom.js';
+import { accountInfo } from '../who.js';
 import { onLeave } from '../router.js';
 
 type Item = ChatEvent | { id: string; data: ChatEvent };
@@ -502,7 +503,7 @@ export function chatPage(): HTMLElement {
     form,
   );
   // A guest who used today's messages sees why before typing, not after.
-  void api.account.get.query().then(
+  void accountInfo().then(
     ({ guest, usage }) => {
       if (guest && usage.messages_left_today === 0)
         showSpent(
