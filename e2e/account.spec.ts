@@ -28,7 +28,7 @@ async function signInByEmail(page: Page, address: string, previousCode?: string)
   const { code } = await mailTo(address, previousCode);
   await section.getByLabel('6-digit code').fill(code);
   await section.getByRole('button', { name: 'Sign in' }).click();
-  await expect(page.getByTestId('signed-in')).toContainText('Signed in as ');
+  await expect(page.getByTestId('signed-in')).toContainText('Signed in');
   return code;
 }
 
@@ -78,7 +78,7 @@ test('a wallet account links an e-mail address from the Account page', async ({ 
   });
   await page.goto('/');
   await page.getByRole('button', { name: 'Connect wallet' }).click();
-  await expect(page.getByTestId('signed-in')).toContainText('Signed in as ');
+  await expect(page.getByTestId('signed-in')).toContainText('Signed in');
   const userId = await userIdOf(page);
   await openAccount(page);
   const address = `linked-${Date.now()}@example.com`;
