@@ -29,8 +29,8 @@ let account: Promise<AccountInfo> | null = null;
 
 /** `GET /account`, asked once per sign-in (every page shows it; the service rate-limits reads). */
 export function accountInfo(): Promise<AccountInfo> {
-  const asked: Promise<AccountInfo> = account ?? api.account.get.query();
-  account = asked.catch((error: unknown) => {
+  // Like me(): one request shared by every caller until it fails or the user changes.
+  account ??= api.account.get.query().catch((error: unknown) => {
     account = null;
     throw error;
   });
