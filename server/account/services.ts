@@ -92,7 +92,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   });
   const modelMeter = {
     check: (userId: string) => modelBudget.check(userId),
-    record: (userId: string, usage: TokenUsage) => modelBudget.record(userId, usage),
+    record: (userId: string, usage: TokenUsage, guest?: boolean) => modelBudget.record(userId, usage, guest),
     observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
   };
   const box = await loadSecretBox(config.agentSecretsKey, config.dataDir);

@@ -41,8 +41,8 @@ export interface GatewayOwner {
 
 /** The budget the gateway holds model calls against (model-usage.ts), and where call times go (metrics). */
 export interface ModelMeter {
-  check(userId: string): Promise<void>;
-  record(userId: string, usage: TokenUsage): Promise<void>;
+  check(userId: string): Promise<{ guest: boolean }>;
+  record(userId: string, usage: TokenUsage, guest?: boolean): Promise<void>;
   /** A metered call ended: its duration and HTTP status (0: no answer). */
   observe?(seconds: number, status: number): void;
 }
@@ -196,10 +196,11 @@ export class EgressGateway {
       return deny(res, 403, 'EGRESS_DENIED', `${host || 'This host'} is not on this service's egress allowlist`);
     }
     const { origin, credentials } = route;
-    const metered = route.model && owner.userId && this.meter ? { userId: owner.userId, meter: this.meter } : undefined;
+    const metered =
+      route.model && owner.userId && this.meter ? { userId: owner.userId, meter: this.meter, guest: undefined as boolean | undefined } : undefined;
     if (metered) {
       try {
-        await metered.meter.check(metered.userId);
+        metered.guest = (await metered.meter.check(metered.userId)).guest;
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         // OpenAI's shape for a spent quota, which clients know not to retry.
@@ -229,7 +230,7 @@ export class EgressGateway {
         // Recorded when the answer is complete, or as far as it came when the agent stopped reading.
         answer.once('close', () => {
           metered.meter
-            .record(metered.userId, scanner.end())
+            .record(metered.userId, scanner.end(), metered.guest)
             .catch((error: unknown) => this.log.error({ err: error, agentId }, 'recording model usage failed'));
         });
       }

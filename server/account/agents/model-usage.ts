@@ -114,15 +114,18 @@ export class ModelBudget {
     return { used: await this.used(userId, dayOf(now)), limit: limit || null, resets_at: nextMidnight(now).toISOString() };
   }
 
-  /** 429 BUDGET_EXCEEDED (with Retry-After until midnight UTC) when the user, or all guests, spent today's tokens. */
-  async check(userId: string): Promise<void> {
+  /**
+   * 429 BUDGET_EXCEEDED (with Retry-After until midnight UTC) when the user, or all guests, spent
+   * today's tokens. Answers whether the user is a guest, so the call's `record` need not ask again.
+   */
+  async check(userId: string): Promise<{ guest: boolean }> {
     const now = this.clock();
     const day = dayOf(now);
     const guest = await this.isGuest(userId);
     const own = guest ? this.limits.guest : this.limits.account;
     const [mine, guests] = await Promise.all([own ? this.used(userId, day) : 0, guest && this.limits.guestsTotal ? this.used(GUESTS, day) : 0]);
     const spent = (own && mine >= own) || (guest && this.limits.guestsTotal && guests >= this.limits.guestsTotal);
-    if (!spent) return;
+    if (!spent) return { guest };
     const resets = nextMidnight(now);
     const seconds = Math.max(1, Math.ceil((resets.getTime() - now.getTime()) / 1000));
     const whose =
@@ -132,10 +135,11 @@ export class ModelBudget {
     throw new AppError(429, 'BUDGET_EXCEEDED', `${whose}; it resets at ${resets.toISOString()}`, { 'Retry-After': String(seconds) });
   }
 
-  async record(userId: string, usage: TokenUsage): Promise<void> {
+  /** `guest`: what `check` answered for this call, else looked up. */
+  async record(userId: string, usage: TokenUsage, guest?: boolean): Promise<void> {
     if (usage.tokensIn === 0 && usage.tokensOut === 0) return;
     const day = dayOf(this.clock());
-    const guest = await this.isGuest(userId);
+    guest ??= await this.isGuest(userId);
     const add = (scope: string) =>
       this.sql`INSERT INTO model_usage (scope, day, tokens_in, tokens_out) VALUES (${scope}, ${day}, ${usage.tokensIn}, ${usage.tokensOut})
         ON CONFLICT (scope, day) DO UPDATE SET tokens_in = model_usage.tokens_in + EXCLUDED.tokens_in, tokens_out = model_usage.tokens_out + EXCLUDED.tokens_out`;
