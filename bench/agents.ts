@@ -13,19 +13,17 @@
  * agent coming back after its idle stop) and measured the same way. Sides alternate between
  * rounds (BENCH_AGENT_ROUNDS, 1 by default: about 5 minutes with 20 agents).
  *
- * The baseline is BENCH_BASELINE (a commit; default: the last one before lighter agents),
- * extracted with `git archive` into a temporary directory, with this tree's node_modules linked
- * in, its own Prisma client generated and its own build made there (kept for the next run, per
- * commit). Every agent listens on loopback only.
+ * The baseline is BENCH_BASELINE (a commit; default: the last one before lighter agents), with its
+ * own build (bench/lib/baseline.ts). Every agent listens on loopback only.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../server/common/net.js';
 import { buildIfStale } from '../scripts/build.js';
 import { startScriptedModel } from '../test/support/scripted-model.js';
+import { baselineTree, shortCommit } from './lib/baseline.js';
 import { median, root, rssOf, runIfEntry, stop, table } from './lib/harness.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -65,25 +63,6 @@ export interface AgentsResults {
     rssIdleMaxMb: number;
   }>;
   ratios: Record<Phase, { coldStart: number; rssIdleMean: number; rssIdleMax: number }>;
-}
-
-const git = (args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
-
-/** The baseline's tree with its own build (made once per commit). */
-async function baselineTree(ref: string): Promise<string> {
-  const sha = git(['rev-parse', `${ref}^{commit}`]);
-  const dir = path.join(tmpdir(), `agent-bench-baseline-${sha.slice(0, 12)}`);
-  if (existsSync(path.join(dir, 'dist', '.build-stamp'))) return dir;
-  console.log(`preparing the baseline (${sha.slice(0, 12)}) in ${dir}`);
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
-  execFileSync('tar', ['-x', '-C', dir], { input: execFileSync('git', ['archive', '--format=tar', sha], { cwd: root, maxBuffer: 1 << 30 }) });
-  await symlink(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
-  const run = (script: string, args: string[]) =>
-    execFileSync(process.execPath, ['--import', 'tsx', script, ...args], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
-  run('scripts/db.ts', ['generate']);
-  run('scripts/build.ts', ['--server']);
-  return dir;
 }
 
 async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
@@ -170,7 +149,7 @@ const round1 = (x: number) => Math.round(x * 10) / 10;
 
 export async function agentsBench(): Promise<AgentsResults> {
   await buildIfStale({ web: false });
-  const trees: Record<Side, string> = { baseline: await baselineTree(BASELINE), lighter: root };
+  const trees: Record<Side, string> = { baseline: await baselineTree(BASELINE, { build: true }), lighter: root };
   const model = await startScriptedModel({ responder: () => ({ text: 'hi' }) });
   const samples: AgentsResults['samples'] = { baseline: { 'new workspace': [], restart: [] }, lighter: { 'new workspace': [], restart: [] } };
   try {
@@ -225,7 +204,7 @@ export async function agentsBench(): Promise<AgentsResults> {
     count: COUNT,
     idleSeconds: IDLE_SECONDS,
     rounds: ROUNDS,
-    baseline: git(['rev-parse', '--short', `${BASELINE}^{commit}`]),
+    baseline: shortCommit(BASELINE),
     samples,
     rows,
     ratios,

@@ -29,20 +29,26 @@ export interface RunningAccountService {
  * `server/account/main.ts` on a free loopback port. `again` restarts a stopped service: same
  * DATA_DIR (same keys and, for PGlite, the same database) and same port (the issuer is
  * `http://HOST:PORT`, so its tokens stay valid); otherwise a new temp folder (the caller removes it).
+ * `tree` runs a baseline's service instead of this checkout's (bench/lib/baseline.ts).
  */
-export async function startAccountService(env: Record<string, string>, again?: RunningAccountService): Promise<RunningAccountService> {
+export async function startAccountService(env: Record<string, string>, again?: RunningAccountService, tree?: string): Promise<RunningAccountService> {
   const port = again ? Number(new URL(again.url).port) : await freePort();
   const dataDir = again?.dataDir;
   const dir = dataDir ?? (await mkdtemp(path.join(tmpdir(), 'bench-run-')));
-  const child = spawnServer('server/account/main.ts', [], {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATA_DIR: dir,
-    RATE_LIMIT_MULTIPLIER: '100000',
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    ...env,
-  });
+  const child = spawnServer(
+    'server/account/main.ts',
+    [],
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dir,
+      RATE_LIMIT_MULTIPLIER: '100000',
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'production',
+      ...env,
+    },
+    tree,
+  );
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/.well-known/jwks.json`);
   return { url, child, dataDir: dir };

@@ -24,9 +24,10 @@ export interface Row {
 /** Node flags for every server a bench starts, e.g. `BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof"`. */
 export const benchNodeOptions = (): string[] => (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
 
-export function spawnServer(script: string, args: string[], env: Record<string, string>): ChildProcess {
-  return fork(path.join(root, script), args, {
-    cwd: root,
+/** `script` of `tree` (this checkout, or a baseline's: bench/lib/baseline.ts) run through tsx as a child process. */
+export function spawnServer(script: string, args: string[], env: Record<string, string>, tree = root): ChildProcess {
+  return fork(path.join(tree, script), args, {
+    cwd: tree,
     execArgv: [...benchNodeOptions(), '--import', 'tsx'],
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -7,6 +7,9 @@ import pg from 'pg';
 
 const serverUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+/** The server the test databases are made on (its maintenance database). */
+export const postgresServerUrl = () => serverUrl;
+
 let reachable: Promise<boolean> | undefined;
 
 export function postgresReachable(): Promise<boolean> {
