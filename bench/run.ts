@@ -55,10 +55,11 @@ const runId = Date.now().toString(36);
 const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent,proxy,agents').split(','));
 
 /**
- * The account service before session bookkeeping (sessions' last use, the activity log): this
- * build's refresh and /auth/me run beside it in the peer rounds and must stay within 10 % of it.
+ * The account service before session bookkeeping (sessions' last use, the activity log): main
+ * just before account self-service was merged. This build's refresh and /auth/me run beside it in
+ * the peer rounds and must stay within 10 % of it.
  */
-const TOKENS_BASELINE = process.env.BENCH_TOKENS_BASELINE ?? '3d96df6';
+const TOKENS_BASELINE = process.env.BENCH_TOKENS_BASELINE ?? 'fca629c';
 type Side = 'ours' | 'baseline' | 'peer';
 const SIDES: Side[] = ['ours', 'peer', 'baseline'];
 type Path = 'signin' | 'refresh' | 'me';
