@@ -10,6 +10,7 @@ import { proxyToOwnAgent } from '../server/account/agents/http-proxy.js';
 import type { AccountServices } from '../server/account/services.js';
 import { badRequest, notFound } from '../server/common/errors.js';
 import { jsonBody } from '../server/common/http.js';
+import { mountApiDocs } from './api-docs.js';
 import { mountJsonProcedures } from './json.js';
 import { openApiDocument } from './openapi.js';
 import { RouteTable } from './routes.js';
@@ -53,5 +54,6 @@ export function mountAccountBridge(api: IRouter, services: AccountServices, cont
       res.json(await document);
     },
   ]);
+  mountApiDocs(table, 'Account API');
   table.finish();
 }

@@ -12,6 +12,7 @@ import { unauthorized } from '../server/common/errors.js';
 import { jsonBody } from '../server/common/http.js';
 import { UploadForm, UploadResult } from '../server/agent/files/schemas.js';
 import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
+import { mountApiDocs } from './api-docs.js';
 import { sendFileBody } from './file.js';
 import { mountJsonProcedures, requireJsonObject } from './json.js';
 import { readMultipart } from './multipart.js';
@@ -150,5 +151,6 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       res.json(await document);
     },
   ]);
+  mountApiDocs(table, 'Agent API');
   table.finish();
 }
