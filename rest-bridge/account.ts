@@ -1,7 +1,8 @@
 /**
  * The account API's documented REST paths (spec: "Account API"), mounted under /api/v1.
  * Routes only: every handler calls an account procedure, except `/agent/*`, which hands the
- * request to the agent proxy (server/account/agents/http-proxy.ts).
+ * request to the agent proxy (server/account/agents/http-proxy.ts), and the API reference
+ * (`/docs`, api-docs.ts).
  */
 import type { IRouter, Request } from 'express';
 import { accountRouter } from '../server/account/router.js';

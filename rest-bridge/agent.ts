@@ -1,6 +1,7 @@
 /**
  * The agent's documented REST paths (spec: "Agent API"), at the root. Routes only: every
- * handler calls an agent procedure. JSON routes come from procedure metadata; the rest are here.
+ * handler calls an agent procedure (but the API reference, `/docs`: api-docs.ts). JSON routes
+ * come from procedure metadata; the rest are here.
  */
 import type { IRouter, Request, Response } from 'express';
 import { agentRouter, type AgentRouter } from '../server/agent/router.js';
