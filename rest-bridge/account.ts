@@ -1,7 +1,8 @@
 /**
  * The account API's documented REST paths (spec: "Account API"), mounted under /api/v1.
  * Routes only: every handler calls an account procedure, except `/agent/*`, which hands the
- * request to the agent proxy (server/account/agents/http-proxy.ts).
+ * request to the agent proxy (server/account/agents/http-proxy.ts), and the API reference
+ * (`/docs`, api-docs.ts).
  */
 import type { IRouter, Request } from 'express';
 import { accountRouter } from '../server/account/router.js';
@@ -10,6 +11,7 @@ import { proxyToOwnAgent } from '../server/account/agents/http-proxy.js';
 import type { AccountServices } from '../server/account/services.js';
 import { badRequest, notFound } from '../server/common/errors.js';
 import { jsonBody } from '../server/common/http.js';
+import { mountApiDocs } from './api-docs.js';
 import { mountJsonProcedures } from './json.js';
 import { openApiDocument } from './openapi.js';
 import { RouteTable } from './routes.js';
@@ -53,5 +55,6 @@ export function mountAccountBridge(api: IRouter, services: AccountServices, cont
       res.json(await document);
     },
   ]);
+  mountApiDocs(table, 'Account API');
   table.finish();
 }

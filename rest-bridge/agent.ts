@@ -1,6 +1,7 @@
 /**
  * The agent's documented REST paths (spec: "Agent API"), at the root. Routes only: every
- * handler calls an agent procedure. JSON routes come from procedure metadata; the rest are here.
+ * handler calls an agent procedure (but the API reference, `/docs`: api-docs.ts). JSON routes
+ * come from procedure metadata; the rest are here.
  */
 import type { IRouter, Request, Response } from 'express';
 import { agentRouter, type AgentRouter } from '../server/agent/router.js';
@@ -12,6 +13,7 @@ import { unauthorized } from '../server/common/errors.js';
 import { jsonBody } from '../server/common/http.js';
 import { UploadForm, UploadResult } from '../server/agent/files/schemas.js';
 import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
+import { mountApiDocs } from './api-docs.js';
 import { sendFileBody } from './file.js';
 import { mountJsonProcedures, requireJsonObject } from './json.js';
 import { readMultipart } from './multipart.js';
@@ -150,5 +152,6 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       res.json(await document);
     },
   ]);
+  mountApiDocs(table, 'Agent API');
   table.finish();
 }

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configReference, renderConfigurationPage, renderEnvExample } from '../../scripts/config-reference.js';
+import { renderBenchmarksPage } from '../../scripts/docs/benchmarks.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
@@ -76,5 +77,11 @@ describe('configuration reference', () => {
       .filter((file) => !configModules.test(file))
       .flatMap((file) => [...read(file).matchAll(/process\.env\s*(?:\.\s*[A-Z][A-Z0-9_]*|\[)/g)].map((m) => `${file}: ${m[0]}`));
     expect(offenders, 'read these through server/account/config.ts or server/agent/config.ts and pass the value on').toEqual([]);
+  });
+});
+
+describe('benchmarks page', () => {
+  it('docs/benchmarks.md is what bench/results/ says', () => {
+    expect(read('docs/benchmarks.md'), `docs/benchmarks.md is ${STALE}`).toBe(renderBenchmarksPage());
   });
 });

@@ -1,7 +1,8 @@
 /**
- * Every link in README.md and docs/ leads to a file of the repository and, with a `#fragment`,
+ * Every link in README.md, CONTRIBUTING.md and docs/ leads to a file of the repository and, with a `#fragment`,
  * to a heading of that file (GitHub's anchor rules); nothing points outside the repository.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 const root = path.resolve(import.meta.dirname, '../..');
 const pages = [
   'README.md',
+  'CONTRIBUTING.md',
   ...readdirSync(path.join(root, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
@@ -70,6 +72,15 @@ describe('documentation links', () => {
 
   it.each(pages)('%s links only to files and headings of the repository', (page) => {
     expect(problems(page)).toEqual([]);
+  });
+
+  it('no tracked file cites the shared folder beside the repository it was cut from', () => {
+    // Built from parts so that this file does not name it itself.
+    const needle = ['..', 'shared'].join('/');
+    const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter(Boolean);
+    expect(tracked.length).toBeGreaterThan(100);
+    const citing = tracked.filter((file) => existsSync(path.join(root, file)) && readFileSync(path.join(root, file), 'latin1').includes(needle));
+    expect(citing).toEqual([]);
   });
 
   it('README.md stays short', () => {

@@ -133,5 +133,7 @@ export function layout(page: () => HTMLElement): HTMLElement {
     guestBanner,
     inbox(),
     h('main', { id: 'content', tabIndex: -1 }, page()),
+    // A full page load, outside the client's router: the account service serves the reference.
+    h('footer', {}, h('a', { href: '/api/v1/docs' }, 'API reference')),
   );
 }

@@ -1,0 +1,278 @@
+/**
+ * docs/benchmarks.md, rendered from the latest results each benchmark wrote to bench/results/
+ * (`npm run bench` and its parts): the figures, the ratios against the peer and the machine they
+ * ran on. The page holds no history: each results file is the latest run of its benchmark, and
+ * the past is in its git history. `npm run docs` writes the page (scripts/docs.ts);
+ * test/docs/configuration.test.ts fails when it is stale. How each figure is measured and what
+ * moved it is prose in docs/performance.md.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+const RESULTS = path.resolve(import.meta.dirname, '../../bench/results');
+
+/** One autocannon figure, as bench/lib writes it. */
+interface Load {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+}
+
+interface RunResults {
+  date: string;
+  store: string;
+  connections: number;
+  secondsPerRun: number;
+  rounds: number;
+  cores: number;
+  node: string;
+  peer: {
+    comparisons: Array<{ what: string; ours: Load; peer: Load; ratio: number }>;
+    ceilings: Record<'http' | 'express', Load & { name: string }>;
+    mePercentOfExpress: number;
+  };
+  scaleOut?: { one: Load; two: Load; ratio: number; rateLimit: { limit: number; attempts: number; allowed: number } };
+}
+
+interface GrowthResults {
+  date: string;
+  store: string;
+  account: { rows: Array<{ scale: string; users: number; signIn: Load; refresh: Load; me: Load }> };
+  history: { rows: Array<{ scale: string; entries: number; dbMb: number; hotEntries: number; chat: Load; hot: Load }> };
+}
+
+interface FilesResults {
+  date: string;
+  node: string;
+  runs: number;
+  transfers: Array<{ case: string; mbps: number; rssGrowthMB: number; ceilingMbps: number }>;
+  tree: { entries: number; medianMs: number; maxMs: number; agentCpuMedianMs: number };
+}
+
+interface ChatResults {
+  date: string;
+  machine: { cpus: number; node: string };
+  params: { chats: number; events: number; intervalMs: number; rounds: number };
+  streaming: Array<{ server: string; eventsPerSecond: number; medianMs: number; p99Ms: number; peakRssMb: number; cpuUsPerEvent: number }>;
+  overhead: { medianMs: number; p99Ms: number };
+  replay: Array<{ server: string; events: number; ms: number }>;
+  targets: { overheadP99Ms: number; rssMb: number };
+}
+
+interface ProxyResults {
+  date: string;
+  store: string;
+  params: { events: number; intervalMs: number; rounds: number; runs: number };
+  streaming: Array<{
+    chats: number;
+    label: string;
+    eventsPerSecond: number;
+    medianMs: number;
+    p99Ms: number;
+    agentCpuUsPerEvent: number;
+    accountCpuUsPerEvent: number;
+  }>;
+  replay: Array<{ label: string; events: number; msToDone: number; vsDirect: number; agentCpuUsPerEvent: number; accountCpuUsPerEvent: number }>;
+  transfers: Array<{ case: string; directMbps: number; proxyMbps: number; ratio: number }>;
+}
+
+interface AccountResults {
+  date: string;
+  store: string;
+  connections: number;
+  secondsPerRun: number;
+  cores: number;
+  node: string;
+  rows: Array<Load & { name: string }>;
+  queriesPerRequest: Record<string, number>;
+}
+
+interface AgentsResults {
+  date: string;
+  count: number;
+  baseline: string;
+  rows: Array<{ side: string; phase: string; coldStartMedianMs: number; firstReplyMedianMs: number; rssIdleMeanMb: number; rssIdleMaxMb: number }>;
+}
+
+/** bench/startup.ts and bench/sandbox.ts write their table rows as printed. */
+interface RowsResults {
+  rounds: number;
+  rows: Array<Array<string | number>>;
+}
+
+function read<T>(file: string): T {
+  return JSON.parse(readFileSync(path.join(RESULTS, file), 'utf8')) as T;
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const day = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+
+/** A Markdown table; `right` marks the columns that hold numbers. */
+function table(head: string[], rows: Array<Array<string | number>>, right: number[] = []): string {
+  const line = (cells: Array<string | number>) => `| ${cells.map(String).join(' | ')} |`;
+  return [line(head), line(head.map((_, i) => (right.includes(i) ? '---:' : '---'))), ...rows.map(line)].join('\n');
+}
+const numbersFrom = (from: number, count: number) => Array.from({ length: count - from }, (_, i) => from + i);
+
+export function renderBenchmarksPage(): string {
+  const run = read<RunResults>('run.json');
+  const growth = read<GrowthResults>('growth.json');
+  const files = read<FilesResults>('files.json');
+  const chat = read<ChatResults>('chat.json');
+  const proxy = read<ProxyResults>('proxy.json');
+  const account = read<AccountResults>('account.json');
+  const agents = read<AgentsResults>('agents.json');
+  const startup = read<RowsResults>('startup.json');
+  const sandbox = read<RowsResults>('sandbox.json');
+  const out: string[] = [];
+  const section = (...parts: string[]) => out.push(...parts.map((p) => `${p}\n`));
+
+  section(
+    '# Benchmarks',
+    '<!-- Generated by `npm run docs` from bench/results/*.json (scripts/docs/benchmarks.ts): do not edit. -->',
+    'The latest figures of each benchmark, as its last run wrote them to `bench/results/`. How they are measured, and what moved them, is in [Performance](performance.md); earlier figures are in the git history of the results files. The machine is a shared development machine whose speed drifts: compare rows of one table, not tables of different dates.',
+    '## The machine',
+    table(
+      ['results', 'date', 'machine', 'store'],
+      [
+        ['`run.json` (`npm run bench`)', day(run.date), `${run.cores} cores, Node ${run.node.slice(1)}`, run.store],
+        ['`growth.json`', day(growth.date), '', growth.store],
+        ['`files.json`', day(files.date), `Node ${files.node.slice(1)}`, ''],
+        ['`chat.json` (`npm run bench:chat`)', day(chat.date), `${chat.machine.cpus} cores, Node ${chat.machine.node.slice(1)}`, ''],
+        ['`proxy.json` (`npm run bench:proxy`)', day(proxy.date), '', proxy.store],
+        ['`account.json` (`npm run bench:account`)', day(account.date), `${account.cores} cores, Node ${account.node.slice(1)}`, account.store],
+        ['`agents.json` (`npm run bench:agents`)', day(agents.date), '', ''],
+        ['`startup.json`, `sandbox.json`', 'not recorded', '', ''],
+      ],
+    ),
+  );
+
+  const peerRows = run.peer.comparisons.map((c) => [
+    c.what,
+    c.ours.requestsPerSecond,
+    c.ours.p99,
+    c.peer.requestsPerSecond,
+    c.peer.p99,
+    `${c.ratio.toFixed(2)}×`,
+  ]);
+  const ceilings = Object.values(run.peer.ceilings).map((c) => [`ceiling: ${c.name}`, c.requestsPerSecond, c.p99, '', '', '']);
+  section(
+    '## Against Better Auth',
+    `Same PostgreSQL, same machine; medians of ${run.rounds} alternating ${run.secondsPerRun} s runs at ${run.connections} connections. The ceilings are bare servers fed the \`/auth/me\` request stream in the same rounds.`,
+    table(['comparison', 'ours req/s', 'ours p99 ms', 'Better Auth req/s', 'Better Auth p99 ms', 'ratio'], [...peerRows, ...ceilings], [1, 2, 3, 4, 5]),
+    `Protected \`GET /auth/me\`: ${fmt(run.peer.mePercentOfExpress)} % of bare express.`,
+  );
+
+  if (run.scaleOut) {
+    const s = run.scaleOut;
+    section(
+      '## Scale-out',
+      'Guest sign-in on one instance against two sharing PostgreSQL and Redis, all on the same machine.',
+      table(
+        ['setup', 'req/s', 'p99 ms'],
+        [
+          ['one instance', s.one.requestsPerSecond, s.one.p99],
+          ['two instances', s.two.requestsPerSecond, s.two.p99],
+        ],
+        [1, 2],
+      ),
+      `Two over one: ${s.ratio.toFixed(2)}×. Shared rate limit: ${s.rateLimit.allowed} of ${s.rateLimit.attempts} attempts allowed for a limit of ${s.rateLimit.limit}.`,
+    );
+  }
+
+  section(
+    '## Growth',
+    table(
+      ['account store holds', 'users', 'guest sign-in req/s', 'refresh req/s', '`/auth/me` req/s', '`/auth/me` p99 ms'],
+      growth.account.rows.map((r) => [r.scale, fmt(r.users), r.signIn.requestsPerSecond, r.refresh.requestsPerSecond, r.me.requestsPerSecond, r.me.p99]),
+      [1, 2, 3, 4, 5],
+    ),
+    table(
+      ['agent history holds', 'entries', '`agent.db` MB', '100-entry chat: history req/s', 'p99 ms', 'hot chat entries', 'hot chat: history req/s', 'p99 ms'],
+      growth.history.rows.map((r) => [
+        r.scale,
+        fmt(r.entries),
+        r.dbMb,
+        r.chat.requestsPerSecond,
+        r.chat.p99,
+        fmt(r.hotEntries),
+        r.hot.requestsPerSecond,
+        r.hot.p99,
+      ]),
+      numbersFrom(1, 8),
+    ),
+  );
+
+  section(
+    '## Agent: files',
+    `Medians of ${files.runs}.`,
+    table(
+      ['case', 'MB/s', 'RSS growth MB', 'fs copy ceiling MB/s'],
+      files.transfers.map((t) => [t.case, fmt(t.mbps), t.rssGrowthMB.toFixed(1), fmt(t.ceilingMbps)]),
+      [1, 2, 3],
+    ),
+    `Workspace tree of ${fmt(files.tree.entries)} entries: ${fmt(files.tree.medianMs)} ms median (max ${fmt(files.tree.maxMs)}), agent CPU ${fmt(files.tree.agentCpuMedianMs)} ms.`,
+  );
+
+  const p = chat.params;
+  section(
+    '## Agent: chat streams',
+    `${p.chats} concurrent chats × ${p.events} chunks ${p.intervalMs} ms apart, ${p.rounds} rounds, medians.`,
+    table(
+      ['server', 'events/s', 'chunk → client median ms', 'p99 ms', 'peak RSS MB', 'CPU µs/event'],
+      chat.streaming.map((s) => [s.server, s.eventsPerSecond, s.medianMs, s.p99Ms, s.peakRssMb, s.cpuUsPerEvent]),
+      [1, 2, 3, 4, 5],
+    ),
+    `Agent over the bare writer: p99 ${chat.overhead.p99Ms} ms, median ${chat.overhead.medianMs} ms per event (target ≤ ${chat.targets.overheadP99Ms} ms; peak RSS target ≤ ${chat.targets.rssMb} MB). Reconnect replay: ${chat.replay.map((r) => `${r.server} ${fmt(r.events)} events in ${r.ms} ms`).join('; ')}.`,
+  );
+
+  section(
+    '## Through the account proxy',
+    `${proxy.params.events} chunks per chat, ${proxy.params.intervalMs} ms apart, medians of ${proxy.params.rounds}.`,
+    table(
+      ['chats', 'path', 'events/s', 'median ms', 'p99 ms', 'CPU µs/event agent', 'CPU µs/event account'],
+      proxy.streaming.map((s) => [s.chats, s.label, s.eventsPerSecond, s.medianMs, s.p99Ms, s.agentCpuUsPerEvent, s.accountCpuUsPerEvent]),
+      [0, 2, 3, 4, 5, 6],
+    ),
+    table(
+      ['reconnect replay', 'events', 'ms to `done`', '× direct', 'CPU µs/event agent / account'],
+      proxy.replay.map((r) => [r.label, fmt(r.events), fmt(r.msToDone), `${r.vsDirect.toFixed(2)}×`, `${r.agentCpuUsPerEvent} / ${r.accountCpuUsPerEvent}`]),
+      [1, 2, 3],
+    ),
+    table(
+      [`transfer (medians of ${proxy.params.runs})`, 'agent directly MB/s', 'REST proxy MB/s', 'proxy / direct'],
+      proxy.transfers.map((t) => [t.case, t.directMbps, t.proxyMbps, `${t.ratio.toFixed(2)}×`]),
+      [1, 2, 3],
+    ),
+  );
+
+  section(
+    '## Account service alone',
+    `\`npm run bench:account\`: ${account.connections} connections, ${account.secondsPerRun} s per run, ${account.store}.`,
+    table(
+      ['run', 'req/s', 'p50 ms', 'p99 ms'],
+      account.rows.map((r) => [r.name, r.requestsPerSecond, r.p50, r.p99]),
+      [1, 2, 3],
+    ),
+    table(['path', 'statements sent to the database'], Object.entries(account.queriesPerRequest), [1]),
+  );
+
+  const agentRows = agents.rows.map((r) => [
+    r.side === 'baseline' ? `baseline (${agents.baseline})` : r.side,
+    r.phase,
+    r.coldStartMedianMs,
+    r.firstReplyMedianMs,
+    r.rssIdleMeanMb,
+    r.rssIdleMaxMb,
+  ]);
+  section(
+    '## Agent processes',
+    `\`npm run bench:agents\`: ${agents.count} agents.`,
+    table(['build', 'start', 'cold start median ms', 'first reply median ms', 'idle RSS mean MB', 'idle RSS max MB'], agentRows, [2, 3, 4, 5]),
+    `Startup (medians of ${startup.rounds}):`,
+    table(['agent runs as', 'cold start ms', 'RSS MB', 'first reply ms'], startup.rows, [1, 2, 3]),
+    `Sandbox (medians of ${sandbox.rounds}):`,
+    table(['agent', 'cold start ms', 'µs per event'], sandbox.rows, [1, 2]),
+  );
+  return out.join('\n');
+}
