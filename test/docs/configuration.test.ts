@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configReference, renderConfigurationPage, renderEnvExample } from '../../scripts/config-reference.js';
-import { renderBenchmarksPage } from '../../scripts/docs/benchmarks.js';
+import { renderBenchmarksPage, renderReadme } from '../../scripts/docs/benchmarks.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
@@ -83,5 +83,9 @@ describe('configuration reference', () => {
 describe('benchmarks page', () => {
   it('docs/benchmarks.md is what bench/results/ says', () => {
     expect(read('docs/benchmarks.md'), `docs/benchmarks.md is ${STALE}`).toBe(renderBenchmarksPage());
+  });
+
+  it("README.md's headline table is what bench/results/run.json says", () => {
+    expect(read('README.md'), `README.md's headline table is ${STALE}`).toBe(renderReadme(read('README.md')));
   });
 });
