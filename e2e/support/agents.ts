@@ -1,8 +1,9 @@
 /**
  * The e2e product's local agent processes, found under its data directory
- * (playwright.config.ts: test-results/e2e-data), so a spec can kill one the way a crash would.
- * Each agent is the outermost process of its cgroup (`agent-sandbox/<agent id>.<launch>`, when
- * sandboxed) or that names its workspace in its environment (when it runs unsandboxed).
+ * (playwright.config.ts: test-results/e2e-data), so a spec can kill one the way a crash would,
+ * or stop and continue one the way a hung machine would. Each agent is the outermost process of
+ * its cgroup (`agent-sandbox/<agent id>.<launch>`, when sandboxed) or that names its workspace in
+ * its environment (when it runs unsandboxed).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -53,7 +54,7 @@ export function killNow(pids: number[]): void {
 }
 
 /**
- * SIGSTOP (`pause`) or SIGCONT to every process of an agent: stopped, it keeps its connections
+ * SIGSTOP or SIGCONT to every process of an agent: stopped, it keeps its connections
  * open and sends nothing, as a hung service does.
  */
 export function signalAgent(agent: string, signal: 'SIGSTOP' | 'SIGCONT'): void {

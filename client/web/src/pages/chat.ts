@@ -10,10 +10,11 @@
  * reason next to it.
  *
  * Connection: when the stream drops (the service or the agent went away), or goes silent with its
- * connection open (a stalled agent or service: no byte, not even the agent's keepalive, for
- * STALL_MS), the page says so and retries with backoff (1, 2, 4, 8, then every 10 s); once the service answers again the
- * stream is resumed after the last event seen (`lastEventId`). If the run did not survive (the
- * agent restarted) and history does not hold its end either, the reply is marked as cut off.
+ * connection open (a hung agent or service: no byte, not even the agent's keepalive, for
+ * STALL_MS), the page says so and retries with backoff (1, 2, 4, 8, then every 10 s); once the
+ * service answers again the stream is resumed after the last event seen (`lastEventId`). If the
+ * run did not survive (the agent restarted) and history does not hold its end either, the reply
+ * is marked as cut off.
  *
  * Stop (button or Escape) ends the run on the agent (`agent.chat.stop`); the chat and its partial
  * reply stay, marked stopped. Clearing the chat is a separate action, confirmed first.
