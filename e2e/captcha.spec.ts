@@ -3,7 +3,8 @@
  * siteverify server with the provider's contract, and the provider's widget script answered by
  * Playwright with a stand-in that implements its explicit-render API: the page loads the widget
  * only because the service says so, sends the solved token in `x-captcha-response`, and the
- * service checks it before a guest exists.
+ * service checks it before a guest exists. That product has provider A configured and provider B
+ * not, so its sign-in page also shows that only configured providers are offered.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -33,6 +34,10 @@ test.beforeAll(async () => {
     CAPTCHA_SECRET: 'captcha-secret-0123456789',
     CAPTCHA_SITE_KEY: 'site-key-0123456789',
     CAPTCHA_VERIFY_URL: `http://127.0.0.1:${port}/siteverify`,
+    // Provider A as the e2e stack has it (playwright.config.ts); provider B left unconfigured.
+    IDPA_ISSUER: `http://127.0.0.1:${Number(process.env.E2E_PORT_BASE ?? 3900) + 10}`,
+    IDPA_CLIENT_ID: 'web-client',
+    IDPA_CLIENT_SECRET: 'web-secret-0123456789',
   });
 });
 test.afterAll(async () => {
@@ -70,4 +75,16 @@ test('the page renders the widget the service asks for and a solved challenge si
   await guestForm.getByRole('button', { name: 'Continue as guest' }).click();
   await expect(page.getByTestId('signed-in')).toContainText('as a guest');
   expect(checked).toContain(SOLVED);
+});
+
+test('the sign-in page offers the configured provider and not the unconfigured one', async ({ page }) => {
+  // The widget's script is not this test's business (and the network is not there).
+  await page.route('https://challenges.cloudflare.com/**', (route) => route.abort());
+  const methods = page.waitForResponse((res) => res.url().includes('auth.methods.list'));
+  await page.goto(`${account.url}/`);
+  // The buttons are settled once the page knows the methods.
+  expect((await methods).ok()).toBe(true);
+  await expect(page.getByRole('button', { name: 'Sign in with provider A' })).toBeVisible();
+  await expect(page.getByRole('region', { name: 'E-mail' })).toBeVisible();
+  await expect(page.getByRole('button', { name: /provider B/ })).toHaveCount(0);
 });

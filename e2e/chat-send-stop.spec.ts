@@ -82,10 +82,14 @@ test('Stop ends the reply on the server, keeps the chat, and history marks the r
   await expect(page.getByTestId('stop')).toBeHidden();
   await expect(page.getByTestId('chat-status')).not.toHaveText('The agent is replying…');
 
-  // Escape in the composer stops too.
+  // Escape in the composer stops too. Wait for the new reply itself: the stopped one above also
+  // holds chunk1, and Escape before the new run streams has nothing to stop.
   await composer(page).fill('slow again');
   await page.getByTestId('send').click();
+  await expect(transcript(page).locator('li').last()).toHaveAttribute('data-role', 'assistant');
+  await expect(transcript(page).locator('[data-role="assistant"]')).toHaveCount(3);
   await expect(transcript(page).locator('[data-role="assistant"]').last()).toContainText('chunk1');
+  await expect(page.getByTestId('stop')).toBeVisible();
   await composer(page).press('Escape');
   await expect(transcript(page).locator('[data-role="stopped"]')).toHaveCount(2);
 

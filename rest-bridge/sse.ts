@@ -5,8 +5,9 @@
  *
  * Backpressure: when the socket's buffer is full the subscription waits for `drain`, so a client
  * that stops reading costs one socket buffer, not a growing queue. A client that has not taken a
- * byte for `stallTimeoutMs` (runs send a keepalive every 15 s, so a live client always has
- * something to read) is cut off, which frees its connection and aborts the subscription.
+ * byte for `stallTimeoutMs` (runs send a keepalive after each AGENT_KEEPALIVE_INTERVAL of quiet,
+ * 2 s by default, so a live client always has something to read) is cut off, which frees its
+ * connection and aborts the subscription.
  */
 import { isTrackedEnvelope } from '@trpc/server';
 import type { Request, Response } from 'express';

@@ -1,8 +1,9 @@
 /**
  * The e2e product's local agent processes, found under its data directory
- * (playwright.config.ts: test-results/e2e-data), so a spec can kill one the way a crash would.
- * Each agent is the outermost process of its cgroup (`agent-sandbox/<agent id>.<launch>`, when
- * sandboxed) or that names its workspace in its environment (when it runs unsandboxed).
+ * (playwright.config.ts: test-results/e2e-data), so a spec can kill one the way a crash would,
+ * or stop and continue one the way a hung machine would. Each agent is the outermost process of
+ * its cgroup (`agent-sandbox/<agent id>.<launch>`, when sandboxed) or that names its workspace in
+ * its environment (when it runs unsandboxed).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -17,8 +18,8 @@ const read = (file: string) => {
   }
 };
 
-/** Agent id → pids of the processes that are its outermost ones. */
-export function agentProcesses(): Map<string, number[]> {
+/** Every process of every agent: pid → agent id. */
+function agentOfPids(): Map<number, string> {
   const agentOf = new Map<number, string>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -31,6 +32,12 @@ export function agentProcesses(): Map<string, number[]> {
     const hit = words.map((w) => w.slice(w.indexOf(AGENTS))).find((w) => w.startsWith(AGENTS));
     if (hit) agentOf.set(Number(entry), hit.slice(AGENTS.length).split('/')[0]!);
   }
+  return agentOf;
+}
+
+/** Agent id → pids of the processes that are its outermost ones. */
+export function agentProcesses(): Map<string, number[]> {
+  const agentOf = agentOfPids();
   const result = new Map<string, number[]>();
   for (const [pid, agent] of agentOf) {
     const stat = read(`/proc/${pid}/stat`);
@@ -44,4 +51,12 @@ export function agentProcesses(): Map<string, number[]> {
 /** SIGKILL to the given pids (processes the e2e run itself started, through the product). */
 export function killNow(pids: number[]): void {
   for (const pid of pids) process.kill(pid, 'SIGKILL');
+}
+
+/**
+ * SIGSTOP or SIGCONT to every process of an agent: stopped, it keeps its connections
+ * open and sends nothing, as a hung service does.
+ */
+export function signalAgent(agent: string, signal: 'SIGSTOP' | 'SIGCONT'): void {
+  for (const [pid, owner] of agentOfPids()) if (owner === agent) process.kill(pid, signal);
 }

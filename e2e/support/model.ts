@@ -9,6 +9,7 @@
  * - `markdown`: a reply with a heading, a list, a table, a link and a TypeScript code block;
  * - `long list`: 60 numbered lines, a chunk every 40 ms (the scroll-follow test);
  * - `xss`: hostile Markdown and HTML (the XSS corpus), then a file with markup in its name;
+ * - `spend the budget`: a short answer that reports 300,000 tokens (more than a guest's daily budget);
  * - anything else: a short greeting in a few chunks.
  */
 import { XSS_CORPUS, XSS_FILE } from './xss.js';
@@ -48,6 +49,7 @@ function respond(request: ModelRequest): ScriptedStep {
     if (toolResults(request).length === 0) return { toolCalls: [{ name: 'spawn_subagent', args: { label: 'counter', task: 'count to three' } }] };
     return { text: 'A helper is on it.' };
   }
+  if (text === 'spend the budget') return { text: 'That was expensive.', usage: { prompt_tokens: 100_000, completion_tokens: 200_000 } };
   if (text === 'count to three') return { text: 'one, two, three' };
   if (text.length > 1_000) return { text: `Received ${text.length} characters.` };
   return { text: ['Hello! ', 'I am your agent. ', 'How can I help?'], delayMs: 50 };

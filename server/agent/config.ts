@@ -97,7 +97,9 @@ export const agentEnv = z.object({
   AGENT_MODEL_RETRIES: z
     .preprocess((v) => (v === '' || v === undefined ? 2 : v), z.coerce.number().int().min(0).max(10))
     .describe('retries of a failed model call'),
-  AGENT_KEEPALIVE_INTERVAL: seconds(15, { max: 300 }).describe('seconds of silence on a chat stream before a `keepalive` event'),
+  AGENT_KEEPALIVE_INTERVAL: seconds(2, { max: 300 }).describe(
+    'seconds of silence on a chat stream before a `keepalive` event; short, so that a client can tell a stalled stream (no byte on an open connection) from a quiet run within seconds',
+  ),
   AGENT_STREAM_GRACE: seconds(30, { max: 3600 }).describe("seconds a finished run's events stay resumable by `Last-Event-ID`"),
   AGENT_HISTORY_CONTEXT: z
     .preprocess((v) => (v === '' || v === undefined ? 40 : v), z.coerce.number().int().min(0).max(1000))

@@ -39,7 +39,7 @@ describe('runs', () => {
   it('sends keepalive events (no id) while a slow tool runs', async () => {
     rig.model.queue({ toolCalls: [{ name: 'exec', args: { command: 'sleep 0.5; echo finished' } }] }, { text: 'done sleeping' });
     const frames = await readFrames(await rig.post('keepalive', 'sleep a bit'));
-    const types = events(frames).map((e) => e.type);
+    const types = frames.map((f) => f.data.type);
     const toolAt = types.indexOf('tool_use');
     const textAt = types.indexOf('text');
     const between = frames.slice(toolAt + 1, textAt);

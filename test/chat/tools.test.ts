@@ -178,8 +178,8 @@ describe('MODEL and chat configuration', () => {
     expect(() => loadAgentConfig({ AGENT_SECRET: 'a-long-enough-secret', ...env })).toThrow(new RegExp(`${name}: `));
   });
 
-  it('has defaults: exec on, 15 s keepalive, 600 s run timeout, 20 steps', () => {
+  it('has defaults: exec on, 2 s keepalive, 600 s run timeout, 20 steps', () => {
     const { chat } = loadAgentConfig({ AGENT_SECRET: 'a-long-enough-secret' });
-    expect(chat).toMatchObject({ model: undefined, execEnabled: true, keepaliveMs: 15_000, runTimeoutMs: 600_000, maxSteps: 20, streamGraceMs: 30_000 });
+    expect(chat).toMatchObject({ model: undefined, execEnabled: true, keepaliveMs: 2_000, runTimeoutMs: 600_000, maxSteps: 20, streamGraceMs: 30_000 });
   });
 });

@@ -51,7 +51,7 @@ function clientFor(token: () => string) {
 type Client = ReturnType<typeof clientFor>;
 type Item = { id?: string; data?: { type: string; content?: string }; type?: string; content?: string };
 
-/** Collects a subscription until `done` (or `stopAfter` events), then unsubscribes. */
+/** Collects a subscription until `done` (or `stopAfter` events), then unsubscribes; keepalives are left out (their timing depends on the machine). */
 function collect(
   subscribe: (cb: { onData(v: unknown): void; onError(e: unknown): void; onComplete(): void }) => { unsubscribe(): void },
   stopAfter = Infinity,
@@ -61,8 +61,9 @@ function collect(
     const sub = subscribe({
       onData(value) {
         const item = value as Item;
-        items.push(item);
         const type = item.data?.type ?? item.type;
+        if (type === 'keepalive') return;
+        items.push(item);
         if (type === 'done' || items.length >= stopAfter) {
           sub.unsubscribe();
           resolve(items);

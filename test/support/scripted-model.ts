@@ -47,6 +47,8 @@ export interface ScriptedStep {
   streamError?: string;
   /** After the chunks, keep the response open without finishing (until the client goes away). */
   hang?: boolean;
+  /** Token counts reported at the end instead of 10 in and one out per chunk (budget tests). */
+  usage?: { prompt_tokens: number; completion_tokens: number };
   /** Called just before each text chunk is written (bench: timestamps). */
   onChunk?: (index: number) => void;
 }
@@ -150,8 +152,9 @@ export async function startScriptedModel(opts: { responder?: Responder; port?: n
       return;
     }
     send({}, calls.length ? 'tool_calls' : 'stop');
+    const { prompt_tokens, completion_tokens } = step.usage ?? { prompt_tokens: 10, completion_tokens: count };
     res.write(
-      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: 'scripted', choices: [], usage: { prompt_tokens: 10, completion_tokens: count, total_tokens: 10 + count } })}\n\n`,
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: 'scripted', choices: [], usage: { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens } })}\n\n`,
     );
     res.write('data: [DONE]\n\n');
     res.end();

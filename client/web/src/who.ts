@@ -37,6 +37,32 @@ export function accountInfo(): Promise<AccountInfo> {
   return account;
 }
 
+type ModelTokens = AccountInfo['usage']['model_tokens'];
+const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 });
+const exact = new Intl.NumberFormat('en');
+const clock = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+
+/**
+ * The day's model budget in words: `text` short enough for the header ("1.2M of 2M model tokens
+ * left today"), `detail` with the exact figures and when it resets; null when there is no ceiling.
+ */
+export function budgetSummary(tokens: ModelTokens): { text: string; detail: string; spent: boolean } | null {
+  if (tokens.limit === null) return null;
+  const left = Math.max(0, tokens.limit - tokens.used);
+  const resets = `resets at ${clock(tokens.resets_at)}`;
+  if (left === 0)
+    return {
+      text: `Model budget used up for today · ${resets}`,
+      detail: `All ${exact.format(tokens.limit)} model tokens of today are used; ${resets}.`,
+      spent: true,
+    };
+  return {
+    text: `${compact.format(left)} of ${compact.format(tokens.limit)} model tokens left today`,
+    detail: `${exact.format(left)} of ${exact.format(tokens.limit)} model tokens left today; ${resets}.`,
+    spent: false,
+  };
+}
+
 /** From the token's claim (not verified; only to shape the page). */
 export function isGuest(): boolean {
   const tokens = loadTokens();

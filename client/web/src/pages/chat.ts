@@ -9,10 +9,12 @@
  * are refused here, inline. A message that cannot be sent goes back to the composer, with the
  * reason next to it.
  *
- * Connection: when the stream drops (the service or the agent went away) the page says so at
- * once and retries with backoff (1, 2, 4, 8, then every 10 s); once the service answers again the
- * stream is resumed after the last event seen (`lastEventId`). If the run did not survive (the
- * agent restarted) and history does not hold its end either, the reply is marked as cut off.
+ * Connection: when the stream drops (the service or the agent went away), or goes silent with its
+ * connection open (a hung agent or service: no byte, not even the agent's keepalive, for
+ * STALL_MS), the page says so and retries with backoff (1, 2, 4, 8, then every 10 s); once the
+ * service answers again the stream is resumed after the last event seen (`lastEventId`). If the
+ * run did not survive (the agent restarted) and history does not hold its end either, the reply
+ * is marked as cut off.
  *
  * Stop (button or Escape) ends the run on the agent (`agent.chat.stop`); the chat and its partial
  * reply stay, marked stopped. Clearing the chat is a separate action, confirmed first.
@@ -25,7 +27,7 @@ import { onPending } from '../agent/pending.js';
 import { Transcript } from '../agent/transcript.js';
 import type { ChatEvent } from '../agent/types.js';
 import { alertBox, h, pageHeading } from '../dom.js';
-import { accountInfo } from '../who.js';
+import { accountInfo, budgetSummary } from '../who.js';
 import { onLeave } from '../router.js';
 
 type Item = ChatEvent | { id: string; data: ChatEvent };
@@ -33,6 +35,13 @@ const isTracked = (item: Item): item is { id: string; data: ChatEvent } => 'data
 
 /** Waits between reconnection attempts (ms); the last one repeats. */
 const BACKOFF_MS = [1_000, 2_000, 4_000, 8_000, 10_000];
+/**
+ * Silence (ms) after which a followed stream counts as dropped although its connection is open
+ * (a stalled agent or service sends nothing and closes nothing). The agent sends a `keepalive`
+ * after each AGENT_KEEPALIVE_INTERVAL of quiet (2 s by default), so a live stream is never this
+ * quiet; the page then says so well within 5 s of the last byte.
+ */
+const STALL_MS = 4_000;
 /** How often the list refreshes while the page is visible (live markers of other devices' runs). */
 const LIST_REFRESH_MS = 15_000;
 
@@ -54,6 +63,8 @@ export function chatPage(): HTMLElement {
   let chats: ChatSummary[] = [];
   let subscription: { unsubscribe(): void } | null = null;
   let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Fires when the followed stream has been silent for STALL_MS. */
+  let stallTimer: ReturnType<typeof setTimeout> | undefined;
   let left = false;
   const transcript = new Transcript();
   const alert = alertBox();
@@ -132,6 +143,7 @@ export function chatPage(): HTMLElement {
   };
   /** Forgets the current subscription before ending it: unsubscribing calls its `onComplete`. */
   const unfollow = () => {
+    clearTimeout(stallTimer);
     const current = subscription;
     subscription = null;
     current?.unsubscribe();
@@ -161,10 +173,16 @@ export function chatPage(): HTMLElement {
       unfollow();
       resume(id, last);
     };
+    /** (Re)arms the watchdog: every item, keepalives included, proves the stream alive. */
+    const alive = () => {
+      clearTimeout(stallTimer);
+      stallTimer = setTimeout(dropped, STALL_MS);
+    };
     const mine = live.agent.chat.stream.subscribe(
       { chat_id: id, ...(last ? { lastEventId: last } : {}) },
       {
         onData(item: Item) {
+          if (subscription === mine) alive();
           setConnection('online');
           if (!isTracked(item)) {
             // No run behind this stream: either none is active, or (after a drop) ours is gone.
@@ -194,6 +212,7 @@ export function chatPage(): HTMLElement {
       },
     );
     subscription = mine;
+    alive();
   };
 
   /** After a drop: once the service answers again, follow on from the last event seen. */
@@ -502,13 +521,16 @@ export function chatPage(): HTMLElement {
     alert.el,
     form,
   );
-  // A guest who used today's messages sees why before typing, not after.
+  // A guest who used today's messages, or anyone whose model budget is spent, sees why before
+  // typing, not after.
   void accountInfo().then(
     ({ guest, usage }) => {
+      const budget = budgetSummary(usage.model_tokens);
       if (guest && usage.messages_left_today === 0)
         showSpent(
           `You have sent today's ${usage.messages_per_day} guest messages. Link a sign-in method on the Account page to keep chatting, or come back tomorrow.`,
         );
+      else if (budget?.spent) showSpent(`Your agent has used today's model budget. ${budget.detail}`);
     },
     () => undefined,
   );

@@ -8,7 +8,7 @@ import { h } from '../dom.js';
 import { go, navigate, onLeave } from '../router.js';
 import { clearTokens, forgetAccountData } from '../session.js';
 import { oauthButtons } from '../signin/oauth.js';
-import { accountSummary, forgetMe, me } from '../who.js';
+import { accountInfo, accountSummary, budgetSummary, forgetMe, me } from '../who.js';
 
 const PAGES: Array<{ path: string; label: string }> = [
   { path: '/', label: 'Chat' },
@@ -73,6 +73,18 @@ function skipLink(): HTMLElement {
 export function layout(page: () => HTMLElement): HTMLElement {
   startPendingPoll();
   const who = h('p', { 'data-testid': 'signed-in', class: 'who' }, 'Signed in.');
+  // What is left of today's model budget, next to who is signed in (nothing when it has no ceiling).
+  const budget = h('p', { 'data-testid': 'model-budget', class: 'who', hidden: true });
+  void accountInfo().then(
+    ({ usage }) => {
+      const summary = budgetSummary(usage.model_tokens);
+      if (!summary) return;
+      budget.textContent = summary.text;
+      budget.title = summary.detail;
+      budget.hidden = false;
+    },
+    () => undefined,
+  );
   const guestBanner = h('section', { class: 'guest-banner', hidden: true, 'aria-label': 'Guest account' });
   me().then(
     (user) => {
@@ -127,7 +139,7 @@ export function layout(page: () => HTMLElement): HTMLElement {
     h(
       'header',
       { class: 'top' },
-      h('div', { class: 'row spread' }, h('span', { class: 'brand' }, 'Your agent'), h('div', { class: 'row' }, who, signOutButton)),
+      h('div', { class: 'row spread' }, h('span', { class: 'brand' }, 'Your agent'), h('div', { class: 'row' }, who, budget, signOutButton)),
       nav,
     ),
     guestBanner,

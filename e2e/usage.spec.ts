@@ -1,0 +1,68 @@
+import { expect, test, type Page } from '@playwright/test';
+import { composer, ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+
+/**
+ * What a guest may still use today, in Chromium against the product and the scripted model: the
+ * header counts down the day's 50 messages and shows the model-token budget; once either is
+ * spent the composer is disabled and says why, before anything is typed.
+ */
+const signedIn = (page: Page) => page.getByTestId('signed-in');
+const budget = (page: Page) => page.getByTestId('model-budget');
+
+test('the header counts down messages and model tokens; a spent budget disables the composer with the reason', async ({ page }) => {
+  await ownClient(page);
+  await signInAsGuest(page, `e2e-budget-${Date.now()}`);
+  await expect(signedIn(page)).toHaveText('Signed in as a guest · 50 of 50 messages left today');
+  // A guest's default budget (MODEL_DAILY_TOKENS_GUEST) is 200,000 tokens a day.
+  await expect(budget(page)).toHaveText('200K of 200K model tokens left today');
+
+  await send(page, 'hello');
+  await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);
+  await page.reload();
+  await expect(signedIn(page)).toHaveText('Signed in as a guest · 49 of 50 messages left today');
+  // The scripted model reports 10 tokens in and one out per chunk: the exact figure is in the title.
+  await expect(budget(page)).toHaveAttribute('title', /^199,98\d of 200,000 model tokens left today; resets at \d{1,2}:\d\d/);
+
+  // One answer that reports 300,000 tokens spends the rest of the day's budget.
+  await send(page, 'spend the budget');
+  await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/That was expensive\./);
+  await page.reload();
+  await expect(budget(page)).toHaveText(/^Model budget used up for today · resets at \d{1,2}:\d\d( [AP]M)?$/);
+  await expect(page.getByTestId('message-error')).toContainText("Your agent has used today's model budget.");
+  await expect(page.getByTestId('send')).toBeDisabled();
+  await composer(page).fill('one more');
+  await composer(page).press('Enter');
+  await expect(transcript(page).locator('[data-role="user"]')).toHaveCount(2);
+  await expect(composer(page)).toHaveValue('one more');
+});
+
+test("a guest who sent today's 50 messages sees 0 left and a disabled composer that says why", async ({ page }) => {
+  await ownClient(page);
+  await signInAsGuest(page, `e2e-quota-${Date.now()}`);
+  await expect(signedIn(page)).toHaveText('Signed in as a guest · 50 of 50 messages left today');
+  await expect(page.getByTestId('send')).toBeEnabled({ timeout: 20_000 });
+  // The 50 messages through the API (POST /chat, each read only to its headers; each new one
+  // cancels the run before it): the 51st is refused.
+  const statuses = await page.evaluate(async () => {
+    const { access_token: token } = JSON.parse(localStorage.getItem('agent.tokens') ?? '{}') as { access_token: string };
+    const got: number[] = [];
+    for (let i = 0; i < 51; i++) {
+      const res = await fetch('/api/v1/agent/chat', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: `message ${i}`, chat_id: 'quota' }),
+      });
+      got.push(res.status);
+      await res.body?.cancel();
+    }
+    return got;
+  });
+  expect(statuses).toEqual([...Array<number>(50).fill(200), 429]);
+
+  await page.reload();
+  await expect(signedIn(page)).toHaveText('Signed in as a guest · 0 of 50 messages left today');
+  await expect(page.getByTestId('message-error')).toHaveText(
+    "You have sent today's 50 guest messages. Link a sign-in method on the Account page to keep chatting, or come back tomorrow.",
+  );
+  await expect(page.getByTestId('send')).toBeDisabled();
+});
