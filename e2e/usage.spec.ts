@@ -18,7 +18,7 @@ test('the header counts down messages and model tokens; a spent budget disables 
 
   await send(page, 'hello');
   await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);
-  await page.reload();
+  // The header follows the reply without a reload.
   await expect(signedIn(page)).toHaveText('Signed in as a guest · 49 of 50 messages left today');
   // The scripted model reports 10 tokens in and one out per chunk: the exact figure is in the title.
   await expect(budget(page)).toHaveAttribute('title', /^199,98\d of 200,000 model tokens left today; resets at \d{1,2}:\d\d/);

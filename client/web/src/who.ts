@@ -37,6 +37,38 @@ export function accountInfo(): Promise<AccountInfo> {
   return account;
 }
 
+const accountListeners = new Set<() => void>();
+
+/**
+ * Reads `GET /account` again and tells every view showing it (the header, the chat's composer):
+ * after a reply, a guest's messages and the model budget have moved. `listener` runs on each
+ * refresh until `stillShown` says its view is gone.
+ */
+export function onAccountRefresh(listener: () => void, stillShown: () => boolean): void {
+  const once = () => (stillShown() ? listener() : accountListeners.delete(once));
+  accountListeners.add(once);
+}
+
+const REFRESH_SPACING_MS = 10_000;
+let lastRefresh = 0;
+let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+/**
+ * Replies can come faster than the read limit would like: one read per 10 s at most, and one
+ * asked for sooner is made when the 10 s are over, so the counts always catch up.
+ */
+export function refreshAccountInfo(): void {
+  if (refreshTimer !== undefined) return;
+  refreshTimer = setTimeout(
+    () => {
+      refreshTimer = undefined;
+      lastRefresh = Date.now();
+      account = null;
+      for (const listener of [...accountListeners]) listener();
+    },
+    Math.max(0, lastRefresh + REFRESH_SPACING_MS - Date.now()),
+  );
+}
+
 type ModelTokens = AccountInfo['usage']['model_tokens'];
 const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 });
 const exact = new Intl.NumberFormat('en');

@@ -27,7 +27,7 @@ import { onPending } from '../agent/pending.js';
 import { Transcript } from '../agent/transcript.js';
 import type { ChatEvent } from '../agent/types.js';
 import { alertBox, h, pageHeading } from '../dom.js';
-import { accountInfo, budgetSummary } from '../who.js';
+import { accountInfo, budgetSummary, onAccountRefresh, refreshAccountInfo } from '../who.js';
 import { onLeave } from '../router.js';
 
 type Item = ChatEvent | { id: string; data: ChatEvent };
@@ -167,6 +167,8 @@ export function chatPage(): HTMLElement {
       if (subscription === mine) end();
       else mine.unsubscribe();
       void refreshList();
+      // The reply spent a message and model tokens: the header's counts follow.
+      refreshAccountInfo();
     };
     const dropped = () => {
       if (subscription !== mine) return;
@@ -523,17 +525,20 @@ export function chatPage(): HTMLElement {
   );
   // A guest who used today's messages, or anyone whose model budget is spent, sees why before
   // typing, not after.
-  void accountInfo().then(
-    ({ guest, usage }) => {
-      const budget = budgetSummary(usage.model_tokens);
-      if (guest && usage.messages_left_today === 0)
-        showSpent(
-          `You have sent today's ${usage.messages_per_day} guest messages. Link a sign-in method on the Account page to keep chatting, or come back tomorrow.`,
-        );
-      else if (budget?.spent) showSpent(`Your agent has used today's model budget. ${budget.detail}`);
-    },
-    () => undefined,
-  );
+  const checkSpent = () =>
+    void accountInfo().then(
+      ({ guest, usage }) => {
+        const budget = budgetSummary(usage.model_tokens);
+        if (guest && usage.messages_left_today === 0)
+          showSpent(
+            `You have sent today's ${usage.messages_per_day} guest messages. Link a sign-in method on the Account page to keep chatting, or come back tomorrow.`,
+          );
+        else if (budget?.spent) showSpent(`Your agent has used today's model budget. ${budget.detail}`);
+      },
+      () => undefined,
+    );
+  checkSpent();
+  onAccountRefresh(checkSpent, () => form.isConnected);
   // Open the chat this tab had open, else the newest one, else a new one. The first call to the
   // agent starts it when it is asleep: say so, rather than a bare "Loading".
   void (async () => {

@@ -8,7 +8,7 @@ import { h } from '../dom.js';
 import { go, navigate, onLeave } from '../router.js';
 import { clearTokens, forgetAccountData } from '../session.js';
 import { oauthButtons } from '../signin/oauth.js';
-import { accountInfo, accountSummary, budgetSummary, forgetMe, me } from '../who.js';
+import { accountInfo, accountSummary, budgetSummary, forgetMe, me, onAccountRefresh } from '../who.js';
 
 const PAGES: Array<{ path: string; label: string }> = [
   { path: '/', label: 'Chat' },
@@ -75,23 +75,27 @@ export function layout(page: () => HTMLElement): HTMLElement {
   const who = h('p', { 'data-testid': 'signed-in', class: 'who' }, 'Signed in.');
   // What is left of today's model budget, next to who is signed in (nothing when it has no ceiling).
   const budget = h('p', { 'data-testid': 'model-budget', class: 'who', hidden: true });
-  void accountInfo().then(
-    ({ usage }) => {
-      const summary = budgetSummary(usage.model_tokens);
-      if (!summary) return;
-      budget.textContent = summary.text;
-      budget.title = summary.detail;
-      budget.hidden = false;
-    },
-    () => undefined,
-  );
+  const showAccount = () => {
+    void accountInfo().then(
+      ({ usage }) => {
+        const summary = budgetSummary(usage.model_tokens);
+        budget.hidden = !summary;
+        if (!summary) return;
+        budget.textContent = summary.text;
+        budget.title = summary.detail;
+      },
+      () => undefined,
+    );
+    void accountSummary().then((summary) => {
+      who.textContent = summary;
+    });
+  };
+  onAccountRefresh(showAccount, () => who.isConnected);
   const guestBanner = h('section', { class: 'guest-banner', hidden: true, 'aria-label': 'Guest account' });
   me().then(
     (user) => {
       who.dataset.userId = user.user_id;
-      void accountSummary().then((summary) => {
-        who.textContent = summary;
-      });
+      showAccount();
       if (user.guest) {
         guestBanner.hidden = false;
         const more = h('a', { href: '/account' }, 'e-mail or wallet');
