@@ -4,13 +4,13 @@
  */
 import type { IRouter, Request, Response } from 'express';
 import { agentRouter, type AgentRouter } from '../server/agent/router.js';
-import { ChatEvent, ChatMessageInput, ChatStreamInput } from '../server/agent/chat/schemas.js';
+import { ChatEvent, ChatMessageInput, ChatStreamInput } from '@contracts/agent/chat.js';
 import type { AgentContext } from '../server/agent/trpc.js';
 import { createCallerFactory } from '../server/agent/trpc.js';
 import { AGENT_VERSION } from '../server/agent/config.js';
 import { unauthorized } from '../server/common/errors.js';
 import { jsonBody } from '../server/common/http.js';
-import { UploadForm, UploadResult } from '../server/agent/files/schemas.js';
+import { UploadForm, UploadResult } from '@contracts/agent/files.js';
 import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
 import { sendFileBody } from './file.js';
 import { mountJsonProcedures, requireJsonObject } from './json.js';

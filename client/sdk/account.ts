@@ -19,16 +19,12 @@
 import { createTRPCClient, httpLink, TRPCClientError, type TRPCLink } from '@trpc/client';
 import { observable } from '@trpc/server/observable';
 import superjson from 'superjson';
-import type { AccountRouter } from '../../server/account/router.js';
+import type { AccountRouter } from '@contracts/account/router.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 
 export type { AccountRouter };
 
-export interface TokenPair {
-  access_token: string;
-  refresh_token: string;
-  token_type: 'bearer';
-  expires_in: number;
-}
+export type { TokenPair };
 
 export interface StoredTokens {
   access_token: string;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import { logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
-import { parseModelSpec } from './chat/model-spec.js';
+import { parseModelSpec } from '@contracts/agent/model-spec.js';
 
 export const AGENT_VERSION = '0.1.0';
 

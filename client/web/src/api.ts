@@ -11,7 +11,7 @@ import { createTRPCClient, httpSubscriptionLink, TRPCClientError } from '@trpc/c
 import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import { createAccountClient, errorCode } from '../../sdk/account.js';
-import type { AccountRouter } from '../../../server/account/router.js';
+import type { AccountRouter } from '@contracts/account/router.js';
 import { retryingWhenBusy } from './busy.js';
 import { clearTokens, loadTokens, tokenStorage } from './session.js';
 

@@ -29,10 +29,10 @@ import {
   ChatStreamInput,
   HistoryInput,
   type ChatEvent,
-} from '../../agent/chat/schemas.js';
-import { TreeInput } from '../../agent/files/schemas.js';
-import { ContactIdInput, ContactPatchInput, ContactsQuery } from '../../agent/messenger/schemas.js';
-import { RunIdInput } from '../../agent/subagents/schemas.js';
+} from '@contracts/agent/chat.js';
+import { TreeInput } from '@contracts/agent/files.js';
+import { ContactIdInput, ContactPatchInput, ContactsQuery } from '@contracts/agent/messenger.js';
+import { RunIdInput } from '@contracts/agent/subagents.js';
 import { AppError } from '../../common/errors.js';
 import { router, userProcedure, type AccountContext } from '../trpc.js';
 import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from './client.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { publicProcedure, rateLimited, router, userProcedure } from '../trpc.js';
-import { Me, RefreshTokenInput, TokenPair } from './schemas.js';
+import { Me, RefreshTokenInput, TokenPair } from '@contracts/account/tokens.js';
 
 export const tokensRouter = router({
   refresh: publicProcedure

@@ -18,7 +18,7 @@ import {
   ChatSummary,
   HistoryInput,
   RunStarted,
-} from './schemas.js';
+} from '@contracts/agent/chat.js';
 
 export const chatRouter = router({
   // The runtime's own iterables, not re-yielded by a generator here: one layer less per event.

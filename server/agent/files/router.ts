@@ -12,9 +12,9 @@
 import { badRequest } from '../../common/errors.js';
 import { agentProcedure, router } from '../trpc.js';
 import { readWorkspaceFile, statWorkspaceFile } from './download.js';
-import { FileInfo, FilePathInput, FileReadInput, TREE_DEFAULT_DEPTH, TreeInput, TreeOutput, UploadInput, UploadResult } from './schemas.js';
+import { FileInfo, FilePathInput, FileReadInput, TREE_DEFAULT_DEPTH, TreeInput, TreeOutput, UploadResult } from '@contracts/agent/files.js';
 import { listTree } from './tree.js';
-import { uploadFile, uploadParts } from './upload.js';
+import { UploadInput, uploadFile, uploadParts } from './upload.js';
 
 /** One header value, percent-decoded exactly once. */
 function headerValue(headers: Record<string, string | string[] | undefined> | undefined, name: string): string | undefined {

@@ -8,7 +8,16 @@ import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
 import { deleteContact, listContacts, setContactStatus } from './contacts.js';
 import { setOwnerCode } from './owner-code.js';
-import { Contact, ContactDeleted, ContactIdInput, ContactPatchInput, ContactsList, ContactsQuery, MessengerStatus, OwnerCodeInput } from './schemas.js';
+import {
+  Contact,
+  ContactDeleted,
+  ContactIdInput,
+  ContactPatchInput,
+  ContactsList,
+  ContactsQuery,
+  MessengerStatus,
+  OwnerCodeInput,
+} from '@contracts/agent/messenger.js';
 
 export function messengerRouterAt(prefix: '/messenger' | '/telegram') {
   return router({

@@ -18,7 +18,7 @@ import { insertPending, type PendingStore } from '../pending/store.js';
 import type { AgentDb } from '../store.js';
 import type { AgentToolSet } from '../tools/types.js';
 import { finishRun, findRun, insertRun, listRuns, purgeRuns, runningRuns, toDetail, toSummary, type FinalStatus, type RunRow } from './runs.js';
-import type { SpawnInput, SubagentDetail, SubagentSummary } from './schemas.js';
+import type { SpawnInput, SubagentDetail, SubagentSummary } from '@contracts/agent/subagents.js';
 
 /** Subagents may not spawn subagents: the chat is depth 0, its subagents depth 1. */
 export const MAX_SUBAGENT_DEPTH = 1;

@@ -1,7 +1,7 @@
 /** Subagent procedures: `GET /subagents`, `GET /subagents/{run_id}`, `POST /subagents/{run_id}/stop`. */
 import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
-import { RunIdInput, StopResult, SubagentDetail, SubagentList } from './schemas.js';
+import { RunIdInput, StopResult, SubagentDetail, SubagentList } from '@contracts/agent/subagents.js';
 
 export const subagentsRouter = router({
   list: agentProcedure

@@ -5,7 +5,7 @@
  */
 import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
-import type { AccountRouter } from '../../../../server/account/router.js';
+import type { AccountRouter } from '@contracts/account/router.js';
 import { h } from '../dom.js';
 import { navigate, route } from '../router.js';
 import { saveTokens } from '../session.js';

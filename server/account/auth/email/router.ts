@@ -1,4 +1,4 @@
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { admitSignInMail } from '../../ratelimit/policy.js';
 import { captchaChecked, publicProcedure, rateLimited, router } from '../../trpc.js';
 import { LoginEmailInput, LoginEmailOutput, VerifyInput } from './schemas.js';

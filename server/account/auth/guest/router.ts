@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { signTokenPair } from '../../tokens/jwt.js';
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { captchaChecked, clientKeyOf, publicProcedure, rateLimited, router } from '../../trpc.js';
 import { signInGuestCapped } from './sign-in.js';
 

@@ -1,6 +1,6 @@
 /** Native sign-in with a provider-A ID token (REST: POST /auth/mobile/idpa). */
 import { z } from 'zod';
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
 import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
 import { verifyNativeIdToken } from './idtoken.js';

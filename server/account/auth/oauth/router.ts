@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { AppError } from '../../../common/errors.js';
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { clientKeyOf, publicProcedure, rateLimited, requestLog, router, type AccountContext } from '../../trpc.js';
 import { openSession, signInCall, signInTarget } from '../../users/sign-in.js';
 import { exchangeAuthCode } from './codes.js';

@@ -4,7 +4,7 @@
  * the same pipeline as every method (users/sign-in.ts).
  */
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router, userProcedure } from '../../trpc.js';
 import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
 import { CreationOptions, LoginOptionsInput, LoginVerifyInput, RegisterOptionsInput, RegisterVerifyInput, RequestOptions } from './schemas.js';

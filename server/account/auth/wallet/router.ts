@@ -1,4 +1,4 @@
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
 import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
 import { JsonRpcClient } from './rpc.js';
