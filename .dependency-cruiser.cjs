@@ -41,6 +41,14 @@ module.exports = {
       severity: 'error',
       comment: 'server/common is the shared toolbox: it knows neither service.',
       from: { path: '^server/common/' },
+      to: { path: '^(server/(account|agent)|rest-bridge)/' },
+    },
+    {
+      name: 'bridge-is-generic',
+      severity: 'error',
+      comment:
+        'rest-bridge/ is REST-to-tRPC machinery (JSON, SSE, multipart, files, OpenAPI): each service declares its own route table with it, so it imports neither service.',
+      from: { path: '^rest-bridge/' },
       to: { path: '^server/(account|agent)/' },
     },
     {

@@ -1,7 +1,7 @@
 /**
  * Workspace-file procedures. REST: `GET /workspace/tree` comes from the metadata below;
  * `GET /files/{path}` (files.get + files.read) and `POST /files/upload` (files.upload) are
- * bridge adapters in rest-bridge/agent.ts (raw file body, multipart).
+ * bridge adapters in server/agent/rest-routes.ts (raw file body, multipart).
  *
  * tRPC clients: `files.tree` and `files.get` are plain queries. `files.read` returns the bytes
  * as an async iterable (in process, and over httpBatchStreamLink); browsers should load bytes

@@ -1,18 +1,19 @@
 /**
- * The account API's documented REST paths (spec: "Account API"), mounted under /api/v1.
+ * The account API's documented REST paths (spec: "Account API"), mounted under /api/v1: this
+ * service's route table, made of the generic machinery of rest-bridge/.
  * Routes only: every handler calls an account procedure, except `/agent/*`, which hands the
  * request to the agent proxy (server/account/agents/http-proxy.ts).
  */
 import type { IRouter, Request } from 'express';
-import { accountRouter } from '../server/account/router.js';
-import type { AccountContext } from '../server/account/trpc.js';
-import { proxyToOwnAgent } from '../server/account/agents/http-proxy.js';
-import type { AccountServices } from '../server/account/services.js';
-import { badRequest, notFound } from '../server/common/errors.js';
-import { jsonBody } from '../server/common/http.js';
-import { mountJsonProcedures } from './json.js';
-import { openApiDocument } from './openapi.js';
-import { RouteTable } from './routes.js';
+import { accountRouter } from './router.js';
+import type { AccountContext } from './trpc.js';
+import { proxyToOwnAgent } from './agents/http-proxy.js';
+import type { AccountServices } from './services.js';
+import { badRequest, notFound } from '../common/errors.js';
+import { jsonBody } from '../common/http.js';
+import { mountJsonProcedures } from '../../rest-bridge/json.js';
+import { openApiDocument } from '../../rest-bridge/openapi.js';
+import { RouteTable } from '../../rest-bridge/routes.js';
 
 /** `/x//y?q` as asked, with its leading slashes collapsed; and its path, decoded, for the guest policy. */
 function agentTarget(rest: string): { path: string; pathname: string } {

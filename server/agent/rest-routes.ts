@@ -1,23 +1,24 @@
 /**
- * The agent's documented REST paths (spec: "Agent API"), at the root. Routes only: every
+ * The agent's documented REST paths (spec: "Agent API"), at the root: this service's route
+ * table, made of the generic machinery of rest-bridge/. Routes only: every
  * handler calls an agent procedure. JSON routes come from procedure metadata; the rest are here.
  */
 import type { IRouter, Request, Response } from 'express';
-import { agentRouter, type AgentRouter } from '../server/agent/router.js';
+import { agentRouter, type AgentRouter } from './router.js';
 import { ChatEvent, ChatMessageInput, ChatStreamInput } from '@contracts/agent/chat.js';
-import type { AgentContext } from '../server/agent/trpc.js';
-import { createCallerFactory } from '../server/agent/trpc.js';
-import { AGENT_VERSION } from '../server/agent/config.js';
-import { unauthorized } from '../server/common/errors.js';
-import { jsonBody } from '../server/common/http.js';
+import type { AgentContext } from './trpc.js';
+import { createCallerFactory } from './trpc.js';
+import { AGENT_VERSION } from './config.js';
+import { unauthorized } from '../common/errors.js';
+import { jsonBody } from '../common/http.js';
 import { UploadForm, UploadResult } from '@contracts/agent/files.js';
-import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
-import { sendFileBody } from './file.js';
-import { mountJsonProcedures, requireJsonObject } from './json.js';
-import { readMultipart } from './multipart.js';
-import { eventStreamDoc, fileBodyDoc, multipartDoc, openApiDocument } from './openapi.js';
-import { requestSignal, RouteTable, type CallerFor } from './routes.js';
-import { writeEventStream } from './sse.js';
+import { MAX_UPLOAD_BYTES } from './files/upload.js';
+import { sendFileBody } from '../../rest-bridge/file.js';
+import { mountJsonProcedures, requireJsonObject } from '../../rest-bridge/json.js';
+import { readMultipart } from '../../rest-bridge/multipart.js';
+import { eventStreamDoc, fileBodyDoc, multipartDoc, openApiDocument } from '../../rest-bridge/openapi.js';
+import { requestSignal, RouteTable, type CallerFor } from '../../rest-bridge/routes.js';
+import { writeEventStream } from '../../rest-bridge/sse.js';
 
 const createCaller = createCallerFactory(agentRouter);
 
