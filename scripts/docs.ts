@@ -1,15 +1,18 @@
 /**
  * `npm run docs`: regenerates the generated reference pages (docs/configuration.md and
- * .env.example, from the config schemas: scripts/config-reference.ts).
+ * .env.example, from the config schemas: scripts/config-reference.ts; docs/errors.md, from the
+ * error catalogue: scripts/docs/errors.ts).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { renderConfigurationPage, renderEnvExample } from './config-reference.js';
+import { renderErrorsPage } from './docs/errors.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 for (const [file, text] of [
   ['docs/configuration.md', renderConfigurationPage()],
   ['.env.example', renderEnvExample()],
+  ['docs/errors.md', renderErrorsPage()],
 ] as const) {
   writeFileSync(path.join(root, file), text);
   console.log(`wrote ${file}`);

@@ -13,7 +13,7 @@ import { badRequest, notFound } from '../common/errors.js';
 import { jsonBody } from '../common/http.js';
 import { mountJsonProcedures } from '../../rest-bridge/json.js';
 import { openApiDocument } from '../../rest-bridge/openapi.js';
-import { RouteTable } from '../../rest-bridge/routes.js';
+import { RouteTable, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
 
 /** `/x//y?q` as asked, with its leading slashes collapsed; and its path, decoded, for the guest policy. */
 function agentTarget(rest: string): { path: string; pathname: string } {
@@ -26,8 +26,14 @@ function agentTarget(rest: string): { path: string; pathname: string } {
   }
 }
 
+/** What any account route can answer, and what a signed-in one adds (tokens/service.ts `authenticate`). */
+const ACCOUNT_ERRORS: ServiceErrorCodes = {
+  everyRoute: ['INTERNAL', 'METHOD_NOT_ALLOWED', 'STORE_UNAVAILABLE'],
+  authenticated: ['MISSING_TOKEN', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'SESSION_REVOKED'],
+};
+
 export function mountAccountBridge(api: IRouter, services: AccountServices, contextFor: (req: Request) => AccountContext, baseUrl: string): void {
-  const table = new RouteTable(api);
+  const table = new RouteTable(api, ACCOUNT_ERRORS);
   mountJsonProcedures(table, accountRouter, contextFor);
 
   // The signed-in user's own agent, at its documented REST paths under /api/v1/agent/.
@@ -38,14 +44,20 @@ export function mountAccountBridge(api: IRouter, services: AccountServices, cont
 
   // Telegram's pushes for a user's bot (webhook mode, messenger/bots.ts): authenticated by the
   // secret_token header, answered once the agent accepted the update.
-  table.add('post', '/telegram/{webhook_id}/webhook', [
-    jsonBody,
-    async (req, res) => {
-      if (!services.bots) throw notFound('No such webhook', 'WEBHOOK_NOT_FOUND');
-      await services.bots.relay(String(req.params.webhook_id), req.get('x-telegram-bot-api-secret-token'), req.body);
-      res.json({ ok: true });
-    },
-  ]);
+  table.add(
+    'post',
+    '/telegram/{webhook_id}/webhook',
+    [
+      jsonBody,
+      async (req, res) => {
+        if (!services.bots) throw notFound('No such webhook', 'WEBHOOK_NOT_FOUND');
+        await services.bots.relay(String(req.params.webhook_id), req.get('x-telegram-bot-api-secret-token'), req.body);
+        res.json({ ok: true });
+      },
+    ],
+    undefined,
+    { errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_SECRET', 'BAD_REQUEST', 'AGENT_UNAVAILABLE'] },
+  );
 
   let document: Promise<unknown> | undefined;
   table.add('get', '/openapi.json', [

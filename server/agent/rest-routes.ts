@@ -17,7 +17,7 @@ import { sendFileBody } from '../../rest-bridge/file.js';
 import { mountJsonProcedures, requireJsonObject } from '../../rest-bridge/json.js';
 import { readMultipart } from '../../rest-bridge/multipart.js';
 import { eventStreamDoc, fileBodyDoc, multipartDoc, openApiDocument } from '../../rest-bridge/openapi.js';
-import { requestSignal, RouteTable, type CallerFor } from '../../rest-bridge/routes.js';
+import { requestSignal, RouteTable, type CallerFor, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
 import { writeEventStream } from '../../rest-bridge/sse.js';
 
 const createCaller = createCallerFactory(agentRouter);
@@ -52,13 +52,16 @@ function stopStalledUpload(req: Request, res: Response, seconds: number): void {
   res.once('close', () => clearInterval(timer));
 }
 
+/** What any agent route can answer, and what one behind the agent secret adds (trpc.ts). */
+const AGENT_ERRORS: ServiceErrorCodes = { everyRoute: ['INTERNAL', 'METHOD_NOT_ALLOWED'], authenticated: ['INVALID_AGENT_SECRET'] };
+
 export interface AgentBridgeOptions {
   /** Upload slowloris window (config: UPLOAD_IDLE_TIMEOUT_SECONDS). */
   uploadIdleTimeoutSeconds: number;
 }
 
 export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => AgentContext, options: AgentBridgeOptions): void {
-  const table = new RouteTable(app);
+  const table = new RouteTable(app, AGENT_ERRORS);
   const callerFor: CallerFor<AgentRouter> = (req, signal) => createCaller(contextFor(req), { signal });
 
   table.add(
@@ -74,6 +77,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       },
     ],
     eventStreamDoc('Send a message; the reply streams as SSE and ends with `done`', ChatEvent, ChatMessageInput),
+    { authenticated: true, errors: ['MALFORMED_JSON', 'BAD_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'VALIDATION_FAILED', 'SHUTTING_DOWN'] },
   );
 
   // Workspace files: multipart upload and raw file body adapters calling files.* procedures.
@@ -99,6 +103,24 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       '409': 'Target is a file, or no free name',
       '413': 'Over 50 MB',
     }),
+    {
+      authenticated: true,
+      errors: [
+        'UNSUPPORTED_MEDIA_TYPE',
+        'MALFORMED_MULTIPART',
+        'TOO_MANY_PARTS',
+        'FIELD_TOO_LARGE',
+        'PAYLOAD_TOO_LARGE',
+        'REQUEST_ABORTED',
+        'UPLOAD_STALLED',
+        'MISSING_FILE',
+        'INVALID_PATH',
+        'FORBIDDEN_PATH',
+        'NOT_A_DIRECTORY',
+        'NAME_TAKEN',
+        'QUOTA_EXCEEDED',
+      ],
+    },
   );
   table.add(
     'get',
@@ -121,7 +143,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     fileBodyDoc('Download a workspace file (Range and conditional requests supported)', [
       { name: 'path', in: 'path', required: true, description: 'Workspace-relative file path', schema: { type: 'string' } },
     ]),
-    { expressPath: '/files/*path' },
+    { expressPath: '/files/*path', authenticated: true, errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'FILE_CHANGED', 'RANGE_NOT_SATISFIABLE'] },
   );
   table.add(
     'get',
@@ -139,6 +161,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       ...eventStreamDoc('Reconnect to the active run: `stream_meta`, the buffered events, then live ones; a single `done` when none is active', ChatEvent),
       requestParams: { path: ChatStreamInput.pick({ chat_id: true }) },
     },
+    { authenticated: true, errors: ['VALIDATION_FAILED'] },
   );
 
   mountJsonProcedures(table, agentRouter, contextFor);

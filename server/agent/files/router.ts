@@ -30,7 +30,10 @@ function headerValue(headers: Record<string, string | string[] | undefined> | un
 
 export const filesRouter = router({
   tree: agentProcedure
-    .meta({ openapi: { method: 'GET', path: '/workspace/tree', summary: 'Workspace file tree (directories first, sorted by name)' } })
+    .meta({
+      openapi: { method: 'GET', path: '/workspace/tree', summary: 'Workspace file tree (directories first, sorted by name)' },
+      errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND'],
+    })
     .input(TreeInput)
     .output(TreeOutput)
     .query(({ ctx, input }) => listTree(ctx.services.config.workspace, input.max_depth ?? TREE_DEFAULT_DEPTH)),

@@ -11,7 +11,7 @@ export const subagentsRouter = router({
     .query(async ({ ctx }) => ({ subagents: await ctx.services.subagents.list() })),
 
   get: agentProcedure
-    .meta({ openapi: { method: 'GET', path: '/subagents/{run_id}', summary: 'One subagent run, with its full result' } })
+    .meta({ openapi: { method: 'GET', path: '/subagents/{run_id}', summary: 'One subagent run, with its full result' }, errors: ['SUBAGENT_NOT_FOUND'] })
     .input(RunIdInput)
     .output(SubagentDetail)
     .query(({ input, ctx }) => ctx.services.subagents.get(input.run_id)),

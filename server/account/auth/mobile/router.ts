@@ -14,7 +14,10 @@ export const MobileIdpaInput = z.object({
 export const mobileRouter = router({
   idpa: publicProcedure
     .use(rateLimited('auth.mobile'))
-    .meta({ openapi: { method: 'POST', path: '/auth/mobile/idpa', protect: false, summary: "Sign in with an ID token from provider A's native SDK" } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/mobile/idpa', protect: false, summary: "Sign in with an ID token from provider A's native SDK" },
+      errors: ['INVALID_ID_TOKEN', 'PROVIDER_UNAVAILABLE', 'PROVIDER_NOT_CONFIGURED', 'RATE_LIMITED'],
+    })
     .input(MobileIdpaInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {

@@ -107,6 +107,7 @@ export const oauthRouter = router({
     .use(rateLimited('auth.exchange'))
     .meta({
       openapi: { method: 'POST', path: '/auth/exchange', protect: false, summary: 'Trade the one-time auth code of an OAuth callback for a token pair' },
+      errors: ['INVALID_AUTH_CODE', 'IDENTITY_IN_USE', 'RATE_LIMITED'],
     })
     .input(ExchangeInput)
     .output(TokenPair)

@@ -61,7 +61,10 @@ export const passkeyRouter = router({
 
   loginVerify: publicProcedure
     .use(rateLimited('auth.passkey.login'))
-    .meta({ openapi: { method: 'POST', path: '/auth/passkey/login/verify', protect: false, summary: 'Sign in with the passkey assertion' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/passkey/login/verify', protect: false, summary: 'Sign in with the passkey assertion' },
+      errors: ['INVALID_PASSKEY', 'INVALID_CHALLENGE', 'RATE_LIMITED'],
+    })
     .input(LoginVerifyInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
