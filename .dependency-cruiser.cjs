@@ -1,12 +1,54 @@
 /** Import rules (npm run lint): the direction of dependencies a newcomer can rely on. */
 module.exports = {
   forbidden: [
-    { name: 'no-cycles', severity: 'error', comment: 'Modules that import each other cannot be understood or tested alone.', from: {}, to: { circular: true } },
+    {
+      name: 'no-cycles',
+      severity: 'error',
+      comment: 'Modules that import each other cannot be understood or tested alone (a type-only import back, erased at runtime, may close a loop).',
+      from: {},
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'contracts-stand-alone',
+      severity: 'error',
+      comment: 'contracts/ is what both sides of a boundary share: it imports no service, client or bridge code.',
+      from: { path: '^contracts/' },
+      to: { path: '^(server|client|rest-bridge)/', pathNot: '^server/(account|agent)/router[.]ts$' },
+    },
+    {
+      name: 'contracts-router-types-only',
+      severity: 'error',
+      comment: "A service's router type is inferred from its router: contracts names it as a type, never as a value.",
+      from: { path: '^contracts/' },
+      to: { path: '^server/(account|agent)/router[.]ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'account-sees-agent-contracts-only',
+      severity: 'error',
+      comment: "The account service talks to agents through contracts/agent (schemas, AgentRouter), never the agent's internals.",
+      from: { path: '^server/account/' },
+      to: { path: '^server/agent/' },
+    },
+    {
+      name: 'client-sees-contracts-only',
+      severity: 'error',
+      comment: 'The clients (web, SDK) run elsewhere: of this repository they import only contracts/ and their own code.',
+      from: { path: '^client/' },
+      to: { path: '^(server|rest-bridge|scripts)/' },
+    },
     {
       name: 'common-is-shared',
       severity: 'error',
       comment: 'server/common is the shared toolbox: it knows neither service.',
       from: { path: '^server/common/' },
+      to: { path: '^(server/(account|agent)|rest-bridge)/' },
+    },
+    {
+      name: 'bridge-is-generic',
+      severity: 'error',
+      comment:
+        'rest-bridge/ is REST-to-tRPC machinery (JSON, SSE, multipart, files, OpenAPI): each service declares its own route table with it, so it imports neither service.',
+      from: { path: '^rest-bridge/' },
       to: { path: '^server/(account|agent)/' },
     },
     {
@@ -35,8 +77,9 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(node_modules|dist|server/generated|client/web/dist)' },
     tsConfig: { fileName: 'tsconfig.json' },
-    // Type-only imports (a domain module naming the services' type) are erased at runtime: only real imports count.
-    tsPreCompilationDeps: false,
+    // Type-only imports count for the boundaries (a client naming a server type is still coupled to it);
+    // no-cycles ignores loops closed by a type-only import (a domain module naming its service's type).
+    tsPreCompilationDeps: true,
     enhancedResolveOptions: { extensions: ['.ts', '.js'] },
   },
 };

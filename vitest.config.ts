@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // `npm test` runs every suite but the long ones; `npm run test:reliability` and
@@ -6,6 +7,8 @@ const suite = process.env.VITEST_SUITE;
 const separate = ['test/reliability/**', 'test/security/**'];
 
 export default defineConfig({
+  // tsconfig's `paths` (the shared contracts), which vite does not read by itself.
+  resolve: { alias: [{ find: /^@contracts\//, replacement: fileURLToPath(new URL('contracts/', import.meta.url)) }] },
   test: {
     include: suite ? [`test/${suite}/**/*.test.ts`] : ['test/**/*.test.ts'],
     exclude: suite ? [...configDefaults.exclude] : [...configDefaults.exclude, ...separate],

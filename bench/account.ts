@@ -34,7 +34,7 @@ import { createTestDatabase, postgresReachable } from '../test/support/postgres.
 import { freePort } from '../test/support/servers.js';
 import { load as loadRow, root, spawnServer, stop, waitForHttp, type Row } from './lib/harness.js';
 import { TokenQueue } from './lib/account.js';
-import type { TokenPair as Pair } from '../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 32;

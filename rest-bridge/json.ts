@@ -3,6 +3,7 @@
  * documented method and path. Input = path params + (JSON body | query string); the answer is
  * the procedure's output as JSON, or 204 (`rest.kind = 'empty'`), or a 302 (`rest.kind = 'redirect'`).
  */
+import type { ErrorCode } from '@contracts/errors.js';
 import { callTRPCProcedure, type AnyRouter, type inferRouterContext } from '@trpc/server';
 import type { Request, RequestHandler } from 'express';
 import { ZodVoid } from 'zod';
@@ -10,6 +11,9 @@ import { AppError } from '../server/common/errors.js';
 import { jsonBody } from '../server/common/http.js';
 import type { ProcedureMeta } from '../server/common/trpc.js';
 import { requestSignal, type HttpMethod, type RouteTable } from './routes.js';
+
+/** What `jsonBody` and `requireJsonObject` answer for a body they refuse. */
+const JSON_BODY_ERRORS: ErrorCode[] = ['MALFORMED_JSON', 'BAD_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
 
 function hasBody(req: Request): boolean {
   return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
@@ -63,6 +67,9 @@ export function mountJsonProcedures<R extends AnyRouter>(table: RouteTable, rout
         res.json(result);
       }
     };
-    table.add(method, meta.openapi.path, usesBody ? [jsonBody, requireJsonObject, handler] : [handler]);
+    table.add(method, meta.openapi.path, usesBody ? [jsonBody, requireJsonObject, handler] : [handler], undefined, {
+      errors: [...(usesBody ? JSON_BODY_ERRORS : []), ...(takesInput ? (['VALIDATION_FAILED'] as const) : []), ...(meta.errors ?? [])],
+      authenticated: meta.openapi.protect !== false,
+    });
   }
 }

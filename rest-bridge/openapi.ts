@@ -1,3 +1,4 @@
+import { ERRORS, type ErrorCode } from '@contracts/errors.js';
 import type { AnyRouter } from '@trpc/server';
 import type { ZodOpenApiOperationObject } from 'zod-openapi';
 import { z } from 'zod';
@@ -18,7 +19,25 @@ export const ErrorBody = z
  */
 export async function openApiDocument(router: AnyRouter, table: RouteTable, info: { title: string; version: string; baseUrl: string }) {
   const { generateOpenApiDocument } = await import('trpc-to-openapi');
-  return generateOpenApiDocument(router, { ...info, paths: table.extraPaths });
+  const document = generateOpenApiDocument(router, { ...info, paths: table.extraPaths });
+  for (const [path, operations] of Object.entries(document.paths ?? {})) {
+    for (const [method, operation] of Object.entries(operations as Record<string, { description?: string } | undefined>)) {
+      const codes = table.errorCodes.get(`${method} ${path}`);
+      if (operation && codes) listErrorCodes(operation, codes);
+    }
+  }
+  return document;
+}
+
+/**
+ * An operation's possible error codes, from the catalogue (contracts/errors.ts): in its
+ * description for people, and as `x-error-codes` ({code, status, message}) for tools.
+ */
+function listErrorCodes(operation: { description?: string; 'x-error-codes'?: unknown }, codes: ErrorCode[]): void {
+  const sorted = [...codes].sort((a, b) => ERRORS[a].status - ERRORS[b].status || a.localeCompare(b));
+  operation['x-error-codes'] = sorted.map((code) => ({ code, ...ERRORS[code] }));
+  const list = `Error codes: ${sorted.map((code) => `\`${code}\` (${ERRORS[code].status})`).join(', ')}.`;
+  operation.description = operation.description ? `${operation.description}\n\n${list}` : list;
 }
 
 /** OpenAPI entry for an SSE route. */

@@ -5,6 +5,7 @@
  */
 import type { AnyRouter } from '@trpc/server';
 import type { IRouter, NextFunction, Request, RequestHandler, Response } from 'express';
+import type { ErrorCode } from '@contracts/errors.js';
 import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-openapi';
 import { AppError, mapError } from '../server/common/errors.js';
 import { sendError } from '../server/common/http.js';
@@ -14,14 +15,34 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 /** A caller for the service's router, made per request (context from the request). */
 export type CallerFor<R extends AnyRouter> = (req: Request, signal: AbortSignal) => ReturnType<R['createCaller']>;
 
+/** The codes a service's routes can answer with whatever they do (its own auth codes, say), for the OpenAPI document. */
+export interface ServiceErrorCodes {
+  everyRoute: ErrorCode[];
+  /** Added to the routes that take the service's credentials. */
+  authenticated: ErrorCode[];
+}
+
+export interface RouteOptions {
+  /** Overrides the path derived from `openapiPath` (`{id}` → `:id`), e.g. for a parameter that spans segments. */
+  expressPath?: string;
+  /** The route's own error codes (the OpenAPI document lists them with the service's). */
+  errors?: ErrorCode[];
+  authenticated?: boolean;
+}
+
 export class RouteTable {
   private readonly methodsByPath = new Map<string, Set<string>>();
   /** Routes without parameters by `METHOD /path`: found with one lookup (see constructor). */
   private readonly exactRoutes = new Map<string, RequestHandler[]>();
   /** OpenAPI entries for routes trpc-to-openapi cannot describe (streams, files, uploads). */
   readonly extraPaths: ZodOpenApiPathsObject = {};
+  /** Each route's possible error codes by `method openapiPath` (lower-case method), for the OpenAPI document. */
+  readonly errorCodes = new Map<string, ErrorCode[]>();
 
-  constructor(readonly app: IRouter) {
+  constructor(
+    readonly app: IRouter,
+    private readonly serviceErrors: ServiceErrorCodes,
+  ) {
     // Express tries every route's pattern in turn; the hottest calls (`GET /auth/me`, refresh)
     // are static paths, so an exact `METHOD /path` match is served first, with one Map lookup.
     // Everything else (parameters, HEAD, a trailing slash or other case that express also
@@ -42,11 +63,8 @@ export class RouteTable {
     });
   }
 
-  /**
-   * `expressPath` overrides the path derived from `openapiPath` (`{id}` → `:id`), e.g. for a
-   * parameter that spans segments: `/files/{path}` served as `/files/*path`.
-   */
-  add(method: HttpMethod, openapiPath: string, handlers: RequestHandler[], doc?: ZodOpenApiOperationObject, opts: { expressPath?: string } = {}): void {
+  /** `opts.expressPath`: e.g. `/files/{path}` served as `/files/*path`. */
+  add(method: HttpMethod, openapiPath: string, handlers: RequestHandler[], doc?: ZodOpenApiOperationObject, opts: RouteOptions = {}): void {
     const expressPath = opts.expressPath ?? openapiPath.replace(/\{(\w+)\}/g, ':$1');
     const methods = this.methodsByPath.get(expressPath) ?? new Set<string>();
     methods.add(method.toUpperCase());
@@ -56,6 +74,8 @@ export class RouteTable {
     if (!/[:*]/.test(expressPath)) this.exactRoutes.set(`${method.toUpperCase()} ${expressPath}`, wrapped);
     this.app[method](expressPath, ...wrapped);
     if (doc) this.extraPaths[openapiPath] = { ...this.extraPaths[openapiPath], [method]: doc };
+    const codes = [...this.serviceErrors.everyRoute, ...(opts.authenticated ? this.serviceErrors.authenticated : []), ...(opts.errors ?? [])];
+    this.errorCodes.set(`${method} ${openapiPath}`, [...new Set(codes)]);
   }
 
   /** Known path, unknown method → 405 with Allow. Call after every route is added. */

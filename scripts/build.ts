@@ -16,7 +16,7 @@ const WEB_STAMP = path.join(WEB_DIR, 'dist/index.html');
 export async function buildServer(): Promise<void> {
   rmSync(DIST_DIR, { recursive: true, force: true });
   const entryPoints = SERVER_SOURCES.flatMap((dir) => listTs(path.join(REPO_ROOT, dir)));
-  await build({
+  const { outputFiles } = await build({
     entryPoints,
     outdir: DIST_DIR,
     outbase: REPO_ROOT,
@@ -25,10 +25,26 @@ export async function buildServer(): Promise<void> {
     target: 'node20',
     sourcemap: true,
     logLevel: 'warning',
+    write: false,
   });
+  for (const file of outputFiles) {
+    mkdirSync(path.dirname(file.path), { recursive: true });
+    writeFileSync(file.path, file.path.endsWith('.js') ? resolveContractsAlias(file.path, file.text) : file.contents);
+  }
   // Paths the code resolves next to itself (migrations, the built web client) lead back to the sources.
   for (const link of ['prisma', 'client']) symlinkSync(path.join('..', link), path.join(DIST_DIR, link));
   writeFileSync(BUILD_STAMP, `${new Date().toISOString()}\n`);
+}
+
+/**
+ * esbuild transpiles file by file and leaves import specifiers as written, and Node knows nothing
+ * of tsconfig `paths`: `@contracts/x.js` becomes the relative path to dist/contracts/x.js.
+ */
+function resolveContractsAlias(file: string, code: string): string {
+  return code.replace(/(["'])@contracts\/([^"']+)\1/g, (_match, quote: string, rest: string) => {
+    const relative = path.relative(path.dirname(file), path.join(DIST_DIR, 'contracts', rest));
+    return `${quote}${relative.startsWith('.') ? relative : `./${relative}`}${quote}`;
+  });
 }
 
 function listTs(dir: string): string[] {

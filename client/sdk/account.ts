@@ -19,16 +19,13 @@
 import { createTRPCClient, httpLink, TRPCClientError, type TRPCLink } from '@trpc/client';
 import { observable } from '@trpc/server/observable';
 import superjson from 'superjson';
-import type { AccountRouter } from '../../server/account/router.js';
+import type { AccountRouter } from '@contracts/account/router.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
+import { isErrorCode, type ErrorCode } from '@contracts/errors.js';
 
 export type { AccountRouter };
 
-export interface TokenPair {
-  access_token: string;
-  refresh_token: string;
-  token_type: 'bearer';
-  expires_in: number;
-}
+export type { TokenPair };
 
 export interface StoredTokens {
   access_token: string;
@@ -95,10 +92,11 @@ export interface AccountClientOptions {
 export type AuthMode = 'user' | 'none' | 'guest-upgrade';
 
 /** The machine code of an error answer (`INVALID_CODE`, `RATE_LIMITED`, …), or undefined. */
-export function errorCode(error: unknown): string | undefined {
+/** The catalogue code of a failed call (contracts/errors.ts); undefined for anything else. */
+export function errorCode(error: unknown): ErrorCode | undefined {
   if (!(error instanceof TRPCClientError)) return undefined;
   const data = error.data as { code?: unknown } | undefined;
-  return typeof data?.code === 'string' ? data.code : undefined;
+  return isErrorCode(data?.code) ? data.code : undefined;
 }
 
 function base64UrlJson(part: string): Record<string, unknown> | undefined {

@@ -3,7 +3,7 @@
  * (rest-bridge/), JWKS at /.well-known/jwks.json, and the shared express shell.
  */
 import express from 'express';
-import { mountAccountBridge } from '../../rest-bridge/account.js';
+import { mountAccountBridge } from './rest-routes.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
 import { metricsEndpoint } from '../common/metrics.js';

@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { httpUrl, logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
-import { parseModelSpec } from '../agent/chat/model-spec.js';
+import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
 import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js';
 

@@ -19,6 +19,7 @@ import { loadSecretBox } from './agents/secrets.js';
 import { loadEmailCodeKey } from './auth/email/codes.js';
 import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
 import { EmailSignIn } from './auth/email/service.js';
+import { JsonRpcClient, type WalletRpc } from './auth/wallet/rpc.js';
 import type { AccountConfig } from './config.js';
 import { OAuthProviders } from './auth/oauth/providers.js';
 import { RateLimits } from './ratelimit/limits.js';
@@ -45,6 +46,8 @@ export interface AccountServices {
   oauth: OAuthProviders;
   /** Unset when CAPTCHA_PROVIDER is not. */
   captcha: Captcha | undefined;
+  /** The chain's JSON-RPC endpoint for smart-wallet signatures, one client for the service; unset without RPC_URL. */
+  walletRpc: WalletRpc | undefined;
   /** Stops the wake scheduler, then every agent, gracefully (safe to call again from close). */
   stopAgents(): Promise<void>;
   /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
@@ -152,6 +155,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     email,
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
+    walletRpc: config.rpcUrl ? new JsonRpcClient(config.rpcUrl) : undefined,
     guestRetention,
     async stopAgents() {
       await wakes?.close();

@@ -2,7 +2,7 @@
  * The agent's HTTP server: tRPC at /trpc, the documented REST paths at the root (rest-bridge/),
  * and the shared express shell. `startAgent` is what main.ts and the tests run.
  */
-import { mountAgentBridge } from '../../rest-bridge/agent.js';
+import { mountAgentBridge } from './rest-routes.js';
 import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
 import { createMetrics, metricsEndpoint } from '../common/metrics.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import { logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
-import { parseModelSpec } from './chat/model-spec.js';
+import { parseModelSpec } from '@contracts/agent/model-spec.js';
 
 export const AGENT_VERSION = '0.1.0';
 
@@ -174,7 +174,7 @@ export const agentEnv = z.object({
       default: '— (required with `TELEGRAM_WEBHOOK_URL`)',
       values: '16..256 of `A-Z a-z 0-9 _ -`',
     }),
-  // Workspace files (server/agent/files/; the slowloris guard in rest-bridge/agent.ts).
+  // Workspace files (server/agent/files/; the slowloris guard in server/agent/rest-routes.ts).
   UPLOAD_IDLE_TIMEOUT_SECONDS: z
     .preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().positive().max(3600))
     .describe('an upload delivering under 1 KiB in this window is cut (408 `UPLOAD_STALLED`)'),
@@ -260,7 +260,7 @@ const schema = agentEnv
       purgeIntervalMs: env.SUBAGENT_PURGE_INTERVAL * 1000,
     },
     /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
-    /** Seconds in which an upload must deliver 1 KiB or be cut (rest-bridge/agent.ts). */
+    /** Seconds in which an upload must deliver 1 KiB or be cut (server/agent/rest-routes.ts). */
     uploadIdleTimeoutSeconds: env.UPLOAD_IDLE_TIMEOUT_SECONDS,
     metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL,

@@ -6,23 +6,9 @@
  * bot; null otherwise).
  */
 import type { RequestHandler } from 'express';
-import { z } from 'zod';
+import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
 import { readHeartbeatFile } from './heartbeat/run.js';
 import type { AgentServices } from './services.js';
-
-export const LifecycleReport = z.object({
-  busy: z.boolean(),
-  activity: z.object({
-    chat_runs: z.number().int(),
-    subagent_runs: z.number().int(),
-    heartbeat: z.boolean(),
-    requests: z.number().int(),
-    messenger: z.boolean(),
-  }),
-  /** ISO time; null: nothing scheduled. */
-  next_wake_at: z.string().nullable(),
-});
-export type LifecycleReport = z.infer<typeof LifecycleReport>;
 
 /** Paths that ask about the agent rather than use it: they never make it busy. */
 const PROBES = /^\/(health|healthz|readyz|metrics|lifecycle)$|^\/trpc\/health\./;

@@ -5,12 +5,14 @@
  * AppError extends TRPCError so that tRPC clients get the right HTTP status and the same
  * machine code (in `error.data.code`), while the REST bridge writes the documented body.
  */
+import type { ErrorCode } from '@contracts/errors.js';
 import { TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import { ZodError } from 'zod';
 
 export interface ErrorBody {
   detail: string;
+  /** A catalogue code (contracts/errors.ts), or tRPC's own for a failure before our code runs. */
   code: string;
   issues?: Array<{ path: string; message: string }>;
 }
@@ -42,11 +44,11 @@ const statusByTrpcCode = Object.fromEntries(Object.entries(trpcCodeByStatus).map
 
 export class AppError extends TRPCError {
   readonly status: number;
-  readonly appCode: string;
+  readonly appCode: ErrorCode;
   /** Extra response headers, e.g. Retry-After on 429. */
   readonly headers: Record<string, string>;
 
-  constructor(status: number, appCode: string, detail: string, headers: Record<string, string> = {}) {
+  constructor(status: number, appCode: ErrorCode, detail: string, headers: Record<string, string> = {}) {
     super({ code: trpcCodeByStatus[status] ?? 'INTERNAL_SERVER_ERROR', message: detail });
     this.name = 'AppError';
     this.status = status;
@@ -55,11 +57,11 @@ export class AppError extends TRPCError {
   }
 }
 
-export const badRequest = (detail: string, code = 'BAD_REQUEST') => new AppError(400, code, detail);
-export const unauthorized = (detail = 'Missing or invalid credentials', code = 'UNAUTHORIZED') => new AppError(401, code, detail);
-export const forbidden = (detail = 'Forbidden', code = 'FORBIDDEN') => new AppError(403, code, detail);
-export const notFound = (detail = 'Not found', code = 'NOT_FOUND') => new AppError(404, code, detail);
-export const conflict = (detail: string, code = 'CONFLICT') => new AppError(409, code, detail);
+export const badRequest = (detail: string, code: ErrorCode = 'BAD_REQUEST') => new AppError(400, code, detail);
+export const unauthorized = (detail = 'Missing or invalid credentials', code: ErrorCode = 'UNAUTHORIZED') => new AppError(401, code, detail);
+export const forbidden = (detail = 'Forbidden', code: ErrorCode = 'FORBIDDEN') => new AppError(403, code, detail);
+export const notFound = (detail = 'Not found', code: ErrorCode = 'NOT_FOUND') => new AppError(404, code, detail);
+export const conflict = (detail: string, code: ErrorCode = 'CONFLICT') => new AppError(409, code, detail);
 
 export interface MappedError {
   status: number;
@@ -78,7 +80,7 @@ function httpParserError(error: unknown): MappedError | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const { status, type } = error as { status?: unknown; type?: unknown };
   if (typeof status !== 'number' || status < 400 || status > 499) return undefined;
-  const byType: Record<string, [string, string]> = {
+  const byType: Record<string, [ErrorCode, string]> = {
     'entity.parse.failed': ['MALFORMED_JSON', 'Request body is not valid JSON'],
     'entity.too.large': ['PAYLOAD_TOO_LARGE', 'Request body is too large'],
     'encoding.unsupported': ['UNSUPPORTED_ENCODING', 'Unsupported content encoding'],

@@ -29,18 +29,22 @@ type WithBaseLog = Request & { [BASE_LOG]?: Logger; _log?: Logger };
 
 /**
  * `req.log` is a child logger bound to the request id, made on first use only: most requests on a
- * hot path never log, and a pino child per request was a measurable share of their cost.
+ * hot path never log, and a pino child per request was a measurable share of their cost. Defined
+ * on the app's own request prototype (`app.request`, which express makes per app from
+ * `express.request`), so nothing outside the app's requests is touched.
  */
-Object.defineProperty(express.request, 'log', {
-  configurable: true,
-  get(this: WithBaseLog): Logger {
-    this._log ??= (this[BASE_LOG] as Logger).child({ reqId: this.id });
-    return this._log;
-  },
-  set(this: WithBaseLog, value: Logger) {
-    this._log = value;
-  },
-});
+function lazyRequestLog(app: Express): void {
+  Object.defineProperty(app.request, 'log', {
+    configurable: true,
+    get(this: WithBaseLog): Logger {
+      this._log ??= (this[BASE_LOG] as Logger).child({ reqId: this.id });
+      return this._log;
+    },
+    set(this: WithBaseLog, value: Logger) {
+      this._log = value;
+    },
+  });
+}
 
 /** Request id, lazy request logger, access log, metrics and the security headers every answer carries. */
 function requestContext(log: Logger, metrics: ServiceMetrics | undefined): RequestHandler {
@@ -102,6 +106,7 @@ export function createHttpApp(log: Logger, opts: { trustProxy?: string[]; metric
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', opts.trustProxy?.length ? opts.trustProxy : false);
+  lazyRequestLog(app);
   app.use(requestContext(log, opts.metrics));
   return app;
 }

@@ -11,6 +11,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { ErrorCode } from '@contracts/errors.js';
 import { AppError, mapError } from './errors.js';
 
 export interface ServiceMetrics {
@@ -57,7 +58,7 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 export function metricsEndpoint(metrics: ServiceMetrics, token: string | undefined): RequestHandler {
   const expected = token ? digest(token) : undefined;
   return async (req, res) => {
-    const refuse = (status: number, code: string, detail: string) => {
+    const refuse = (status: number, code: ErrorCode, detail: string) => {
       const { body } = mapError(new AppError(status, code, detail));
       res.status(status).json(body);
     };

@@ -3,6 +3,7 @@
  * same machine code the REST bridge writes (and never a stack), and the procedure metadata that
  * the bridge and the OpenAPI document read.
  */
+import type { ErrorCode } from '@contracts/errors.js';
 import { initTRPC } from '@trpc/server';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
@@ -13,7 +14,11 @@ import { mapError } from './errors.js';
  * answers when the answer is not a JSON body: `empty` → 204, `redirect` → 302 to the returned
  * `location`. Streams, uploads and file bodies have their own bridge adapters.
  */
-export type ProcedureMeta = OpenApiMeta & { rest?: { kind: 'empty' | 'redirect' } };
+export type ProcedureMeta = OpenApiMeta & {
+  rest?: { kind: 'empty' | 'redirect' };
+  /** The codes its own domain can answer with, for the OpenAPI document (the bridge adds the ones every route has). */
+  errors?: ErrorCode[];
+};
 
 export function initServiceTrpc<Ctx extends object>() {
   return initTRPC

@@ -11,7 +11,7 @@ import { loadAccountConfig } from '../../server/account/config.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { freePort, startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
 import { signInSecrets, startSmtpSink, type SmtpSink } from '../support/smtp.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 
 const kinds = await accountStoreKinds();

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TokenPair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import { GUEST_SWEEP_LOCK } from '../../server/account/users/retention.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeIfStolen } from '../../server/account/tokens/sessions.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 
 const kinds = await accountStoreKinds();

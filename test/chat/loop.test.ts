@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runModelLoop, type HistoryEntry, type ModelLoopOptions } from '../../server/agent/chat/loop.js';
 import { createLanguageModel } from '../../server/agent/chat/model.js';
-import { parseModelSpec } from '../../server/agent/chat/model-spec.js';
-import type { ChatEvent } from '../../server/agent/chat/schemas.js';
+import { parseModelSpec } from '@contracts/agent/model-spec.js';
+import type { ChatEvent } from '@contracts/agent/chat.js';
 import { defineTool, type AgentToolSet } from '../../server/agent/tools/types.js';
 import { startScriptedModel, toolResults, type ScriptedModel } from '../support/scripted-model.js';
 

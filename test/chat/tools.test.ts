@@ -1,12 +1,12 @@
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseModelSpec } from '../../server/agent/chat/model-spec.js';
+import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import { loadAgentConfig } from '../../server/agent/config.js';
 import { EXEC_OUTPUT_MAX_BYTES, execTool, type ExecResult } from '../../server/agent/tools/exec.js';
 import { fileTools } from '../../server/agent/tools/files.js';
 import { WorkspaceQuota } from '../../server/agent/files/quota.js';
-import type { ChatEvent } from '../../server/agent/chat/schemas.js';
+import type { ChatEvent } from '@contracts/agent/chat.js';
 import { toolResults } from '../support/scripted-model.js';
 import { tempDir } from '../support/servers.js';
 import { events } from '../support/sse.js';

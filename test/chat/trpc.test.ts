@@ -3,7 +3,7 @@ import { TRPCClientError, type TRPCClient } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearerTrpcClient } from '../../server/account/agents/client.js';
 import type { AgentRouter } from '../../server/agent/router.js';
-import type { ChatEvent } from '../../server/agent/chat/schemas.js';
+import type { ChatEvent } from '@contracts/agent/chat.js';
 import { lastUserText } from '../support/scripted-model.js';
 import { startChatRig, until, type ChatRig } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TreeNode } from '../../server/agent/files/schemas.js';
+import type { TreeNode } from '@contracts/agent/files.js';
 import { listTree } from '../../server/agent/files/tree.js';
 import { startTestAgent, type TestAgent } from '../support/servers.js';
 

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
 import { PAIRED_NOTICE, PENDING_NOTICE } from '../../server/agent/messenger/service.js';
-import type { TokenPair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import { until } from '../chat/helpers.js';
 import { testDeviceId } from '../support/devices.js';
 import { startFakeTelegram, type FakeTelegram } from '../support/fake-telegram.js';

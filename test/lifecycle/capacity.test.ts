@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
 import { defaultMaxRunningAgents } from '../../server/account/config.js';
-import type { TokenPair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';

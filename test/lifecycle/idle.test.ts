@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
-import { INTERRUPTED } from '../../server/agent/chat/schemas.js';
-import type { TokenPair } from '../../server/account/tokens/jwt.js';
+import { INTERRUPTED } from '@contracts/agent/chat.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import { until } from '../chat/helpers.js';
 import { testDeviceId } from '../support/devices.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
 import { WakeScheduler } from '../../server/account/agents/wake-scheduler.js';
-import type { TokenPair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import { until } from '../chat/helpers.js';
 import { testDeviceId } from '../support/devices.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';

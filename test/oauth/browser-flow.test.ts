@@ -11,7 +11,7 @@ import { bindingCookie } from '../../server/account/auth/oauth/cookies.js';
 import { TestBrowser } from '../support/browser.js';
 import { signInThroughBrowser, startOAuthStack, type OAuthStack } from '../support/oauth-stack.js';
 import { accountStoreKinds } from '../support/postgres.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 
 const kinds = await accountStoreKinds();

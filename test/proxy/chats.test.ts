@@ -8,7 +8,7 @@ import { TRPCClientError } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearerTrpcClient } from '../../server/account/agents/client.js';
 import type { AccountRouter } from '../../server/account/router.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { events, openSse, readFrames } from '../support/sse.js';

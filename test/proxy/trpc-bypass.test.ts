@@ -3,7 +3,7 @@
  * a guest would call messenger procedures (and send chat messages) without the guest policy.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { TokenPair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 

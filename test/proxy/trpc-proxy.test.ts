@@ -14,7 +14,7 @@ import { AppError } from '../../server/common/errors.js';
 import type { RateLimits } from '../../server/account/ratelimit/limits.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 
 let account: TestAccount;

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 
 const reachable = await postgresReachable();

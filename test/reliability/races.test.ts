@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueAuthCode } from '../../server/account/auth/oauth/codes.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 
 const BURST = 50;
 const ROUNDS = 5;

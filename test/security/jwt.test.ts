@@ -11,7 +11,7 @@ import { decodeJwt, decodeProtectedHeader, SignJWT, type JWTPayload } from 'jose
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');

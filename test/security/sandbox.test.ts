@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TokenPair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import { lastUserText, type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { openSse, readFrames } from '../support/sse.js';

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { TestAccount } from './servers.js';
-import type { TokenPair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 
 export type Pair = TokenPair;
 

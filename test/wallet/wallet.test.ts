@@ -13,7 +13,7 @@ import { CHALLENGE_TTL_MS, issueChallenge, SIWE_STATEMENT, verifySignIn } from '
 import type { AccountRouter } from '../../server/account/router.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-import type { TokenPair as Pair } from '../../server/account/tokens/jwt.js';
+import type { TokenPair as Pair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 
 const kinds = await accountStoreKinds();

@@ -11,8 +11,10 @@ import { createTRPCClient, httpSubscriptionLink, TRPCClientError } from '@trpc/c
 import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import { createAccountClient, errorCode } from '../../sdk/account.js';
-import type { AccountRouter } from '../../../server/account/router.js';
+import type { AccountRouter } from '@contracts/account/router.js';
+import { isErrorCode } from '@contracts/errors.js';
 import { retryingWhenBusy } from './busy.js';
+import { wordingFor, type ClientErrorCode } from './errors.js';
 import { clearTokens, loadTokens, tokenStorage } from './session.js';
 
 export { errorCode };
@@ -89,13 +91,13 @@ export async function agentFetch(path: string, init: RequestInit = {}): Promise<
     const body = (await res
       .clone()
       .json()
-      .catch(() => ({}))) as { code?: string };
+      .catch(() => ({}))) as { code?: unknown };
     if (body.code === 'TOKEN_EXPIRED' && attempt === 0) {
       await account.refresh().catch(() => null);
       continue;
     }
     sessionLost();
-    throw new ApiError(401, body.code ?? 'UNAUTHORIZED', 'Your session has ended. Please sign in again.');
+    throw new ApiError(401, isErrorCode(body.code) ? body.code : 'UNAUTHORIZED', 'Your session has ended. Please sign in again.');
   }
 }
 
@@ -103,7 +105,7 @@ export async function agentFetch(path: string, init: RequestInit = {}): Promise<
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ClientErrorCode,
     message: string,
     readonly retryAfter?: number,
   ) {
@@ -112,11 +114,11 @@ export class ApiError extends Error {
 }
 
 export async function apiError(res: Response): Promise<ApiError> {
-  const body = (await res.json().catch(() => ({}))) as { detail?: string; code?: string };
+  const body = (await res.json().catch(() => ({}))) as { detail?: string; code?: unknown };
   const retry = Number(res.headers.get('retry-after'));
   return new ApiError(
     res.status,
-    body.code ?? `HTTP_${res.status}`,
+    isErrorCode(body.code) ? body.code : `HTTP_${res.status}`,
     body.detail ?? `The request failed (${res.status})`,
     Number.isFinite(retry) && retry > 0 ? retry : undefined,
   );
@@ -143,27 +145,8 @@ export function retryAfter(error: unknown): number | undefined {
 /** A readable message for any failure a call can end in. */
 export function errorMessage(error: unknown): string {
   const code = error instanceof ApiError ? error.code : errorCode(error);
-  switch (code) {
-    case 'RATE_LIMITED':
-      return 'Too many attempts.';
-    case 'GUEST_SIGNUPS_PAUSED':
-      return 'New guest accounts are paused for a while. Signing in with e-mail, a provider or a wallet still works.';
-    case 'CAPTCHA_REQUIRED':
-      return 'Complete the check above first.';
-    case 'CAPTCHA_INVALID':
-      return 'The check above was not passed or has expired; solve it again.';
-    case 'CAPTCHA_UNAVAILABLE':
-      return 'The anti-robot check cannot be made right now. Try again in a moment.';
-    case 'GUEST_QUOTA':
-    case 'GUEST_LIMITED':
-    case 'PAYLOAD_TOO_LARGE':
-      return error instanceof Error ? error.message : 'Guest limit reached.';
-    case 'AGENT_CAPACITY':
-      return 'The service is busy right now. Try again in a moment.';
-    case 'AGENT_UNREACHABLE':
-    case 'AGENT_UNAVAILABLE':
-      return 'Your agent is not answering right now. Try again in a moment.';
-  }
+  const wording = code === undefined ? null : wordingFor(code);
+  if (wording !== null) return wording;
   if (error instanceof TRPCClientError && /fetch|network/i.test(error.message)) return 'The service cannot be reached. Check your connection.';
   return error instanceof Error ? error.message : 'Something went wrong';
 }

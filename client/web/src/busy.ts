@@ -3,6 +3,8 @@
  * Retry-After the service gives and tries again (a few times), and a status line tells the person
  * what is going on meanwhile, instead of an error they would have to act on.
  */
+import type { ErrorCode } from '@contracts/errors.js';
+
 export const CAPACITY_RETRIES = 5;
 const MAX_WAIT_S = 30;
 
@@ -44,7 +46,7 @@ export function retryingWhenBusy(base: typeof fetch): typeof fetch {
           (await res
             .clone()
             .json()
-            .catch(() => ({}))) as { code?: string }
+            .catch(() => ({}))) as { code?: ErrorCode }
         ).code === 'AGENT_CAPACITY';
       if (!refused) {
         if (attempt > 0) notify(null);

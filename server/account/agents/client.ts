@@ -8,7 +8,7 @@ import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink, type TRPCC
 import type { AnyRouter } from '@trpc/server';
 import { EventSource } from 'eventsource';
 import superjson from 'superjson';
-import type { AgentRouter } from '../../agent/router.js';
+import type { AgentRouter } from '@contracts/agent/router.js';
 import type { AgentEndpoint } from './registry.js';
 import { agentFetch } from './transport.js';
 

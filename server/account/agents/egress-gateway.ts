@@ -21,7 +21,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import { parseModelSpec } from '../../agent/chat/model-spec.js';
+import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import { UsageScanner, type TokenUsage } from './model-usage.js';
 
 export interface EgressRoute {

@@ -23,7 +23,7 @@ import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from './regist
 import type { AgentLauncher } from './launcher.js';
 import { agentFetch, releaseAgentConnections } from './transport.js';
 import { agentClient } from './client.js';
-import type { LifecycleReport } from '../../agent/lifecycle.js';
+import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
 
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */

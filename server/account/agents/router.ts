@@ -29,10 +29,11 @@ import {
   ChatStreamInput,
   HistoryInput,
   type ChatEvent,
-} from '../../agent/chat/schemas.js';
-import { TreeInput } from '../../agent/files/schemas.js';
-import { ContactIdInput, ContactPatchInput, ContactsQuery } from '../../agent/messenger/schemas.js';
-import { RunIdInput } from '../../agent/subagents/schemas.js';
+} from '@contracts/agent/chat.js';
+import { TreeInput } from '@contracts/agent/files.js';
+import { ContactIdInput, ContactPatchInput, ContactsQuery } from '@contracts/agent/messenger.js';
+import { RunIdInput } from '@contracts/agent/subagents.js';
+import type { ErrorCode } from '@contracts/errors.js';
 import { AppError } from '../../common/errors.js';
 import { router, userProcedure, type AccountContext } from '../trpc.js';
 import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from './client.js';
@@ -62,8 +63,10 @@ export function relayAgentError(error: unknown): unknown {
   if (error instanceof TRPCClientError) {
     const data = error.data as { code?: unknown; httpStatus?: unknown } | undefined;
     const status = typeof data?.httpStatus === 'number' ? data.httpStatus : undefined;
-    if (status && status !== 401 && status < 500 && typeof data?.code === 'string') return new AppError(status, data.code, error.message);
-    if (status && status >= 500 && status !== 502 && typeof data?.code === 'string') return new AppError(status, data.code, error.message);
+    // Passed on as the agent sent it: a catalogue code, or tRPC's own for a call it refused itself.
+    const code = data?.code as ErrorCode;
+    if (status && status !== 401 && status < 500 && typeof code === 'string') return new AppError(status, code, error.message);
+    if (status && status >= 500 && status !== 502 && typeof code === 'string') return new AppError(status, code, error.message);
   }
   return agentUnreachable();
 }

@@ -61,7 +61,7 @@ export const SANDBOX_WORKSPACE = '/workspace';
 export const SANDBOX_RUN_DIR = '/run/sandbox';
 
 /** The parts of the repository an agent runs from (sources for tsx, dist for the build). */
-const PROJECT_PARTS = ['dist', 'server', 'rest-bridge', 'node_modules', 'prisma', 'package.json', 'tsconfig.json'];
+const PROJECT_PARTS = ['dist', 'contracts', 'server', 'rest-bridge', 'node_modules', 'prisma', 'package.json', 'tsconfig.json'];
 /** Host /etc entries a runtime reads; nothing else of /etc is visible. */
 const ETC_PARTS = ['ssl', 'ca-certificates', 'ca-certificates.conf', 'alternatives', 'localtime', 'timezone', 'passwd', 'group', 'nsswitch.conf', 'hosts'];
 

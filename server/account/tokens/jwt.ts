@@ -7,19 +7,13 @@
  * access token, nor the reverse.
  */
 import { randomUUID, sign as signBytes, verify as verifyBytes, type KeyObject } from 'node:crypto';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import { unauthorized } from '../../common/errors.js';
 import { TOKEN_ALG, type SigningKeys } from './keys.js';
 
 export const ACCESS_TTL_SECONDS = 15 * 60;
 export const REFRESH_TTL_SECONDS = 30 * 24 * 60 * 60;
 const CLOCK_TOLERANCE_SECONDS = 5;
-
-export interface TokenPair {
-  access_token: string;
-  refresh_token: string;
-  token_type: 'bearer';
-  expires_in: number;
-}
 
 export interface TokenIssuer {
   keys: SigningKeys;

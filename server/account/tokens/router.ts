@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import { publicProcedure, rateLimited, router, userProcedure } from '../trpc.js';
-import { Me, RefreshTokenInput, TokenPair } from './schemas.js';
+import { Me, RefreshTokenInput, TokenPair } from '@contracts/account/tokens.js';
 
 export const tokensRouter = router({
   refresh: publicProcedure
     .use(rateLimited('auth.refresh'))
-    .meta({ openapi: { method: 'POST', path: '/auth/refresh', protect: false, summary: 'Rotate a refresh token into a new pair' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/refresh', protect: false, summary: 'Rotate a refresh token into a new pair' },
+      errors: ['INVALID_TOKEN', 'TOKEN_EXPIRED', 'INVALID_REFRESH_TOKEN', 'REFRESH_TOKEN_REUSED', 'SESSION_REVOKED', 'RATE_LIMITED'],
+    })
     .input(RefreshTokenInput)
     .output(TokenPair)
     .mutation(({ ctx, input }) => ctx.services.tokens.refresh(input.refresh_token)),

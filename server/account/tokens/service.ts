@@ -16,8 +16,8 @@ import {
   verifyRefreshToken,
   type AccessClaims,
   type TokenIssuer,
-  type TokenPair,
 } from './jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import type { ClientInfo } from '../users/activity.js';
 import {
   createSession,

@@ -28,7 +28,10 @@ const changing = userProcedure.use(rateLimited('account.change'));
 
 export const accountRouter = router({
   get: reading
-    .meta({ openapi: { method: 'GET', path: '/account', summary: 'The signed-in account and every sign-in method linked to it' } })
+    .meta({
+      openapi: { method: 'GET', path: '/account', summary: 'The signed-in account and every sign-in method linked to it' },
+      errors: ['ACCOUNT_NOT_FOUND'],
+    })
     .input(z.void())
     .output(Account)
     .query(({ ctx }) => accountView(ctx)),
@@ -52,6 +55,7 @@ export const accountRouter = router({
     .meta({
       openapi: { method: 'DELETE', path: '/account/sessions/{id}', summary: 'End one session of the account (204); its tokens stop at once' },
       rest: { kind: 'empty' },
+      errors: ['SESSION_NOT_FOUND'],
     })
     .input(IdInput)
     .output(z.void())
@@ -65,6 +69,7 @@ export const accountRouter = router({
     .meta({
       openapi: { method: 'DELETE', path: '/account/identities/{id}', summary: 'Remove a sign-in method (204); 409 LAST_IDENTITY for the last one' },
       rest: { kind: 'empty' },
+      errors: ['IDENTITY_NOT_FOUND', 'LAST_IDENTITY'],
     })
     .input(IdInput)
     .output(z.void())
@@ -78,13 +83,17 @@ export const accountRouter = router({
         summary: 'Delete the account, its methods, sessions, activity and agent (204); needs a sign-in within 10 minutes',
       },
       rest: { kind: 'empty' },
+      errors: ['REAUTH_REQUIRED'],
     })
     .input(z.void())
     .output(z.void())
     .mutation(({ ctx }) => deleteAccount(ctx.services, ctx.user.userId, ctx.user.sessionId)),
 
   renamePasskey: changing
-    .meta({ openapi: { method: 'PATCH', path: '/account/passkeys/{id}', summary: 'Rename a passkey (id: its identity id); answers the account' } })
+    .meta({
+      openapi: { method: 'PATCH', path: '/account/passkeys/{id}', summary: 'Rename a passkey (id: its identity id); answers the account' },
+      errors: ['PASSKEY_NOT_FOUND'],
+    })
     .input(RenamePasskeyInput)
     .output(Account)
     .mutation(async ({ ctx, input }) => {

@@ -8,7 +8,7 @@
  */
 import type { AccountRequest } from '../request.js';
 import type { AccountDb } from '../store.js';
-import type { TokenPair } from '../tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LinkTarget, TokenService } from '../tokens/service.js';
 import type { AccountContext } from '../trpc.js';
 import { signInWithIdentity, type IdentityClaim, type SignedInUser } from './identities.js';

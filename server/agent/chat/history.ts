@@ -17,8 +17,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Database, Statement } from 'better-sqlite3';
 import type { ContextMessage, HistoryEntry } from './loop.js';
-import { titleFrom } from './limits.js';
-import type { ChatEvent } from './schemas.js';
+import { titleFrom } from '@contracts/agent/chat-limits.js';
+import type { ChatEvent } from '@contracts/agent/chat.js';
 
 /** A row of the chat list, timestamps as stored (ISO 8601). */
 export interface ChatRow {

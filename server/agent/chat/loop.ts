@@ -25,7 +25,7 @@ import { z } from 'zod';
 import { sleep } from '../../common/timers.js';
 import type { AgentTool, AgentToolSet } from '../tools/types.js';
 import type { ChatModel } from './chat-model.js';
-import type { ChatEvent } from './schemas.js';
+import type { ChatEvent } from '@contracts/agent/chat.js';
 
 export type HistoryEntry =
   | { type: 'text'; content: string; cut?: boolean }

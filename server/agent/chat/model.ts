@@ -7,7 +7,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { gatewayFetch } from '../net/egress.js';
 import type { ChatModel } from './chat-model.js';
-import type { ModelSpec } from './model-spec.js';
+import type { ModelSpec } from '@contracts/agent/model-spec.js';
 import { openAICompatibleModel } from './openai-compatible.js';
 
 /** An AI SDK provider model as a `ChatModel`. */

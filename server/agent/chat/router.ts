@@ -18,7 +18,7 @@ import {
   ChatSummary,
   HistoryInput,
   RunStarted,
-} from './schemas.js';
+} from '@contracts/agent/chat.js';
 
 export const chatRouter = router({
   // The runtime's own iterables, not re-yielded by a generator here: one layer less per event.
@@ -54,13 +54,19 @@ export const chatRouter = router({
     .query(({ input, ctx }) => ctx.services.chat.active(input.chat_id)),
 
   history: agentProcedure
-    .meta({ openapi: { method: 'GET', path: '/chat/{chat_id}/history', summary: 'The chat history, oldest first (limit 1..1000, default 50)' } })
+    .meta({
+      openapi: { method: 'GET', path: '/chat/{chat_id}/history', summary: 'The chat history, oldest first (limit 1..1000, default 50)' },
+      errors: ['CHAT_NOT_FOUND'],
+    })
     .input(HistoryInput)
     .output(ChatHistory)
     .query(({ input, ctx }) => ({ messages: ctx.services.chat.history(input.chat_id, input.limit) })),
 
   delete: agentProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/chat/{chat_id}', summary: 'Empty the chat history (an active run is cancelled first)' } })
+    .meta({
+      openapi: { method: 'DELETE', path: '/chat/{chat_id}', summary: 'Empty the chat history (an active run is cancelled first)' },
+      errors: ['CHAT_NOT_FOUND'],
+    })
     .input(ChatIdInput)
     .output(ChatDeleted)
     .mutation(async ({ input, ctx }) => ({ status: 'ok' as const, deleted: await ctx.services.chat.delete(input.chat_id) })),
@@ -81,7 +87,10 @@ export const chatsRouter = router({
     .query(({ input, ctx }) => ({ chats: ctx.services.chat.chats(input.limit) })),
 
   rename: agentProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/chats/{chat_id}', summary: 'Rename a chat (1..80 characters, one line); 404 for a chat not in the list' } })
+    .meta({
+      openapi: { method: 'PATCH', path: '/chats/{chat_id}', summary: 'Rename a chat (1..80 characters, one line); 404 for a chat not in the list' },
+      errors: ['CHAT_NOT_FOUND'],
+    })
     .input(ChatRenameInput)
     .output(ChatSummary)
     .mutation(({ input, ctx }) => ctx.services.chat.rename(input.chat_id, input.title)),

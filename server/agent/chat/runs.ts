@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { tracked, type TrackedEnvelope } from '@trpc/server';
-import type { ChatEvent } from './schemas.js';
+import type { ChatEvent } from '@contracts/agent/chat.js';
 
 /** A run that emits more events than this is stopped (bounds memory per chat). */
 export const MAX_RUN_EVENTS = 200_000;

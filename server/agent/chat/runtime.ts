@@ -33,7 +33,7 @@ import {
   type ChatStreamInput,
   type ChatSummary,
   type RunStarted,
-} from './schemas.js';
+} from '@contracts/agent/chat.js';
 
 class RunCancelled extends Error {
   override name = 'RunCancelled';

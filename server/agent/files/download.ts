@@ -9,7 +9,7 @@ import path from 'node:path';
 import { contentType } from 'mime-types';
 import { AppError, conflict, notFound } from '../../common/errors.js';
 import { resolveWorkspacePath } from './guard.js';
-import type { FileInfo } from './schemas.js';
+import type { FileInfo } from '@contracts/agent/files.js';
 
 const CHUNK_BYTES = 256 * 1024;
 

@@ -1,7 +1,7 @@
 /**
  * Workspace-file procedures. REST: `GET /workspace/tree` comes from the metadata below;
  * `GET /files/{path}` (files.get + files.read) and `POST /files/upload` (files.upload) are
- * bridge adapters in rest-bridge/agent.ts (raw file body, multipart).
+ * bridge adapters in server/agent/rest-routes.ts (raw file body, multipart).
  *
  * tRPC clients: `files.tree` and `files.get` are plain queries. `files.read` returns the bytes
  * as an async iterable (in process, and over httpBatchStreamLink); browsers should load bytes
@@ -12,9 +12,9 @@
 import { badRequest } from '../../common/errors.js';
 import { agentProcedure, router } from '../trpc.js';
 import { readWorkspaceFile, statWorkspaceFile } from './download.js';
-import { FileInfo, FilePathInput, FileReadInput, TREE_DEFAULT_DEPTH, TreeInput, TreeOutput, UploadInput, UploadResult } from './schemas.js';
+import { FileInfo, FilePathInput, FileReadInput, TREE_DEFAULT_DEPTH, TreeInput, TreeOutput, UploadResult } from '@contracts/agent/files.js';
 import { listTree } from './tree.js';
-import { uploadFile, uploadParts } from './upload.js';
+import { UploadInput, uploadFile, uploadParts } from './upload.js';
 
 /** One header value, percent-decoded exactly once. */
 function headerValue(headers: Record<string, string | string[] | undefined> | undefined, name: string): string | undefined {
@@ -30,7 +30,10 @@ function headerValue(headers: Record<string, string | string[] | undefined> | un
 
 export const filesRouter = router({
   tree: agentProcedure
-    .meta({ openapi: { method: 'GET', path: '/workspace/tree', summary: 'Workspace file tree (directories first, sorted by name)' } })
+    .meta({
+      openapi: { method: 'GET', path: '/workspace/tree', summary: 'Workspace file tree (directories first, sorted by name)' },
+      errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND'],
+    })
     .input(TreeInput)
     .output(TreeOutput)
     .query(({ ctx, input }) => listTree(ctx.services.config.workspace, input.max_depth ?? TREE_DEFAULT_DEPTH)),

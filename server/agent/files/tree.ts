@@ -16,7 +16,7 @@ import { lstatSync, type Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isSensitiveName } from './guard.js';
-import type { TreeNode, TreeOutput } from './schemas.js';
+import type { TreeNode, TreeOutput } from '@contracts/agent/files.js';
 import { UPLOAD_TEMP_NAME } from './upload.js';
 
 export const MAX_TREE_NODES = 20_000;

@@ -16,10 +16,11 @@ import { randomBytes } from 'node:crypto';
 import { constants, type Dirent } from 'node:fs';
 import { copyFile, link, mkdir, open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import type { OctetInput } from '@trpc/server/http';
 import { AppError, badRequest, conflict } from '../../common/errors.js';
 import { forbiddenPath, isSensitiveName, resolveWorkspacePath, type ResolvedPath } from './guard.js';
 import { quotaExceeded, type WorkspaceQuota } from './quota.js';
-import type { FormPart, UploadResult, UploadSource } from './schemas.js';
+import type { UploadResult } from '@contracts/agent/files.js';
 
 export const MAX_UPLOAD_BYTES = 50 * 1024 * 1024;
 export const DEFAULT_UPLOAD_DIR = 'uploads';
@@ -30,6 +31,32 @@ const FALLBACK_NAME = 'upload';
 
 /** Temporary names of uploads in progress; the tree hides them. */
 export const UPLOAD_TEMP_NAME = /^\.upload-[0-9a-f]{16}\.part$/;
+
+/**
+ * One part of a multipart body, in arrival order (rest-bridge/multipart.ts produces these).
+ * A file part's `stream` must be consumed (or abandoned) before the next part arrives.
+ */
+export type FormPart =
+  | { kind: 'field'; name: string; value: string }
+  | { kind: 'file'; name: string; filename: string; mimeType: string; stream: AsyncIterable<Uint8Array> };
+
+/** Where an upload's bytes come from: a multipart body (REST bridge) or a raw body (tRPC octet-stream). */
+export type UploadSource = { kind: 'form'; parts: AsyncIterable<FormPart> } | { kind: 'octet'; stream: ReadableStream<Uint8Array> };
+
+/**
+ * Input parser of `files.upload`. Over tRPC HTTP the body is `application/octet-stream` (tRPC v11
+ * hands the procedure a ReadableStream, never a buffered body); over the REST bridge it is the
+ * multipart parts. FormData is not accepted: tRPC would buffer it whole.
+ */
+export const UploadInput = {
+  _input: null as unknown as OctetInput | AsyncIterable<FormPart>,
+  _output: null as unknown as UploadSource,
+  parse(raw: unknown): UploadSource {
+    if (raw instanceof ReadableStream) return { kind: 'octet', stream: raw as ReadableStream<Uint8Array> };
+    if (typeof raw === 'object' && raw !== null && Symbol.asyncIterator in raw) return { kind: 'form', parts: raw as AsyncIterable<FormPart> };
+    throw badRequest('Upload body must be multipart/form-data (REST) or application/octet-stream (tRPC)', 'UNSUPPORTED_UPLOAD_BODY');
+  },
+};
 
 export const uploadTooLarge = () => new AppError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds the ${MAX_UPLOAD_BYTES / (1024 * 1024)} MB limit`);
 

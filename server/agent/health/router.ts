@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AGENT_VERSION } from '../config.js';
-import { LifecycleReport, lifecycleReport } from '../lifecycle.js';
+import { LifecycleReport } from '@contracts/agent/lifecycle.js';
+import { lifecycleReport } from '../lifecycle.js';
 import { agentProcedure, publicProcedure, router } from '../trpc.js';
 
 export const AgentHealth = z.object({ status: z.literal('ok'), agent_name: z.string(), version: z.string() });

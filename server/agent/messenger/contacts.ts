@@ -4,7 +4,7 @@
  */
 import { notFound } from '../../common/errors.js';
 import type { AgentDb } from '../store.js';
-import type { Contact, ContactStatus } from './schemas.js';
+import type { Contact, ContactStatus } from '@contracts/agent/messenger.js';
 
 interface ContactRow {
   telegramId: string;

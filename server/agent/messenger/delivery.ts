@@ -12,7 +12,7 @@ import path from 'node:path';
 import { isTrackedEnvelope } from '@trpc/server';
 import { InputFile, type Api } from 'grammy';
 import type { Logger } from '../../common/log.js';
-import type { ChatEvent } from '../chat/schemas.js';
+import type { ChatEvent } from '@contracts/agent/chat.js';
 import { resolveWorkspacePath } from '../files/guard.js';
 import { describe, grammySignal } from './bot.js';
 

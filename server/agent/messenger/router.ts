@@ -8,7 +8,16 @@ import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
 import { deleteContact, listContacts, setContactStatus } from './contacts.js';
 import { setOwnerCode } from './owner-code.js';
-import { Contact, ContactDeleted, ContactIdInput, ContactPatchInput, ContactsList, ContactsQuery, MessengerStatus, OwnerCodeInput } from './schemas.js';
+import {
+  Contact,
+  ContactDeleted,
+  ContactIdInput,
+  ContactPatchInput,
+  ContactsList,
+  ContactsQuery,
+  MessengerStatus,
+  OwnerCodeInput,
+} from '@contracts/agent/messenger.js';
 
 export function messengerRouterAt(prefix: '/messenger' | '/telegram') {
   return router({
@@ -25,13 +34,16 @@ export function messengerRouterAt(prefix: '/messenger' | '/telegram') {
       .query(async ({ ctx, input }) => ({ contacts: await listContacts(ctx.services.store.db, input.status) })),
 
     updateContact: agentProcedure
-      .meta({ openapi: { method: 'PATCH', path: `${prefix}/contacts/{telegram_id}`, summary: "Set a contact's status; answers the updated contact" } })
+      .meta({
+        openapi: { method: 'PATCH', path: `${prefix}/contacts/{telegram_id}`, summary: "Set a contact's status; answers the updated contact" },
+        errors: ['CONTACT_NOT_FOUND'],
+      })
       .input(ContactPatchInput)
       .output(Contact)
       .mutation(({ ctx, input }) => setContactStatus(ctx.services.store.db, input.telegram_id, input.status)),
 
     deleteContact: agentProcedure
-      .meta({ openapi: { method: 'DELETE', path: `${prefix}/contacts/{telegram_id}`, summary: 'Remove a contact' } })
+      .meta({ openapi: { method: 'DELETE', path: `${prefix}/contacts/{telegram_id}`, summary: 'Remove a contact' }, errors: ['CONTACT_NOT_FOUND'] })
       .input(ContactIdInput)
       .output(ContactDeleted)
       .mutation(({ ctx, input }) => deleteContact(ctx.services.store.db, input.telegram_id)),

@@ -14,13 +14,13 @@ import type { Context } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { Logger } from '../../common/log.js';
 import type { ChatRuntime } from '../chat/runtime.js';
-import { MESSAGE_MAX_CHARS } from '../chat/schemas.js';
+import { MESSAGE_MAX_CHARS } from '@contracts/agent/chat.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
 import type { TelegramBot } from './bot.js';
 import { claimNotice, findContact, recordSender, releaseNotice, setContactStatus } from './contacts.js';
 import { claimOwnerCode, pairingCode } from './owner-code.js';
-import type { MessengerStatus } from './schemas.js';
+import type { MessengerStatus } from '@contracts/agent/messenger.js';
 
 /** The parts that need grammY, loaded together by an agent that has a bot. */
 interface Telegram {

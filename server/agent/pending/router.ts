@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
-import { PendingList } from './schemas.js';
+import { PendingList } from '@contracts/agent/pending.js';
 
 export const pendingRouter = router({
   collect: agentProcedure

@@ -16,7 +16,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../../common/log.js';
 import type { AgentDb } from '../store.js';
-import type { PendingMessage } from './schemas.js';
+import type { PendingMessage } from '@contracts/agent/pending.js';
 
 /** A message as stored, with its row id (for `remove`). */
 export interface StoredPending extends PendingMessage {

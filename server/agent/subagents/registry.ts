@@ -10,6 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ChatModel } from '../chat/chat-model.js';
+import type { ErrorCode } from '@contracts/errors.js';
 import { AppError, conflict, notFound } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { runModelLoop } from '../chat/loop.js';
@@ -18,7 +19,7 @@ import { insertPending, type PendingStore } from '../pending/store.js';
 import type { AgentDb } from '../store.js';
 import type { AgentToolSet } from '../tools/types.js';
 import { finishRun, findRun, insertRun, listRuns, purgeRuns, runningRuns, toDetail, toSummary, type FinalStatus, type RunRow } from './runs.js';
-import type { SpawnInput, SubagentDetail, SubagentSummary } from './schemas.js';
+import type { SpawnInput, SubagentDetail, SubagentSummary } from '@contracts/agent/subagents.js';
 
 /** Subagents may not spawn subagents: the chat is depth 0, its subagents depth 1. */
 export const MAX_SUBAGENT_DEPTH = 1;
@@ -37,7 +38,7 @@ class Interrupted extends Error {
 
 /** A refusal of `spawn_subagent`: the model sees the message as the tool's error. */
 export class SubagentRefused extends AppError {
-  constructor(status: 403 | 429 | 503, code: string, detail: string) {
+  constructor(status: 403 | 429 | 503, code: ErrorCode, detail: string) {
     super(status, code, detail);
   }
 }

@@ -1,7 +1,7 @@
 /** Subagent procedures: `GET /subagents`, `GET /subagents/{run_id}`, `POST /subagents/{run_id}/stop`. */
 import { z } from 'zod';
 import { agentProcedure, router } from '../trpc.js';
-import { RunIdInput, StopResult, SubagentDetail, SubagentList } from './schemas.js';
+import { RunIdInput, StopResult, SubagentDetail, SubagentList } from '@contracts/agent/subagents.js';
 
 export const subagentsRouter = router({
   list: agentProcedure
@@ -11,7 +11,7 @@ export const subagentsRouter = router({
     .query(async ({ ctx }) => ({ subagents: await ctx.services.subagents.list() })),
 
   get: agentProcedure
-    .meta({ openapi: { method: 'GET', path: '/subagents/{run_id}', summary: 'One subagent run, with its full result' } })
+    .meta({ openapi: { method: 'GET', path: '/subagents/{run_id}', summary: 'One subagent run, with its full result' }, errors: ['SUBAGENT_NOT_FOUND'] })
     .input(RunIdInput)
     .output(SubagentDetail)
     .query(({ input, ctx }) => ctx.services.subagents.get(input.run_id)),

@@ -7,7 +7,7 @@
  * pending message, and a second stop finds the run no longer running (409).
  */
 import type { AgentDb } from '../store.js';
-import type { SubagentDetail, SubagentRunFields, SubagentStatus, SubagentSummary } from './schemas.js';
+import type { SubagentDetail, SubagentRunFields, SubagentStatus, SubagentSummary } from '@contracts/agent/subagents.js';
 
 /** Characters of `result_preview` (spec: bounded); longer results end with `…`. */
 export const RESULT_PREVIEW_CHARS = 200;

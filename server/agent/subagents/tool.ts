@@ -5,7 +5,7 @@
  */
 import { defineTool, type AgentToolSet } from '../tools/types.js';
 import type { SubagentRegistry } from './registry.js';
-import { SpawnInput } from './schemas.js';
+import { SpawnInput } from '@contracts/agent/subagents.js';
 
 export function spawnSubagentTool(registry: SubagentRegistry, opts: { chatId: string; depth: number }): AgentToolSet {
   return {

@@ -4,7 +4,7 @@
  * plain records, so a chat run, a subagent or a heartbeat can compose their own.
  */
 import type { z } from 'zod';
-import type { ChatEvent } from '../chat/schemas.js';
+import type { ChatEvent } from '@contracts/agent/chat.js';
 
 export interface ToolContext {
   signal: AbortSignal;

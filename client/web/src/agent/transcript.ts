@@ -8,7 +8,7 @@
  * newest event while the reader is at the bottom; once they scroll up it stays put and offers
  * "Jump to latest" instead.
  */
-import { STOPPED } from '../../../../server/agent/chat/limits.js';
+import { STOPPED } from '@contracts/agent/chat-limits.js';
 import { h } from '../dom.js';
 import { downloadFile, previewFile } from './files.js';
 import { renderMarkdown } from './markdown.js';

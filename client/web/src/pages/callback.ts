@@ -5,7 +5,9 @@
  */
 import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
-import type { AccountRouter } from '../../../../server/account/router.js';
+import type { AccountRouter } from '@contracts/account/router.js';
+import type { ErrorCode } from '@contracts/errors.js';
+import { errorCode } from '../../../sdk/account.js';
 import { h } from '../dom.js';
 import { navigate, route } from '../router.js';
 import { saveTokens } from '../session.js';
@@ -17,6 +19,9 @@ const MESSAGES: Record<string, string> = {
   identity_in_use: 'That provider account already belongs to another user of ours. Sign out, then sign in with it.',
   not_configured: 'This sign-in method is not set up on this server.',
   rate_limited: 'Too many sign-in attempts. Please wait a minute and try again.',
+};
+/** A failed exchange, by its code (contracts/errors.ts). */
+const EXCHANGE_MESSAGES: Partial<Record<ErrorCode, string>> = {
   INVALID_AUTH_CODE: 'This sign-in has expired or was already used. Please start again.',
   IDENTITY_IN_USE: 'That provider account already belongs to another user of ours. Sign out, then sign in with it.',
 };
@@ -28,11 +33,6 @@ const FALLBACK = 'The sign-in did not work. Please try again.';
  * that has expired meanwhile must not spoil a finished sign-in.
  */
 const anonymous = createTRPCClient<AccountRouter>({ links: [httpLink({ url: '/trpc', transformer: superjson })] });
-
-function errorCode(error: unknown): string | undefined {
-  const data = (error as { data?: { code?: unknown } } | undefined)?.data;
-  return typeof data?.code === 'string' ? data.code : undefined;
-}
 
 export function callbackPage(): HTMLElement {
   const params = new URLSearchParams(location.search);
@@ -58,7 +58,10 @@ export function callbackPage(): HTMLElement {
         saveTokens(pair);
         navigate('/');
       },
-      (e: unknown) => fail(MESSAGES[errorCode(e) ?? ''] ?? FALLBACK),
+      (e: unknown) => {
+        const failed = errorCode(e);
+        fail((failed && EXCHANGE_MESSAGES[failed]) ?? FALLBACK);
+      },
     );
   }
   return h('div', {}, h('h1', {}, 'Signing in'), status, back);

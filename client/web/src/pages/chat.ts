@@ -20,7 +20,7 @@
  * reply stay, marked stopped. Clearing the chat is a separate action, confirmed first.
  */
 import { TRPCClientError } from '@trpc/client';
-import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS } from '../../../../server/agent/chat/limits.js';
+import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS } from '@contracts/agent/chat-limits.js';
 import { api, errorCode, errorMessage, isSessionError, live } from '../api.js';
 import { currentChat, listChats, newChatId, renameChat, setCurrentChat, type ChatSummary } from '../agent/chats.js';
 import { onPending } from '../agent/pending.js';

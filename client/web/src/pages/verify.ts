@@ -3,11 +3,12 @@
  * that only GETs the link consumes nothing), then opens the app. The token leaves the address
  * bar at once.
  */
+import type { ErrorCode } from '@contracts/errors.js';
 import { account, errorCode } from '../api.js';
 import { h } from '../dom.js';
 import { navigate, route } from '../router.js';
 
-const MESSAGES: Record<string, string> = {
+const MESSAGES: Partial<Record<ErrorCode, string>> = {
   INVALID_LINK: 'This sign-in link has expired or was already used. Request a new one.',
   IDENTITY_IN_USE: 'That address already belongs to another account. Sign out, then sign in with it.',
   RATE_LIMITED: 'Too many attempts. Please wait a minute and try again.',
@@ -28,7 +29,10 @@ export function verifyPage(): HTMLElement {
   else
     account.verifyEmail({ token }).then(
       () => navigate('/'),
-      (error: unknown) => fail(MESSAGES[errorCode(error) ?? ''] ?? 'The sign-in did not work. Please request a new link.'),
+      (error: unknown) => {
+        const code = errorCode(error);
+        fail((code && MESSAGES[code]) ?? 'The sign-in did not work. Please request a new link.');
+      },
     );
   return h('main', {}, h('h1', { class: 'page-title', tabIndex: -1 }, 'Signing in'), status, back);
 }

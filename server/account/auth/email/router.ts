@@ -1,4 +1,4 @@
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { admitSignInMail } from '../../ratelimit/policy.js';
 import { captchaChecked, publicProcedure, rateLimited, router } from '../../trpc.js';
 import { LoginEmailInput, LoginEmailOutput, VerifyInput } from './schemas.js';
@@ -8,7 +8,10 @@ export const emailRouter = router({
   /** Same answer, same work, for every well-formed address (no enumeration); the mail goes out after the answer. */
   request: publicProcedure
     .use(rateLimited('auth.login.email'))
-    .meta({ openapi: { method: 'POST', path: '/auth/login/email', protect: false, summary: 'Mail a sign-in link and a 6-digit code' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/login/email', protect: false, summary: 'Mail a sign-in link and a 6-digit code' },
+      errors: ['RATE_LIMITED', 'CAPTCHA_REQUIRED', 'CAPTCHA_INVALID', 'CAPTCHA_UNAVAILABLE'],
+    })
     .input(LoginEmailInput)
     .use(captchaChecked)
     .output(LoginEmailOutput)
@@ -22,7 +25,10 @@ export const emailRouter = router({
   /** `{token}` from the link or `{email, code}`; an `Authorization: Bearer` attaches the address to that account (guest upgrade, linking). */
   verify: publicProcedure
     .use(rateLimited('auth.verify'))
-    .meta({ openapi: { method: 'POST', path: '/auth/verify-magic-link', protect: false, summary: 'Exchange a sign-in link token or code for a token pair' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/verify-magic-link', protect: false, summary: 'Exchange a sign-in link token or code for a token pair' },
+      errors: ['INVALID_LINK', 'INVALID_CODE', 'IDENTITY_IN_USE', 'RATE_LIMITED'],
+    })
     .input(VerifyInput)
     .output(TokenPair)
     .mutation(({ ctx, input }) => ctx.services.email.verify(input, ctx.request)),

@@ -14,7 +14,7 @@
 import { unauthorized } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
 import type { AccountDb } from '../../store.js';
-import type { TokenPair } from '../../tokens/jwt.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
 import type { TokenService } from '../../tokens/service.js';
 import { completeSignIn, signInTarget, type SignInRequest } from '../../users/sign-in.js';
 import { consumeEmailCode, consumeEmailToken, EMAIL_CODE_TTL_MS, issueEmailCode, sweepEmailCodes, type EmailCodeConfig } from './codes.js';

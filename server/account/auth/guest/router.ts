@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { signTokenPair } from '../../tokens/jwt.js';
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { captchaChecked, clientKeyOf, publicProcedure, rateLimited, router } from '../../trpc.js';
 import { signInGuestCapped } from './sign-in.js';
 
@@ -20,7 +20,10 @@ export const GuestInput = z.object({
 export const guestRouter = router({
   signIn: publicProcedure
     .use(rateLimited('auth.guest'))
-    .meta({ openapi: { method: 'POST', path: '/auth/guest', protect: false, summary: 'Guest sign-in keyed by device id' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/guest', protect: false, summary: 'Guest sign-in keyed by device id' },
+      errors: ['RATE_LIMITED', 'GUEST_SIGNUPS_PAUSED', 'CAPTCHA_REQUIRED', 'CAPTCHA_INVALID', 'CAPTCHA_UNAVAILABLE'],
+    })
     .input(GuestInput)
     .use(captchaChecked)
     .output(TokenPair)

@@ -1,6 +1,6 @@
 /** Native sign-in with a provider-A ID token (REST: POST /auth/mobile/idpa). */
 import { z } from 'zod';
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
 import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
 import { verifyNativeIdToken } from './idtoken.js';
@@ -14,7 +14,10 @@ export const MobileIdpaInput = z.object({
 export const mobileRouter = router({
   idpa: publicProcedure
     .use(rateLimited('auth.mobile'))
-    .meta({ openapi: { method: 'POST', path: '/auth/mobile/idpa', protect: false, summary: "Sign in with an ID token from provider A's native SDK" } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/mobile/idpa', protect: false, summary: "Sign in with an ID token from provider A's native SDK" },
+      errors: ['INVALID_ID_TOKEN', 'PROVIDER_UNAVAILABLE', 'PROVIDER_NOT_CONFIGURED', 'RATE_LIMITED'],
+    })
     .input(MobileIdpaInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { AppError } from '../../../common/errors.js';
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { clientKeyOf, publicProcedure, rateLimited, requestLog, router, type AccountContext } from '../../trpc.js';
 import { openSession, signInCall, signInTarget } from '../../users/sign-in.js';
 import { exchangeAuthCode } from './codes.js';
@@ -107,6 +107,7 @@ export const oauthRouter = router({
     .use(rateLimited('auth.exchange'))
     .meta({
       openapi: { method: 'POST', path: '/auth/exchange', protect: false, summary: 'Trade the one-time auth code of an OAuth callback for a token pair' },
+      errors: ['INVALID_AUTH_CODE', 'IDENTITY_IN_USE', 'RATE_LIMITED'],
     })
     .input(ExchangeInput)
     .output(TokenPair)

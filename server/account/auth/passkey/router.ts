@@ -4,7 +4,7 @@
  * the same pipeline as every method (users/sign-in.ts).
  */
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router, userProcedure } from '../../trpc.js';
 import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
 import { CreationOptions, LoginOptionsInput, LoginVerifyInput, RegisterOptionsInput, RegisterVerifyInput, RequestOptions } from './schemas.js';
@@ -61,7 +61,10 @@ export const passkeyRouter = router({
 
   loginVerify: publicProcedure
     .use(rateLimited('auth.passkey.login'))
-    .meta({ openapi: { method: 'POST', path: '/auth/passkey/login/verify', protect: false, summary: 'Sign in with the passkey assertion' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/passkey/login/verify', protect: false, summary: 'Sign in with the passkey assertion' },
+      errors: ['INVALID_PASSKEY', 'INVALID_CHALLENGE', 'RATE_LIMITED'],
+    })
     .input(LoginVerifyInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {

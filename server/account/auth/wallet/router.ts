@@ -1,14 +1,16 @@
-import { TokenPair } from '../../tokens/schemas.js';
+import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
 import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
-import { JsonRpcClient } from './rpc.js';
 import { WalletChallenge, WalletChallengeInput, WalletVerifyInput } from './schemas.js';
 import { issueChallenge, verifySignIn } from './siwe.js';
 
 export const walletRouter = router({
   challenge: publicProcedure
     .use(rateLimited('auth.wallet.challenge'))
-    .meta({ openapi: { method: 'POST', path: '/auth/wallet/challenge', protect: false, summary: 'A SIWE (EIP-4361) message to sign with the wallet' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/wallet/challenge', protect: false, summary: 'A SIWE (EIP-4361) message to sign with the wallet' },
+      errors: ['RATE_LIMITED'],
+    })
     .input(WalletChallengeInput)
     .output(WalletChallenge)
     .mutation(({ ctx, input }) => issueChallenge({ db: ctx.services.store.db, config: ctx.services.config, address: input.address, now: new Date() })),
@@ -16,15 +18,27 @@ export const walletRouter = router({
   /** `Authorization: Bearer <access token>` attaches the wallet to that account: guest upgrade or linking (users/sign-in.ts). */
   verify: publicProcedure
     .use(rateLimited('auth.wallet.verify'))
-    .meta({ openapi: { method: 'POST', path: '/auth/wallet/verify', protect: false, summary: 'Sign in with the signed challenge' } })
+    .meta({
+      openapi: { method: 'POST', path: '/auth/wallet/verify', protect: false, summary: 'Sign in with the signed challenge' },
+      errors: [
+        'INVALID_NONCE',
+        'NONCE_EXPIRED',
+        'ADDRESS_MISMATCH',
+        'CHALLENGE_INVALID',
+        'INVALID_SIGNATURE',
+        'WALLET_RPC_FAILED',
+        'SMART_WALLET_UNSUPPORTED',
+        'IDENTITY_IN_USE',
+        'RATE_LIMITED',
+      ],
+    })
     .input(WalletVerifyInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
       const { services } = ctx;
       const call = signInCall(ctx);
       const target = await signInTarget(call);
-      const rpc = services.config.rpcUrl ? new JsonRpcClient(services.config.rpcUrl) : undefined;
-      const wallet = await verifySignIn({ db: services.store.db, config: services.config, input, now: new Date(), rpc });
+      const wallet = await verifySignIn({ db: services.store.db, config: services.config, input, now: new Date(), rpc: services.walletRpc });
       return completeSignIn(call, { provider: 'wallet', subject: wallet.address }, target);
     }),
 });

@@ -3,9 +3,7 @@
  * `GET /files/{path}`, `POST /files/upload`, `GET /workspace/tree`), shared by tRPC, the bridge
  * and OpenAPI. One schema per shape.
  */
-import type { OctetInput } from '@trpc/server/http';
 import { z } from 'zod';
-import { badRequest } from '../../common/errors.js';
 
 /** Tree `max_depth` (docs/api.md, "Bounds"): default 5, 1..20, above the bound clamped, below or non-integer 400. */
 export const TREE_DEFAULT_DEPTH = 5;
@@ -89,29 +87,3 @@ export const UploadForm = z.object({
   file: z.string().meta({ format: 'binary' }).describe('The file (required)'),
   path: z.string().optional().describe('Target directory, workspace-relative; default `uploads`'),
 });
-
-/**
- * One part of a multipart body, in arrival order (rest-bridge/multipart.ts produces these).
- * A file part's `stream` must be consumed (or abandoned) before the next part arrives.
- */
-export type FormPart =
-  | { kind: 'field'; name: string; value: string }
-  | { kind: 'file'; name: string; filename: string; mimeType: string; stream: AsyncIterable<Uint8Array> };
-
-/** Where an upload's bytes come from: a multipart body (REST bridge) or a raw body (tRPC octet-stream). */
-export type UploadSource = { kind: 'form'; parts: AsyncIterable<FormPart> } | { kind: 'octet'; stream: ReadableStream<Uint8Array> };
-
-/**
- * Input parser of `files.upload`. Over tRPC HTTP the body is `application/octet-stream` (tRPC v11
- * hands the procedure a ReadableStream, never a buffered body); over the REST bridge it is the
- * multipart parts. FormData is not accepted: tRPC would buffer it whole.
- */
-export const UploadInput = {
-  _input: null as unknown as OctetInput | AsyncIterable<FormPart>,
-  _output: null as unknown as UploadSource,
-  parse(raw: unknown): UploadSource {
-    if (raw instanceof ReadableStream) return { kind: 'octet', stream: raw as ReadableStream<Uint8Array> };
-    if (typeof raw === 'object' && raw !== null && Symbol.asyncIterator in raw) return { kind: 'form', parts: raw as AsyncIterable<FormPart> };
-    throw badRequest('Upload body must be multipart/form-data (REST) or application/octet-stream (tRPC)', 'UNSUPPORTED_UPLOAD_BODY');
-  },
-};

@@ -1,8 +1,8 @@
 /** Wire shapes of the chat API (spec: "Chat event"), shared by tRPC, the bridge and OpenAPI. */
 import { z } from 'zod';
-import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS, TITLE_FORBIDDEN } from './limits.js';
+import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS, TITLE_FORBIDDEN } from './chat-limits.js';
 
-export { INTERRUPTED, MESSAGE_MAX_CHARS, STOPPED } from './limits.js';
+export { INTERRUPTED, MESSAGE_MAX_CHARS, STOPPED } from './chat-limits.js';
 
 /** Bounded length and charset: chat ids appear in paths, logs and the database. */
 export const ChatId = z

@@ -1,25 +1,26 @@
 /**
- * The agent's documented REST paths (spec: "Agent API"), at the root. Routes only: every
- * handler calls an agent procedure (but the API reference, `/docs`: api-docs.ts). JSON routes
- * come from procedure metadata; the rest are here.
+ * The agent's documented REST paths (spec: "Agent API"), at the root: this service's route
+ * table, made of the generic machinery of rest-bridge/. Routes only: every
+ * handler calls an agent procedure (but the API reference, `/docs`: rest-bridge/api-docs.ts).
+ * JSON routes come from procedure metadata; the rest are here.
  */
 import type { IRouter, Request, Response } from 'express';
-import { agentRouter, type AgentRouter } from '../server/agent/router.js';
-import { ChatEvent, ChatMessageInput, ChatStreamInput } from '../server/agent/chat/schemas.js';
-import type { AgentContext } from '../server/agent/trpc.js';
-import { createCallerFactory } from '../server/agent/trpc.js';
-import { AGENT_VERSION } from '../server/agent/config.js';
-import { unauthorized } from '../server/common/errors.js';
-import { jsonBody } from '../server/common/http.js';
-import { UploadForm, UploadResult } from '../server/agent/files/schemas.js';
-import { MAX_UPLOAD_BYTES } from '../server/agent/files/upload.js';
-import { mountApiDocs } from './api-docs.js';
-import { sendFileBody } from './file.js';
-import { mountJsonProcedures, requireJsonObject } from './json.js';
-import { readMultipart } from './multipart.js';
-import { eventStreamDoc, fileBodyDoc, multipartDoc, openApiDocument } from './openapi.js';
-import { requestSignal, RouteTable, type CallerFor } from './routes.js';
-import { writeEventStream } from './sse.js';
+import { agentRouter, type AgentRouter } from './router.js';
+import { ChatEvent, ChatMessageInput, ChatStreamInput } from '@contracts/agent/chat.js';
+import type { AgentContext } from './trpc.js';
+import { createCallerFactory } from './trpc.js';
+import { AGENT_VERSION } from './config.js';
+import { unauthorized } from '../common/errors.js';
+import { jsonBody } from '../common/http.js';
+import { UploadForm, UploadResult } from '@contracts/agent/files.js';
+import { MAX_UPLOAD_BYTES } from './files/upload.js';
+import { mountApiDocs } from '../../rest-bridge/api-docs.js';
+import { sendFileBody } from '../../rest-bridge/file.js';
+import { mountJsonProcedures, requireJsonObject } from '../../rest-bridge/json.js';
+import { readMultipart } from '../../rest-bridge/multipart.js';
+import { eventStreamDoc, fileBodyDoc, multipartDoc, openApiDocument } from '../../rest-bridge/openapi.js';
+import { requestSignal, RouteTable, type CallerFor, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
+import { writeEventStream } from '../../rest-bridge/sse.js';
 
 const createCaller = createCallerFactory(agentRouter);
 
@@ -53,13 +54,16 @@ function stopStalledUpload(req: Request, res: Response, seconds: number): void {
   res.once('close', () => clearInterval(timer));
 }
 
+/** What any agent route can answer, and what one behind the agent secret adds (trpc.ts). */
+const AGENT_ERRORS: ServiceErrorCodes = { everyRoute: ['INTERNAL', 'METHOD_NOT_ALLOWED'], authenticated: ['INVALID_AGENT_SECRET'] };
+
 export interface AgentBridgeOptions {
   /** Upload slowloris window (config: UPLOAD_IDLE_TIMEOUT_SECONDS). */
   uploadIdleTimeoutSeconds: number;
 }
 
 export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => AgentContext, options: AgentBridgeOptions): void {
-  const table = new RouteTable(app);
+  const table = new RouteTable(app, AGENT_ERRORS);
   const callerFor: CallerFor<AgentRouter> = (req, signal) => createCaller(contextFor(req), { signal });
 
   table.add(
@@ -75,6 +79,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       },
     ],
     eventStreamDoc('Send a message; the reply streams as SSE and ends with `done`', ChatEvent, ChatMessageInput),
+    { authenticated: true, errors: ['MALFORMED_JSON', 'BAD_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'VALIDATION_FAILED', 'SHUTTING_DOWN'] },
   );
 
   // Workspace files: multipart upload and raw file body adapters calling files.* procedures.
@@ -100,6 +105,24 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       '409': 'Target is a file, or no free name',
       '413': 'Over 50 MB',
     }),
+    {
+      authenticated: true,
+      errors: [
+        'UNSUPPORTED_MEDIA_TYPE',
+        'MALFORMED_MULTIPART',
+        'TOO_MANY_PARTS',
+        'FIELD_TOO_LARGE',
+        'PAYLOAD_TOO_LARGE',
+        'REQUEST_ABORTED',
+        'UPLOAD_STALLED',
+        'MISSING_FILE',
+        'INVALID_PATH',
+        'FORBIDDEN_PATH',
+        'NOT_A_DIRECTORY',
+        'NAME_TAKEN',
+        'QUOTA_EXCEEDED',
+      ],
+    },
   );
   table.add(
     'get',
@@ -122,7 +145,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     fileBodyDoc('Download a workspace file (Range and conditional requests supported)', [
       { name: 'path', in: 'path', required: true, description: 'Workspace-relative file path', schema: { type: 'string' } },
     ]),
-    { expressPath: '/files/*path' },
+    { expressPath: '/files/*path', authenticated: true, errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'FILE_CHANGED', 'RANGE_NOT_SATISFIABLE'] },
   );
   table.add(
     'get',
@@ -140,6 +163,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       ...eventStreamDoc('Reconnect to the active run: `stream_meta`, the buffered events, then live ones; a single `done` when none is active', ChatEvent),
       requestParams: { path: ChatStreamInput.pick({ chat_id: true }) },
     },
+    { authenticated: true, errors: ['VALIDATION_FAILED'] },
   );
 
   mountJsonProcedures(table, agentRouter, contextFor);

@@ -1,20 +1,21 @@
 /**
- * The account API's documented REST paths (spec: "Account API"), mounted under /api/v1.
+ * The account API's documented REST paths (spec: "Account API"), mounted under /api/v1: this
+ * service's route table, made of the generic machinery of rest-bridge/.
  * Routes only: every handler calls an account procedure, except `/agent/*`, which hands the
  * request to the agent proxy (server/account/agents/http-proxy.ts), and the API reference
- * (`/docs`, api-docs.ts).
+ * (`/docs`, rest-bridge/api-docs.ts).
  */
 import type { IRouter, Request } from 'express';
-import { accountRouter } from '../server/account/router.js';
-import type { AccountContext } from '../server/account/trpc.js';
-import { proxyToOwnAgent } from '../server/account/agents/http-proxy.js';
-import type { AccountServices } from '../server/account/services.js';
-import { badRequest, notFound } from '../server/common/errors.js';
-import { jsonBody } from '../server/common/http.js';
-import { mountApiDocs } from './api-docs.js';
-import { mountJsonProcedures } from './json.js';
-import { openApiDocument } from './openapi.js';
-import { RouteTable } from './routes.js';
+import { accountRouter } from './router.js';
+import type { AccountContext } from './trpc.js';
+import { proxyToOwnAgent } from './agents/http-proxy.js';
+import type { AccountServices } from './services.js';
+import { badRequest, notFound } from '../common/errors.js';
+import { jsonBody } from '../common/http.js';
+import { mountJsonProcedures } from '../../rest-bridge/json.js';
+import { mountApiDocs } from '../../rest-bridge/api-docs.js';
+import { openApiDocument } from '../../rest-bridge/openapi.js';
+import { RouteTable, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
 
 /** `/x//y?q` as asked, with its leading slashes collapsed; and its path, decoded, for the guest policy. */
 function agentTarget(rest: string): { path: string; pathname: string } {
@@ -27,8 +28,14 @@ function agentTarget(rest: string): { path: string; pathname: string } {
   }
 }
 
+/** What any account route can answer, and what a signed-in one adds (tokens/service.ts `authenticate`). */
+const ACCOUNT_ERRORS: ServiceErrorCodes = {
+  everyRoute: ['INTERNAL', 'METHOD_NOT_ALLOWED', 'STORE_UNAVAILABLE'],
+  authenticated: ['MISSING_TOKEN', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'SESSION_REVOKED'],
+};
+
 export function mountAccountBridge(api: IRouter, services: AccountServices, contextFor: (req: Request) => AccountContext, baseUrl: string): void {
-  const table = new RouteTable(api);
+  const table = new RouteTable(api, ACCOUNT_ERRORS);
   mountJsonProcedures(table, accountRouter, contextFor);
 
   // The signed-in user's own agent, at its documented REST paths under /api/v1/agent/.
@@ -39,14 +46,20 @@ export function mountAccountBridge(api: IRouter, services: AccountServices, cont
 
   // Telegram's pushes for a user's bot (webhook mode, messenger/bots.ts): authenticated by the
   // secret_token header, answered once the agent accepted the update.
-  table.add('post', '/telegram/{webhook_id}/webhook', [
-    jsonBody,
-    async (req, res) => {
-      if (!services.bots) throw notFound('No such webhook', 'WEBHOOK_NOT_FOUND');
-      await services.bots.relay(String(req.params.webhook_id), req.get('x-telegram-bot-api-secret-token'), req.body);
-      res.json({ ok: true });
-    },
-  ]);
+  table.add(
+    'post',
+    '/telegram/{webhook_id}/webhook',
+    [
+      jsonBody,
+      async (req, res) => {
+        if (!services.bots) throw notFound('No such webhook', 'WEBHOOK_NOT_FOUND');
+        await services.bots.relay(String(req.params.webhook_id), req.get('x-telegram-bot-api-secret-token'), req.body);
+        res.json({ ok: true });
+      },
+    ],
+    undefined,
+    { errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_SECRET', 'BAD_REQUEST', 'AGENT_UNAVAILABLE'] },
+  );
 
   let document: Promise<unknown> | undefined;
   table.add('get', '/openapi.json', [

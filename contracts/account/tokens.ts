@@ -9,6 +9,7 @@ export const TokenPair = z
     expires_in: z.number().int(),
   })
   .meta({ id: 'TokenPair' });
+export type TokenPair = z.infer<typeof TokenPair>;
 
 /** JWTs are a few hundred bytes; the bound only stops absurd inputs early. */
 export const RefreshTokenInput = z.object({ refresh_token: z.string().min(1).max(4096) });
