@@ -12,7 +12,7 @@ import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
-import { agentMetrics } from './agents/metrics.js';
+import { AgentMetrics } from './agents/metrics.js';
 import { WakeScheduler } from './agents/wake-scheduler.js';
 import { MessengerBots } from './messenger/bots.js';
 import { loadSecretBox } from './agents/secrets.js';
@@ -51,6 +51,8 @@ export interface AccountServices {
   metrics: ServiceMetrics;
   /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
   authMetrics: AuthMetrics;
+  /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
+  agentMetrics: AgentMetrics;
   /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
   modelBudget: ModelBudget;
   /** The hourly sweep of abandoned guests (users/retention.ts); unset with GUEST_RETENTION_DAYS=0. */
@@ -95,6 +97,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     record: (userId: string, usage: TokenUsage, guest?: boolean) => modelBudget.record(userId, usage, guest),
     observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
   };
+  const agentMetrics = new AgentMetrics(metrics);
   const box = await loadSecretBox(config.agentSecretsKey, config.dataDir);
   const registry = new AgentRegistry(store.db, box);
   // Bound below: the bots need the provisioner, the provisioner asks them for an agent's bot settings.
@@ -111,8 +114,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelMeter), log),
           userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
           workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
+          onColdStart: (seconds) => agentMetrics.coldStart(seconds),
         });
-  agentMetrics(metrics, provisioner);
+  agentMetrics.watch(provisioner);
   if (provisioner instanceof LocalProvisioner) {
     bots = new MessengerBots(store.db, box, provisioner, log, {
       telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''),
@@ -147,6 +151,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     bots,
     metrics,
     authMetrics,
+    agentMetrics,
     modelBudget,
     mail,
     email,

@@ -5,7 +5,7 @@
 import { mountAgentBridge } from '../../rest-bridge/agent.js';
 import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
-import { createMetrics, metricsEndpoint } from '../common/metrics.js';
+import { metricsEndpoint } from '../common/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
 import type { AgentConfig } from './config.js';
 import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
@@ -23,7 +23,7 @@ export interface RunningAgent {
 
 export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel, config.logPretty)): Promise<RunningAgent> {
   const services = await createAgentServices(config, log);
-  const metrics = createMetrics('agent');
+  const { metrics } = services;
   const app = createHttpApp(log, { metrics });
   app.use(services.requests.middleware);
   app.use(

@@ -10,13 +10,15 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { AppError, mapError } from './errors.js';
 
 export interface ServiceMetrics {
   registry: Registry;
   /** Seconds from the request's arrival to the end of its answer (a stream: to its end). */
   httpDuration: Histogram<'method' | 'route' | 'status'>;
+  /** Server-sent event streams open now: chat replies (on the account service, those it relays). */
+  sseStreams: Gauge;
 }
 
 export function createMetrics(service: 'account' | 'agent'): ServiceMetrics {
@@ -30,7 +32,8 @@ export function createMetrics(service: 'account' | 'agent'): ServiceMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60],
     registers: [registry],
   });
-  return { registry, httpDuration };
+  const sseStreams = new Gauge({ name: 'sse_streams_open', help: 'Server-sent event streams open now (chat replies and their relays)', registers: [registry] });
+  return { registry, httpDuration, sseStreams };
 }
 
 /** The route template a request matched: what a route table set, else express's matched route. */

@@ -11,6 +11,7 @@ import { AppError, notFound } from '../../common/errors.js';
 import { AccountRequest } from '../request.js';
 import type { AccountServices } from '../services.js';
 import { admitAgentRequest } from './guest-policy.js';
+import type { AgentMetrics } from './metrics.js';
 import type { AgentEndpoint } from './registry.js';
 import { agentRequestTarget } from './transport.js';
 
@@ -39,6 +40,8 @@ export interface ForwardOptions {
   path: string;
   /** Request bodies longer than this are cut off with 413. */
   maxBodyBytes: number;
+  /** The agent's answer time and relayed event streams (GET /metrics). */
+  metrics?: AgentMetrics;
 }
 
 export const agentUnreachable = () => new AppError(502, 'AGENT_UNREACHABLE', 'Your agent did not answer; try again in a moment');
@@ -56,15 +59,20 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
       path: opts.path,
       headers: { ...forwardable(req.headers), authorization: `Bearer ${agent.secret}`, 'x-request-id': req.id },
     });
+    const sent = performance.now();
+    let streamClosed: (() => void) | undefined;
     let settled = false;
     const settle = (error?: unknown) => {
       if (settled) return;
       settled = true;
+      streamClosed?.();
       if (error) reject(error);
       else resolve();
     };
 
     upstream.on('response', (answer) => {
+      opts.metrics?.proxied('rest', (performance.now() - sent) / 1000);
+      if (String(answer.headers['content-type']).startsWith('text/event-stream')) streamClosed = opts.metrics?.streamOpened();
       res.status(answer.statusCode ?? 502);
       for (const [name, value] of Object.entries(forwardable(answer.headers))) if (value !== undefined) res.setHeader(name, value);
       res.flushHeaders();
@@ -114,5 +122,5 @@ export async function proxyToOwnAgent(services: AccountServices, req: Request, r
     services.modelBudget,
   );
   const agent = await services.agents.provisioner.agentFor(user.userId);
-  await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes });
+  await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes, metrics: services.agentMetrics });
 }
