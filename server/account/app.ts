@@ -8,6 +8,7 @@ import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../
 import { mountHealthRoutes } from '../common/health.js';
 import { metricsEndpoint } from '../common/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
+import { startTracing } from '../common/tracing.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
 import { accountRouter } from './router.js';
@@ -25,7 +26,8 @@ export interface RunningAccount {
 export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel, config.logPretty)): Promise<RunningAccount> {
   const services = await createAccountServices(config, log);
   const { metrics } = services;
-  const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics });
+  const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint, 'account', log) : undefined;
+  const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics, tracing });
   // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
   const frontendOrigin = new URL(config.frontendUrl).origin;
   if (frontendOrigin !== new URL(config.baseUrl).origin) app.use(corsFor(frontendOrigin));
@@ -56,6 +58,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
       // its follower with the `error` that says so.
       await Promise.all([server.close(config.agentStopGraceMs + 5_000), services.stopAgents()]);
       await services.close();
+      await tracing?.close();
     },
   };
 }

@@ -47,11 +47,10 @@ export function routeLabel(req: Request, res: Response): string {
 /** Known HTTP methods stay labels; anything else is one bucket (a method is attacker-chosen). */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+export const methodLabel = (method: string): string => (METHODS.has(method) ? method : 'OTHER');
+
 export function observeRequest(metrics: ServiceMetrics, req: Request, res: Response, seconds: number): void {
-  metrics.httpDuration.observe(
-    { method: METHODS.has(req.method) ? req.method : 'OTHER', route: routeLabel(req, res), status: `${Math.floor(res.statusCode / 100)}xx` },
-    seconds,
-  );
+  metrics.httpDuration.observe({ method: methodLabel(req.method), route: routeLabel(req, res), status: `${Math.floor(res.statusCode / 100)}xx` }, seconds);
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
