@@ -38,10 +38,14 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     res.json(services.tokens.issuer.keys.jwks);
   });
   app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
-  mountHealthRoutes(app, {
-    database: () => services.store.db.$queryRaw`SELECT 1`,
-    ...(config.redisUrl ? { redis: () => services.rateLimits.ping() } : {}),
-  });
+  mountHealthRoutes(
+    app,
+    {
+      database: () => services.store.db.$queryRaw`SELECT 1`,
+      ...(config.redisUrl ? { redis: () => services.rateLimits.ping() } : {}),
+    },
+    services.shutdown,
+  );
   if (config.devOutbox) mountDevOutbox(app, config.outboxDir);
   const api = express.Router();
   mountAccountBridge(api, services, contextFor, config.baseUrl);
@@ -54,8 +58,10 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     url: server.url,
     services,
     async close() {
+      // No new connections; relayed streams end with `reconnect` and requests in flight finish.
       // Agents stop while the server drains, so that a reply cut by the shutdown still reaches
       // its follower with the `error` that says so.
+      services.beginShutdown();
       await Promise.all([server.close(config.agentStopGraceMs + 5_000), services.stopAgents()]);
       await services.close();
       await tracing?.close();

@@ -45,6 +45,12 @@ export interface AccountServices {
   oauth: OAuthProviders;
   /** Unset when CAPTCHA_PROVIDER is not. */
   captcha: Captcha | undefined;
+  /**
+   * Aborted once the service starts stopping (SIGTERM): /readyz answers 503 and relayed chat
+   * streams end with `reconnect` (the runs go on on the agents; clients follow them elsewhere).
+   */
+  shutdown: AbortSignal;
+  beginShutdown(): void;
   /** Stops the wake scheduler, then every agent, gracefully (safe to call again from close). */
   stopAgents(): Promise<void>;
   /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
@@ -141,11 +147,14 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const guestRetention =
     config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
   guestRetention?.start();
+  const shutdown = new AbortController();
   return {
     config,
     log,
     store,
     tokens,
+    shutdown: shutdown.signal,
+    beginShutdown: () => shutdown.abort(),
     rateLimits,
     agents: { registry, provisioner },
     bots,

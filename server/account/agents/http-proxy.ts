@@ -7,6 +7,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Request, Response } from 'express';
+import { RECONNECT } from '../../agent/chat/schemas.js';
 import { AppError, notFound } from '../../common/errors.js';
 import { AccountRequest } from '../request.js';
 import type { AccountServices } from '../services.js';
@@ -42,6 +43,38 @@ export interface ForwardOptions {
   maxBodyBytes: number;
   /** The agent's answer time and relayed event streams (GET /metrics). */
   metrics?: AgentMetrics;
+  /** Aborted when this service stops: a relayed event stream then ends with `reconnect`. */
+  shutdown?: AbortSignal;
+}
+
+/**
+ * Ends a relayed event stream once `shutdown` aborts: at the next frame boundary (the bytes are
+ * relayed as they come, so the stop may fall inside a frame), with a `reconnect` event, and
+ * without `done`; the agent's run goes on and the client follows it again from its last event id.
+ */
+function endOnShutdown(answer: http.IncomingMessage, res: Response, upstream: http.ClientRequest, shutdown: AbortSignal): void {
+  let tail = '';
+  answer.on('data', (chunk: Buffer) => {
+    tail = (tail + chunk.toString('latin1')).slice(-2);
+  });
+  const stop = () => {
+    answer.unpipe(res);
+    const finish = () => {
+      answer.off('data', relayRest);
+      res.end(`data: ${JSON.stringify(RECONNECT)}\n\n`, () => upstream.destroy());
+    };
+    // Registered after the tail tracker, so `tail` already includes the chunk.
+    const relayRest = (chunk: Buffer) => {
+      res.write(chunk);
+      if (tail === '\n\n') finish();
+    };
+    if (tail === '' || tail === '\n\n') return finish();
+    answer.on('data', relayRest);
+    answer.resume();
+  };
+  if (shutdown.aborted) return stop();
+  shutdown.addEventListener('abort', stop, { once: true });
+  res.once('close', () => shutdown.removeEventListener('abort', stop));
 }
 
 export const agentUnreachable = () => new AppError(502, 'AGENT_UNREACHABLE', 'Your agent did not answer; try again in a moment');
@@ -72,11 +105,13 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
 
     upstream.on('response', (answer) => {
       opts.metrics?.proxied('rest', (performance.now() - sent) / 1000);
-      if (String(answer.headers['content-type']).startsWith('text/event-stream')) streamClosed = opts.metrics?.streamOpened();
+      const eventStream = String(answer.headers['content-type']).startsWith('text/event-stream');
+      if (eventStream) streamClosed = opts.metrics?.streamOpened();
       res.status(answer.statusCode ?? 502);
       for (const [name, value] of Object.entries(forwardable(answer.headers))) if (value !== undefined) res.setHeader(name, value);
       res.flushHeaders();
       answer.pipe(res);
+      if (eventStream && opts.shutdown) endOnShutdown(answer, res, upstream, opts.shutdown);
       answer.on('end', () => settle());
       answer.on('error', () => {
         res.destroy();
@@ -122,5 +157,5 @@ export async function proxyToOwnAgent(services: AccountServices, req: Request, r
     services.modelBudget,
   );
   const agent = await services.agents.provisioner.agentFor(user.userId);
-  await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes, metrics: services.agentMetrics });
+  await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes, metrics: services.agentMetrics, shutdown: services.shutdown });
 }

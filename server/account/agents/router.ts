@@ -28,6 +28,7 @@ import {
   ChatStartInput,
   ChatStreamInput,
   HistoryInput,
+  RECONNECT,
   type ChatEvent,
 } from '../../agent/chat/schemas.js';
 import { TreeInput } from '../../agent/files/schemas.js';
@@ -125,10 +126,15 @@ export const forward = {
       const input = raw as z.output<S>;
       const agent = await relay(() => agentOf(ctx, action, input));
       const closed = ctx.services.agentMetrics.streamOpened();
+      let ended = false;
       try {
-        for await (const item of subscriptionIterable<E | Tracked<E>>((callbacks) => open(agent, input, callbacks))) {
+        for await (const item of subscriptionIterable<E | Tracked<E>>((callbacks) => open(agent, input, callbacks), ctx.services.shutdown)) {
+          ended = ((isTracked(item) ? item.data : item) as { type?: unknown } | null)?.type === 'done';
           yield isTracked(item) ? tracked(item.id, item.data) : item;
         }
+        // This service is stopping: the stream ends here, the run goes on on the agent, and the
+        // client follows it again (through another instance) from its last event id.
+        if (!ended && ctx.services.shutdown.aborted) yield RECONNECT as E;
       } catch (error) {
         throw relayAgentError(error);
       } finally {
