@@ -68,11 +68,16 @@ function endOnShutdown(answer: http.IncomingMessage, res: Response, upstream: ht
       res.write(chunk);
       if (tail === '\n\n') finish();
     };
-    if (tail === '' || tail === '\n\n') return finish();
-    answer.on('data', relayRest);
-    answer.resume();
+    if (tail === '' || tail === '\n\n') finish();
+    else {
+      answer.on('data', relayRest);
+      answer.resume();
+    }
   };
-  if (shutdown.aborted) return stop();
+  if (shutdown.aborted) {
+    stop();
+    return;
+  }
   shutdown.addEventListener('abort', stop, { once: true });
   res.once('close', () => shutdown.removeEventListener('abort', stop));
 }
