@@ -122,7 +122,8 @@ export class ChatRuntime {
   /** Starts a run for the chat (cancelling the active one first) and returns it. */
   start(chatId: string, message: string): Promise<Run> {
     return this.withChatLock(chatId, async () => {
-      if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down');
+      // Retry-After: the agent is back (restarted, or started again on its next use) within seconds.
+      if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down', { 'Retry-After': '5' });
       const previous = this.registry.activeRun(chatId);
       if (previous) {
         previous.cancel(new RunCancelled('superseded by a new message'));
