@@ -71,8 +71,15 @@ export const ChatEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('keepalive') }),
   z.object({ type: z.literal('stream_meta'), user_message: z.string() }),
   z.object({ type: z.literal('done') }),
+  /**
+   * The account service is shutting down (SIGTERM): the last event of a relayed stream, which
+   * then ends without `done`. The run goes on; the client follows it again with its last event id.
+   */
+  z.object({ type: z.literal('reconnect') }),
 ]);
 export type ChatEvent = z.infer<typeof ChatEvent>;
+
+export const RECONNECT: ChatEvent = { type: 'reconnect' };
 
 export const ActiveRun = z.object({ active: z.boolean(), user_message: z.string() });
 export const ChatHistory = z.object({ messages: z.array(ChatEvent) });

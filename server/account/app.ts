@@ -8,6 +8,7 @@ import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../
 import { mountHealthRoutes } from '../common/health.js';
 import { metricsEndpoint } from '../common/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
+import { startTracing } from '../common/tracing.js';
 import { mountDevOutbox } from './auth/email/dev-outbox.js';
 import type { AccountConfig } from './config.js';
 import { accountRouter } from './router.js';
@@ -25,7 +26,8 @@ export interface RunningAccount {
 export async function startAccount(config: AccountConfig, log: Logger = createLogger('account', config.logLevel, config.logPretty)): Promise<RunningAccount> {
   const services = await createAccountServices(config, log);
   const { metrics } = services;
-  const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics });
+  const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint, 'account', log) : undefined;
+  const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics, tracing });
   // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
   const frontendOrigin = new URL(config.frontendUrl).origin;
   if (frontendOrigin !== new URL(config.baseUrl).origin) app.use(corsFor(frontendOrigin));
@@ -36,10 +38,14 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     res.json(services.tokens.issuer.keys.jwks);
   });
   app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
-  mountHealthRoutes(app, {
-    database: () => services.store.db.$queryRaw`SELECT 1`,
-    ...(config.redisUrl ? { redis: () => services.rateLimits.ping() } : {}),
-  });
+  mountHealthRoutes(
+    app,
+    {
+      database: () => services.store.db.$queryRaw`SELECT 1`,
+      ...(config.redisUrl ? { redis: () => services.rateLimits.ping() } : {}),
+    },
+    services.shutdown,
+  );
   if (config.devOutbox) mountDevOutbox(app, config.outboxDir);
   const api = express.Router();
   mountAccountBridge(api, services, contextFor, config.baseUrl);
@@ -52,10 +58,13 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     url: server.url,
     services,
     async close() {
+      // No new connections; relayed streams end with `reconnect` and requests in flight finish.
       // Agents stop while the server drains, so that a reply cut by the shutdown still reaches
       // its follower with the `error` that says so.
+      services.beginShutdown();
       await Promise.all([server.close(config.agentStopGraceMs + 5_000), services.stopAgents()]);
       await services.close();
+      await tracing?.close();
     },
   };
 }

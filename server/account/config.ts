@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { httpUrl, logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
+import { httpUrl, logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port } from '../common/config.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
 import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js';
@@ -58,6 +58,7 @@ export const accountEnv = z.object({
   METRICS_TOKEN: optionalString
     .pipe(z.string().min(16, 'must be at least 16 characters').optional())
     .meta({ description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>`', default: 'unset → `/metrics` answers loopback callers only' }),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
   SIGNING_KEYS_FILE: optionalString.meta({
     description: 'token signing keys (private Ed25519 JWKs, newest first); generated on first start',
     default: '`DATA_DIR/signing-keys.json`',
@@ -311,6 +312,8 @@ const schema = accountEnv
         : [],
       /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
       metricsToken: env.METRICS_TOKEN,
+      /** Set: every request is traced and exported over OTLP/HTTP (common/tracing.ts). */
+      otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
       logLevel: env.LOG_LEVEL,
       logPretty: env.LOG_PRETTY === '1',
       oauth: oauthConfig(env),

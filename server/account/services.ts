@@ -12,7 +12,7 @@ import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
-import { agentMetrics } from './agents/metrics.js';
+import { AgentMetrics } from './agents/metrics.js';
 import { WakeScheduler } from './agents/wake-scheduler.js';
 import { MessengerBots } from './messenger/bots.js';
 import { loadSecretBox } from './agents/secrets.js';
@@ -48,12 +48,20 @@ export interface AccountServices {
   captcha: Captcha | undefined;
   /** The chain's JSON-RPC endpoint for smart-wallet signatures, one client for the service; unset without RPC_URL. */
   walletRpc: WalletRpc | undefined;
+  /**
+   * Aborted once the service starts stopping (SIGTERM): /readyz answers 503 and relayed chat
+   * streams end with `reconnect` (the runs go on on the agents; clients follow them elsewhere).
+   */
+  shutdown: AbortSignal;
+  beginShutdown(): void;
   /** Stops the wake scheduler, then every agent, gracefully (safe to call again from close). */
   stopAgents(): Promise<void>;
   /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
   metrics: ServiceMetrics;
   /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
   authMetrics: AuthMetrics;
+  /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
+  agentMetrics: AgentMetrics;
   /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
   modelBudget: ModelBudget;
   /** The hourly sweep of abandoned guests (users/retention.ts); unset with GUEST_RETENTION_DAYS=0. */
@@ -98,6 +106,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     record: (userId: string, usage: TokenUsage, guest?: boolean) => modelBudget.record(userId, usage, guest),
     observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
   };
+  const agentMetrics = new AgentMetrics(metrics);
   const box = await loadSecretBox(config.agentSecretsKey, config.dataDir);
   const registry = new AgentRegistry(store.db, box);
   // Bound below: the bots need the provisioner, the provisioner asks them for an agent's bot settings.
@@ -114,8 +123,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelMeter), log),
           userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
           workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
+          onColdStart: (seconds) => agentMetrics.coldStart(seconds),
         });
-  agentMetrics(metrics, provisioner);
+  agentMetrics.watch(provisioner);
   if (provisioner instanceof LocalProvisioner) {
     bots = new MessengerBots(store.db, box, provisioner, log, {
       telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''),
@@ -140,16 +150,20 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const guestRetention =
     config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
   guestRetention?.start();
+  const shutdown = new AbortController();
   return {
     config,
     log,
     store,
     tokens,
+    shutdown: shutdown.signal,
+    beginShutdown: () => shutdown.abort(),
     rateLimits,
     agents: { registry, provisioner },
     bots,
     metrics,
     authMetrics,
+    agentMetrics,
     modelBudget,
     mail,
     email,

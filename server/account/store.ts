@@ -41,6 +41,8 @@ export interface AccountStore {
 
 interface Opened {
   adapter: SqlMigrationAwareDriverAdapterFactory;
+  /** Applies the migrations (on PostgreSQL over connections of their own, closed afterwards). */
+  migrate(): Promise<string[]>;
   driver: SqlDriver;
   kind: AccountStore['kind'];
   exclusively: AccountStore['exclusively'];
@@ -77,7 +79,19 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
         client.release(lost);
       }
     };
-    return { adapter: new PrismaPg(pool), driver, kind: 'postgres', exclusively, closeDriver: () => pool.end() };
+    // Prisma's engine takes a session advisory lock to migrate and never releases it: on a pooled
+    // connection it would outlive the migration and block every other instance's start (a rolling
+    // restart) until this one stops. Its own pool, ended afterwards, ends the lock with it.
+    const migrate = async () => {
+      const migrationPool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+      migrationPool.on('error', () => undefined);
+      try {
+        return await applyMigrations(accountMigrations, new PrismaPg(migrationPool));
+      } finally {
+        await migrationPool.end();
+      }
+    };
+    return { adapter: new PrismaPg(pool), migrate, driver, kind: 'postgres', exclusively, closeDriver: () => pool.end() };
   }
   const dir = path.join(dataDir, 'account-db');
   await mkdir(dir, { recursive: true });
@@ -87,13 +101,14 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
     await work();
     return true;
   };
-  return { adapter: new PrismaPGlite(client), driver, kind: 'pglite', exclusively, closeDriver: () => client.close() };
+  const adapter = new PrismaPGlite(client);
+  return { adapter, migrate: () => applyMigrations(accountMigrations, adapter), driver, kind: 'pglite', exclusively, closeDriver: () => client.close() };
 }
 
 export async function openAccountStore(opts: { databaseUrl?: string; dataDir: string }): Promise<AccountStore> {
-  const { adapter, driver, kind, exclusively, closeDriver } = await openDriver(opts.databaseUrl, opts.dataDir);
+  const { adapter, migrate, driver, kind, exclusively, closeDriver } = await openDriver(opts.databaseUrl, opts.dataDir);
   try {
-    const appliedMigrations = await applyMigrations(accountMigrations, adapter);
+    const appliedMigrations = await migrate();
     const db = new PrismaClient({ adapter });
     return {
       db,

@@ -5,8 +5,9 @@
 import { mountAgentBridge } from './rest-routes.js';
 import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
-import { createMetrics, metricsEndpoint } from '../common/metrics.js';
+import { metricsEndpoint } from '../common/metrics.js';
 import { createLogger, type Logger } from '../common/log.js';
+import { startTracing } from '../common/tracing.js';
 import type { AgentConfig } from './config.js';
 import { TELEGRAM_WEBHOOK_PATH, telegramWebhook } from './messenger/webhook.js';
 import { agentRouter } from './router.js';
@@ -23,8 +24,9 @@ export interface RunningAgent {
 
 export async function startAgent(config: AgentConfig, log: Logger = createLogger('agent', config.logLevel, config.logPretty)): Promise<RunningAgent> {
   const services = await createAgentServices(config, log);
-  const metrics = createMetrics('agent');
-  const app = createHttpApp(log, { metrics });
+  const { metrics } = services;
+  const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint, 'agent', log) : undefined;
+  const app = createHttpApp(log, { metrics, tracing });
   app.use(services.requests.middleware);
   app.use(
     '/trpc',
@@ -58,6 +60,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
       await server.close();
       await relay?.close();
       await services.close();
+      await tracing?.close();
     },
   };
 }

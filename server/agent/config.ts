@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { logLevel, logPretty, optionalString, parseConfig, port } from '../common/config.js';
+import { logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port } from '../common/config.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 
 export const AGENT_VERSION = '0.1.0';
@@ -61,6 +61,7 @@ export const agentEnv = z.object({
   METRICS_TOKEN: optionalString
     .pipe(z.string().min(16, 'must be at least 16 characters').optional())
     .meta({ description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>`', default: 'unset → `/metrics` answers loopback callers only' }),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
   // Chat runtime (server/agent/chat/).
   MODEL_API_KEY: optionalString.describe('bearer key for an `openai-compatible:` model'),
   AGENT_EXEC: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])).describe('`off` removes the `exec` tool'),
@@ -263,6 +264,8 @@ const schema = agentEnv
     /** Seconds in which an upload must deliver 1 KiB or be cut (server/agent/rest-routes.ts). */
     uploadIdleTimeoutSeconds: env.UPLOAD_IDLE_TIMEOUT_SECONDS,
     metricsToken: env.METRICS_TOKEN,
+    /** Set: every request is traced and exported over OTLP/HTTP (common/tracing.ts). */
+    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
     logLevel: env.LOG_LEVEL,
     logPretty: env.LOG_PRETTY === '1',
   }));

@@ -17,6 +17,7 @@ import { spawnSubagentTool } from './subagents/tool.js';
 import { WorkspaceQuota } from './files/quota.js';
 import { workspaceTools } from './tools/index.js';
 import { RequestActivity } from './lifecycle.js';
+import { createAgentMetrics, type AgentMetrics } from './metrics.js';
 
 export interface AgentServices {
   config: AgentConfig;
@@ -37,6 +38,8 @@ export interface AgentServices {
   drain(graceMs: number): Promise<void>;
   /** The workspace's disk quota (uploads; the tools hold their own view of the same limit). */
   quota: WorkspaceQuota;
+  /** Prometheus metrics (GET /metrics): requests, runs, tool calls, uploads, open streams. */
+  metrics: AgentMetrics;
   close(): Promise<void>;
 }
 
@@ -52,12 +55,14 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
   await subagents.start();
   const userRunListeners = new Set<(chatId: string) => void>();
+  const metrics = createAgentMetrics();
   // Chat runs are depth 0: they get spawn_subagent; subagents (depth 1) do not.
   const chat = new ChatRuntime({
     config,
     log,
     history: new ChatHistory(store.sql),
     runTools: (chatId) => spawnSubagentTool(subagents, { chatId, depth: 0 }),
+    metrics,
     onRunStart: (chatId) => {
       for (const listener of userRunListeners) listener(chatId);
     },
@@ -84,6 +89,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   messenger.start();
   return {
     quota: new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes),
+    metrics,
     config,
     log,
     store,

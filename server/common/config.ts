@@ -36,3 +36,10 @@ export const logLevel = z
 export const logPretty = optionalString
   .pipe(z.enum(['0', '1']).optional())
   .describe('`1` prints human-readable logs (pino-pretty, a development dependency) instead of JSON lines');
+
+export const otlpEndpoint = optionalString.pipe(httpUrl.optional()).meta({
+  description:
+    'OTLP/HTTP collector base URL: each HTTP request is then traced (one span, with the request id) and exported to `<url>/v1/traces`; the SDK is loaded only when set',
+  default: 'unset → no tracing, nothing loaded',
+  values: '`http(s)://` URL',
+});

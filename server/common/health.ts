@@ -24,12 +24,19 @@ function withTimeout(check: ReadinessCheck): Promise<unknown> {
   ]).finally(() => clearTimeout(timer));
 }
 
-export function mountHealthRoutes(app: IRouter, checks: Record<string, ReadinessCheck>): void {
+/** `stopping`: once aborted (SIGTERM), /readyz answers 503 SHUTTING_DOWN so that traffic moves elsewhere while in-flight work ends. */
+export function mountHealthRoutes(app: IRouter, checks: Record<string, ReadinessCheck>, stopping?: AbortSignal): void {
   app.get('/healthz', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (req, res) => {
+    if (stopping?.aborted) {
+      res.setHeader('Cache-Control', 'no-store');
+      res.setHeader('Retry-After', '5');
+      res.status(503).json({ detail: 'Shutting down', code: 'SHUTTING_DOWN' });
+      return;
+    }
     const names = Object.keys(checks);
     const results = await Promise.allSettled(names.map((name) => withTimeout(checks[name]!)));
     const state = Object.fromEntries(names.map((name, i) => [name, results[i]!.status === 'fulfilled' ? 'ok' : 'failed']));

@@ -11,7 +11,8 @@ import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
 import { AppError, mapError, notFound, type MappedError } from './errors.js';
 import type { Logger } from './log.js';
-import { observeRequest, type ServiceMetrics } from './metrics.js';
+import { methodLabel, observeRequest, routeLabel, type ServiceMetrics } from './metrics.js';
+import type { RequestTracing } from './tracing.js';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -46,12 +47,12 @@ function lazyRequestLog(app: Express): void {
   });
 }
 
-/** Request id, lazy request logger, access log, metrics and the security headers every answer carries. */
-function requestContext(log: Logger, metrics: ServiceMetrics | undefined): RequestHandler {
+/** Request id, lazy request logger, access log, metrics, trace span and the security headers every answer carries. */
+function requestContext(log: Logger, metrics: ServiceMetrics | undefined, tracing: RequestTracing | undefined): RequestHandler {
   // The access log line only when it would be written (LOG_LEVEL info or lower): no per-request
-  // timer and listener when neither it nor metrics want one.
+  // timer and listener when neither it nor metrics nor traces want one.
   const accessLog = log.isLevelEnabled('info');
-  const timed = accessLog || metrics !== undefined;
+  const timed = accessLog || metrics !== undefined || tracing !== undefined;
   return (req, res, next) => {
     const incoming = req.headers['x-request-id'];
     req.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -62,10 +63,13 @@ function requestContext(log: Logger, metrics: ServiceMetrics | undefined): Reque
     res.setHeader('X-Frame-Options', 'DENY');
     if (timed) {
       const started = process.hrtime.bigint();
+      const traceparent = req.headers.traceparent;
+      const endSpan = tracing?.begin(methodLabel(req.method), req.id, typeof traceparent === 'string' ? traceparent : undefined);
       // 'close' also comes for answers the client cut short (a stream it left).
       res.once('close', () => {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         if (metrics) observeRequest(metrics, req, res, seconds);
+        endSpan?.(routeLabel(req, res), res.statusCode);
         if (accessLog) req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(seconds * 10_000) / 10 }, 'request');
       });
     }
@@ -101,13 +105,13 @@ export function corsFor(allowedOrigin: string): RequestHandler {
   };
 }
 
-export function createHttpApp(log: Logger, opts: { trustProxy?: string[]; metrics?: ServiceMetrics } = {}): Express {
+export function createHttpApp(log: Logger, opts: { trustProxy?: string[]; metrics?: ServiceMetrics; tracing?: RequestTracing } = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', opts.trustProxy?.length ? opts.trustProxy : false);
   lazyRequestLog(app);
-  app.use(requestContext(log, opts.metrics));
+  app.use(requestContext(log, opts.metrics, opts.tracing));
   return app;
 }
 

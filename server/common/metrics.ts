@@ -10,7 +10,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '@contracts/errors.js';
 import { AppError, mapError } from './errors.js';
 
@@ -18,6 +18,8 @@ export interface ServiceMetrics {
   registry: Registry;
   /** Seconds from the request's arrival to the end of its answer (a stream: to its end). */
   httpDuration: Histogram<'method' | 'route' | 'status'>;
+  /** Server-sent event streams open now: chat replies (on the account service, those it relays). */
+  sseStreams: Gauge;
 }
 
 export function createMetrics(service: 'account' | 'agent'): ServiceMetrics {
@@ -31,7 +33,8 @@ export function createMetrics(service: 'account' | 'agent'): ServiceMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60],
     registers: [registry],
   });
-  return { registry, httpDuration };
+  const sseStreams = new Gauge({ name: 'sse_streams_open', help: 'Server-sent event streams open now (chat replies and their relays)', registers: [registry] });
+  return { registry, httpDuration, sseStreams };
 }
 
 /** The route template a request matched: what a route table set, else express's matched route. */
@@ -45,11 +48,10 @@ export function routeLabel(req: Request, res: Response): string {
 /** Known HTTP methods stay labels; anything else is one bucket (a method is attacker-chosen). */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+export const methodLabel = (method: string): string => (METHODS.has(method) ? method : 'OTHER');
+
 export function observeRequest(metrics: ServiceMetrics, req: Request, res: Response, seconds: number): void {
-  metrics.httpDuration.observe(
-    { method: METHODS.has(req.method) ? req.method : 'OTHER', route: routeLabel(req, res), status: `${Math.floor(res.statusCode / 100)}xx` },
-    seconds,
-  );
+  metrics.httpDuration.observe({ method: methodLabel(req.method), route: routeLabel(req, res), status: `${Math.floor(res.statusCode / 100)}xx` }, seconds);
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);

@@ -123,4 +123,18 @@ describe('chat over tRPC', () => {
     expect(error).toBeInstanceOf(TRPCClientError);
     expect((error as TRPCClientError<AgentRouter>).data?.code).toBe('VALIDATION_FAILED');
   });
+
+  // Last: it puts the shared agent into its stopping state.
+  it('chat.start while the agent stops (SIGTERM) is 503 SHUTTING_DOWN with Retry-After, and starts nothing', async () => {
+    await rig.agent.services.drain(0);
+    const res = await fetch(`${rig.agent.url}/trpc/chat.start`, {
+      method: 'POST',
+      headers: { ...rig.agent.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { message: 'too late', chat_id: 't9' } }),
+    });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(JSON.stringify(await res.json())).toContain('SHUTTING_DOWN');
+    expect(await client.chat.active.query({ chat_id: 't9' })).toEqual({ active: false, user_message: '' });
+  });
 });

@@ -55,6 +55,18 @@ describe('account on PGlite', () => {
     expect((await fetch(`${account.url}/healthz`)).status).toBe(200);
     expect(await readiness(account.url)).toEqual({ status: 200, body: { status: 'ready', checks: { database: 'ok' } } });
   });
+
+  it('is not ready once it begins to stop (SIGTERM), while still alive', async () => {
+    const account = await startTestAccount('pglite');
+    cleanups.push(() => account.stop());
+    // What close() does first; the listening socket stays open here, so the answer can be read.
+    account.services.beginShutdown();
+    const res = await fetch(`${account.url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(await res.json()).toMatchObject({ code: 'SHUTTING_DOWN' });
+    expect((await fetch(`${account.url}/healthz`)).status).toBe(200);
+  });
 });
 
 describe.skipIf(!pgUp)('account on PostgreSQL', () => {

@@ -3,8 +3,13 @@
  * right amounts, no label ever carrying an id, a token or a raw path a caller sent, and only the
  * callers the design allows (METRICS_TOKEN, or loopback with no proxy in between).
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalProvisioner } from '../../server/account/agents/provisioner.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
+import { lastUserText, startScriptedModel, type Responder, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, startTestAgent, type TestAccount, type TestAgent } from '../support/servers.js';
+import { openSse, readFrames } from '../support/sse.js';
 
 const SECRETISH = 'zz9plural-z-alpha';
 let account: TestAccount;
@@ -26,6 +31,14 @@ const scrape = async (url: string, headers: Record<string, string> = {}) => {
   const res = await fetch(`${url}/metrics`, { headers });
   return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
 };
+
+/** The value of the first series of `name` carrying all of `labels`, 0 when absent. */
+function value(text: string, name: string, labels: Record<string, string> = {}): number {
+  const line = text
+    .split('\n')
+    .find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
 
 /** The count of one series of the request histogram, 0 when absent. */
 function requestCount(text: string, labels: { method: string; route: string; status: string }): number {
@@ -66,10 +79,6 @@ describe('account service', () => {
   it('counts sign-ins by method and result, refreshes by result and rate-limit refusals by limit', async () => {
     const strict = await startTestAccount('pglite', { RATE_LIMIT_MULTIPLIER: '1' });
     try {
-      const value = (text: string, name: string, labels: Record<string, string>) => {
-        const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
-        return line ? Number(line.split(' ').at(-1)) : 0;
-      };
       const post = (path: string, body: unknown) =>
         fetch(`${strict.url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       const pair = (await (await post('/auth/guest', { device_id: 'metrics-counted-device-0123456789' })).json()) as { refresh_token: string };
@@ -121,5 +130,122 @@ describe('agent', () => {
     expect(text).toContain('service="agent"');
     expect(requestCount(text, { method: 'GET', route: '/chat/{chat_id}/history', status: '2xx' })).toBe(1);
     expect(text).not.toContain(SECRETISH);
+  });
+});
+
+/**
+ * The scripted model plays: a tool call then text for `use a tool`, a call to a tool no agent has
+ * for `make one up`, a reply that never ends for `hang`, plain text otherwise.
+ */
+const SCRIPT: Responder = (request) => {
+  if (request.messages.at(-1)?.role === 'tool') return { text: 'after the tool' };
+  const said = lastUserText(request);
+  if (said === 'use a tool') return { toolCalls: [{ name: 'list_files', args: {} }] };
+  if (said === 'make one up') return { toolCalls: [{ name: SECRETISH, args: {} }] };
+  if (said === 'hang') return { text: 'partial', hang: true };
+  return { text: 'ok' };
+};
+
+const chatBody = (message: string, chatId = `c-${SECRETISH}-${randomUUID()}`) => JSON.stringify({ message, chat_id: chatId });
+
+function uploadForm(bytes: number): FormData {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(bytes).fill(120)]), `${SECRETISH}.txt`);
+  return form;
+}
+
+describe('a scripted session', () => {
+  let model: ScriptedModel;
+  beforeAll(async () => {
+    model = await startScriptedModel({ responder: SCRIPT });
+  });
+  afterAll(async () => {
+    await model?.close();
+  });
+
+  it('on the agent: runs by outcome, tool calls by tool and result, upload bytes and open streams move by the right amounts', async () => {
+    const chatting = await startTestAgent({ MODEL: model.modelSpec });
+    try {
+      const headers = { ...chatting.auth, 'content-type': 'application/json' };
+      const before = (await scrape(chatting.url)).text;
+      const send = async (message: string) => (await fetch(`${chatting.url}/chat`, { method: 'POST', headers, body: chatBody(message) })).text();
+      expect(await send('use a tool')).toContain('after the tool');
+      expect(await send('make one up')).toContain('"type":"done"');
+      expect(await send('hello')).toContain('"type":"done"');
+
+      // A reply that hangs: one stream open while it runs, stopped on request, none after.
+      const chatId = `c-${randomUUID()}`;
+      const stream = await openSse(`${chatting.url}/chat`, { method: 'POST', headers, body: chatBody('hang', chatId) });
+      await readFrames(stream, (frame) => frame.data.type === 'text');
+      expect(value((await scrape(chatting.url)).text, 'sse_streams_open')).toBe(1);
+      expect((await fetch(`${chatting.url}/chat/${chatId}/stop`, { method: 'POST', headers: chatting.auth })).status).toBeLessThan(300);
+      await readFrames(stream);
+
+      const uploaded = await fetch(`${chatting.url}/files/upload`, { method: 'POST', headers: chatting.auth, body: uploadForm(1234) });
+      expect(uploaded.status).toBe(200);
+      const after = (await scrape(chatting.url)).text;
+      const moved = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+      expect(moved('chat_runs_total', { outcome: 'completed' })).toBe(3);
+      expect(moved('chat_runs_total', { outcome: 'stopped' })).toBe(1);
+      expect(moved('tool_calls_total', { tool: 'list_files', result: 'ok' })).toBe(1);
+      expect(moved('tool_calls_total', { tool: 'unknown', result: 'invalid_input' })).toBe(1);
+      expect(moved('upload_bytes_total')).toBe(1234);
+      expect(value(after, 'sse_streams_open')).toBe(0);
+      expect(after).not.toContain(SECRETISH);
+      expect(after).not.toContain(chatId);
+    } finally {
+      await chatting.stop();
+    }
+  });
+
+  it('on the account service with a local agent: sign-in, cold start, proxy latency and relayed streams, then a crash', async () => {
+    const account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec });
+    try {
+      const api = `${account.url}/api/v1`;
+      const signIn = await fetch(`${api}/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: `metrics-session-${randomUUID()}` }),
+      });
+      const { access_token: token } = (await signIn.json()) as TokenPair;
+      const auth = { authorization: `Bearer ${token}` };
+      const me = (await (await fetch(`${api}/auth/me`, { headers: auth })).json()) as { user_id: string };
+
+      const stream = await openSse(`${api}/agent/chat`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: chatBody('use a tool'),
+      });
+      await readFrames(stream, (frame) => frame.data.type === 'tool_use');
+      expect(value((await scrape(account.url)).text, 'sse_streams_open')).toBe(1);
+      const frames = await readFrames(stream);
+      expect(frames.at(-1)?.data.type).toBe('done');
+      expect((await fetch(`${api}/agent/files/upload`, { method: 'POST', headers: auth, body: uploadForm(100) })).status).toBe(200);
+
+      let text = (await scrape(account.url)).text;
+      expect(value(text, 'sign_ins_total', { method: 'guest', result: 'ok' })).toBe(1);
+      expect(value(text, 'agent_cold_start_seconds_count')).toBe(1);
+      expect(value(text, 'agent_cold_start_seconds_sum')).toBeGreaterThan(0);
+      expect(value(text, 'agent_proxy_seconds_count', { via: 'rest' })).toBe(2);
+      expect(value(text, 'agents_running')).toBe(1);
+      expect(value(text, 'agents_starting')).toBe(0);
+      expect(value(text, 'agents_crashed_total')).toBe(0);
+      expect(value(text, 'sse_streams_open')).toBe(0);
+
+      // The agent dies: counted once as a crash (and restarted with backoff).
+      const { provisioner } = account.services.agents;
+      if (!(provisioner instanceof LocalProvisioner)) throw new Error('expected local agents');
+      process.kill(provisioner.processes()[0]?.pid as number, 'SIGKILL');
+      for (const deadline = Date.now() + 10_000; value(text, 'agents_crashed_total') < 1 && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 50));
+        text = (await scrape(account.url)).text;
+      }
+      expect(value(text, 'agents_crashed_total')).toBe(1);
+      expect(text).not.toContain(me.user_id);
+      expect(text).not.toContain(token);
+      expect(text).not.toContain(SECRETISH);
+    } finally {
+      await account.stop();
+    }
   });
 });

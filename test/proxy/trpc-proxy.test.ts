@@ -237,3 +237,43 @@ describe('guest policy, shared by the REST and tRPC faces', () => {
     });
   });
 });
+
+// Last in this file: it puts the shared account service into its stopping state.
+describe('a stopping account service (SIGTERM)', () => {
+  it('ends a relayed chat subscription with `reconnect` and no `done`, after tracked events to resume from; the run goes on', async () => {
+    const pair = await guest('trpc-proxy-shutdown');
+    const api = clientFor(() => pair.access_token);
+    let shutdownBegun = false;
+    const items = await new Promise<Item[]>((resolve, reject) => {
+      const seen: Item[] = [];
+      const sub = api.agent.chat.send.subscribe(
+        { message: 'slow please', chat_id: 's1' },
+        {
+          onData(value) {
+            seen.push(value as Item);
+            if (!shutdownBegun && eventOf(value as Item).type === 'text') {
+              shutdownBegun = true;
+              account.services.beginShutdown();
+            }
+          },
+          onError: (error) => {
+            sub.unsubscribe();
+            reject(error);
+          },
+          onComplete: () => resolve(seen),
+        },
+      );
+    });
+    expect(eventOf(items.at(-1) as Item)).toEqual({ type: 'reconnect' });
+    expect(items.some((item) => eventOf(item).type === 'done')).toBe(false);
+    expect(textOf(items)).not.toBe('part0 part1 part2 part3 part4 part5 ');
+    // What the client resumes from elsewhere (this instance now ends new streams the same way).
+    expect(items.some((item) => item.id)).toBe(true);
+    // The run went on on the agent: its history ends whole once it is done.
+    for (const deadline = Date.now() + 10_000; (await api.agent.chat.active.query({ chat_id: 's1' })).active && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const history = await api.agent.chat.history.query({ chat_id: 's1' });
+    expect(history.messages.at(-1)).toEqual({ type: 'text', content: 'part0 part1 part2 part3 part4 part5 ' });
+  });
+});

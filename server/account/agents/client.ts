@@ -69,8 +69,12 @@ export interface SubscribeCallbacks<T> {
 /**
  * `subscribe(callbacks)` → async iterable. Values are queued only between a push and the
  * consumer's next pull; ending the iteration (the downstream client went away) unsubscribes.
+ * Once `until` aborts, the iteration ends there, without an error (and unsubscribes).
  */
-export async function* subscriptionIterable<T>(subscribe: (callbacks: SubscribeCallbacks<T>) => { unsubscribe(): void }): AsyncGenerator<T> {
+export async function* subscriptionIterable<T>(
+  subscribe: (callbacks: SubscribeCallbacks<T>) => { unsubscribe(): void },
+  until?: AbortSignal,
+): AsyncGenerator<T> {
   const queue: T[] = [];
   let finished = false;
   let failure: unknown;
@@ -107,8 +111,10 @@ export async function* subscriptionIterable<T>(subscribe: (callbacks: SubscribeC
       notify();
     },
   });
+  until?.addEventListener('abort', notify, { once: true });
   try {
     for (;;) {
+      if (until?.aborted) return;
       if (queue.length > 0) {
         yield queue.shift() as T;
         continue;
@@ -118,6 +124,7 @@ export async function* subscriptionIterable<T>(subscribe: (callbacks: SubscribeC
     }
     if (failure !== undefined) throw failure;
   } finally {
+    until?.removeEventListener('abort', notify);
     subscription.unsubscribe();
   }
 }

@@ -7,10 +7,12 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Request, Response } from 'express';
+import { RECONNECT } from '@contracts/agent/chat.js';
 import { AppError, notFound } from '../../common/errors.js';
 import { AccountRequest } from '../request.js';
 import type { AccountServices } from '../services.js';
 import { admitAgentRequest } from './guest-policy.js';
+import type { AgentMetrics } from './metrics.js';
 import type { AgentEndpoint } from './registry.js';
 import { agentRequestTarget } from './transport.js';
 
@@ -39,6 +41,45 @@ export interface ForwardOptions {
   path: string;
   /** Request bodies longer than this are cut off with 413. */
   maxBodyBytes: number;
+  /** The agent's answer time and relayed event streams (GET /metrics). */
+  metrics?: AgentMetrics;
+  /** Aborted when this service stops: a relayed event stream then ends with `reconnect`. */
+  shutdown?: AbortSignal;
+}
+
+/**
+ * Ends a relayed event stream once `shutdown` aborts: at the next frame boundary (the bytes are
+ * relayed as they come, so the stop may fall inside a frame), with a `reconnect` event, and
+ * without `done`; the agent's run goes on and the client follows it again from its last event id.
+ */
+function endOnShutdown(answer: http.IncomingMessage, res: Response, upstream: http.ClientRequest, shutdown: AbortSignal): void {
+  let tail = '';
+  answer.on('data', (chunk: Buffer) => {
+    tail = (tail + chunk.toString('latin1')).slice(-2);
+  });
+  const stop = () => {
+    answer.unpipe(res);
+    const finish = () => {
+      answer.off('data', relayRest);
+      res.end(`data: ${JSON.stringify(RECONNECT)}\n\n`, () => upstream.destroy());
+    };
+    // Registered after the tail tracker, so `tail` already includes the chunk.
+    const relayRest = (chunk: Buffer) => {
+      res.write(chunk);
+      if (tail === '\n\n') finish();
+    };
+    if (tail === '' || tail === '\n\n') finish();
+    else {
+      answer.on('data', relayRest);
+      answer.resume();
+    }
+  };
+  if (shutdown.aborted) {
+    stop();
+    return;
+  }
+  shutdown.addEventListener('abort', stop, { once: true });
+  res.once('close', () => shutdown.removeEventListener('abort', stop));
 }
 
 export const agentUnreachable = () => new AppError(502, 'AGENT_UNREACHABLE', 'Your agent did not answer; try again in a moment');
@@ -56,19 +97,26 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
       path: opts.path,
       headers: { ...forwardable(req.headers), authorization: `Bearer ${agent.secret}`, 'x-request-id': req.id },
     });
+    const sent = performance.now();
+    let streamClosed: (() => void) | undefined;
     let settled = false;
     const settle = (error?: unknown) => {
       if (settled) return;
       settled = true;
+      streamClosed?.();
       if (error) reject(error);
       else resolve();
     };
 
     upstream.on('response', (answer) => {
+      opts.metrics?.proxied('rest', (performance.now() - sent) / 1000);
+      const eventStream = String(answer.headers['content-type']).startsWith('text/event-stream');
+      if (eventStream) streamClosed = opts.metrics?.streamOpened();
       res.status(answer.statusCode ?? 502);
       for (const [name, value] of Object.entries(forwardable(answer.headers))) if (value !== undefined) res.setHeader(name, value);
       res.flushHeaders();
       answer.pipe(res);
+      if (eventStream && opts.shutdown) endOnShutdown(answer, res, upstream, opts.shutdown);
       answer.on('end', () => settle());
       answer.on('error', () => {
         res.destroy();
@@ -114,5 +162,5 @@ export async function proxyToOwnAgent(services: AccountServices, req: Request, r
     services.modelBudget,
   );
   const agent = await services.agents.provisioner.agentFor(user.userId);
-  await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes });
+  await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes, metrics: services.agentMetrics, shutdown: services.shutdown });
 }

@@ -28,11 +28,18 @@ import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
 export interface AgentProvisioner {
   /** The user's agent, ready to take requests. */
   agentFor(userId: string): Promise<AgentEndpoint>;
-  /** Agents running on this machine and how many were stopped to make room (local agents only). */
-  stats?(): { running: number; evicted: number };
+  /** Agents on this machine: running (starting ones included), starting, stopped to make room, crashed (local agents only). */
+  stats?(): AgentStats;
   /** The user's account is being deleted: stop its agent and delete its workspace, or hand a shared one back. */
   deleteAgentOf(userId: string): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface AgentStats {
+  running: number;
+  starting: number;
+  evicted: number;
+  crashed: number;
 }
 
 /** Seconds a caller refused for capacity is told to wait (about one idle-sweep round). */
@@ -122,6 +129,8 @@ export interface LocalProvisionerOptions {
   /** The workspace quota of a user's agent, in MB (guests get less); unset: the agent's default. */
   workspaceQuotaMb?: (userId: string) => Promise<number>;
   startTimeoutMs?: number;
+  /** Each start that became healthy: seconds from spawn to the first healthy answer. */
+  onColdStart?: (seconds: number) => void;
 }
 
 export class LocalProvisioner implements AgentProvisioner {
@@ -139,6 +148,7 @@ export class LocalProvisioner implements AgentProvisioner {
   /** Starts admitted but not yet in `running`. */
   private reserved = 0;
   private evicted = 0;
+  private crashed = 0;
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -192,6 +202,7 @@ export class LocalProvisioner implements AgentProvisioner {
     this.admission = turn.catch(() => undefined);
     await turn;
     let launched: Awaited<ReturnType<AgentLauncher['launch']>>;
+    const spawning = performance.now();
     try {
       const workspace = this.workspaceOf(agent.id);
       await mkdir(workspace, { recursive: true });
@@ -205,6 +216,7 @@ export class LocalProvisioner implements AgentProvisioner {
     child.once('exit', (code, signal) => this.onExit(agent, running, code, signal));
     await waitForHealth(url, child, this.options.startTimeoutMs ?? 30_000);
     running.ready = true;
+    this.options.onColdStart?.((performance.now() - spawning) / 1000);
     running.lastUsed = Date.now();
     if (agent.url !== url) await this.registry.moveTo(agent.id, url);
     this.log.info({ agent: agent.name, url, pid: child.pid }, 'agent started');
@@ -269,6 +281,7 @@ export class LocalProvisioner implements AgentProvisioner {
     releaseAgentConnections(running.url);
     if (this.closed || running.stopRequested) return;
     if (this.running.get(agent.id) === running) this.running.delete(agent.id);
+    this.crashed++;
     const state = this.restarts.get(agent.id) ?? { attempts: 0 };
     if (Date.now() - running.startedAt > 60_000) state.attempts = 0;
     const delay = Math.min(30_000, 1_000 * 2 ** state.attempts);
@@ -372,8 +385,10 @@ export class LocalProvisioner implements AgentProvisioner {
     });
   }
 
-  stats(): { running: number; evicted: number } {
-    return { running: this.running.size, evicted: this.evicted };
+  stats(): AgentStats {
+    let starting = this.reserved;
+    for (const running of this.running.values()) if (!running.ready) starting++;
+    return { running: this.running.size, starting, evicted: this.evicted, crashed: this.crashed };
   }
 
   async deleteAgentOf(userId: string): Promise<void> {

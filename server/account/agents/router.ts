@@ -28,6 +28,7 @@ import {
   ChatStartInput,
   ChatStreamInput,
   HistoryInput,
+  RECONNECT,
   type ChatEvent,
 } from '@contracts/agent/chat.js';
 import { TreeInput } from '@contracts/agent/files.js';
@@ -79,6 +80,19 @@ async function relay<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
+/** A forwarded query or mutation on the caller's agent, its answer time counted in agent_proxy_seconds. */
+function forwardCall<I, O>(ctx: UserContext, action: ActionOf<I> | undefined, input: I, call: (agent: AgentClient) => Promise<O>): Promise<O> {
+  return relay(async () => {
+    const agent = await agentOf(ctx, action, input);
+    const sent = performance.now();
+    try {
+      return await call(agent);
+    } finally {
+      ctx.services.agentMetrics.proxied('trpc', (performance.now() - sent) / 1000);
+    }
+  });
+}
+
 type Tracked<E> = { id: string; data: E };
 const isTracked = <E>(item: E | Tracked<E>): item is Tracked<E> =>
   typeof item === 'object' && item !== null && 'id' in item && 'data' in item && typeof (item as { id: unknown }).id === 'string';
@@ -92,7 +106,7 @@ export const forward = {
   ) =>
     userProcedure.input(input).query(({ ctx, input: raw, signal }) => {
       const input = raw as z.output<S>;
-      return relay(async () => call(await agentOf(ctx, action, input), input, signal));
+      return forwardCall(ctx, action, input, (agent) => call(agent, input, signal));
     }),
 
   mutation: <S extends z.ZodType, O>(
@@ -102,7 +116,7 @@ export const forward = {
   ) =>
     userProcedure.input(input).mutation(({ ctx, input: raw, signal }) => {
       const input = raw as z.output<S>;
-      return relay(async () => call(await agentOf(ctx, action, input), input, signal));
+      return forwardCall(ctx, action, input, (agent) => call(agent, input, signal));
     }),
 
   /** `open` starts the agent's subscription; tracked events keep their ids. */
@@ -114,12 +128,20 @@ export const forward = {
     userProcedure.input(input).subscription(async function* ({ ctx, input: raw }): AsyncGenerator<E | TrackedEnvelope<E>> {
       const input = raw as z.output<S>;
       const agent = await relay(() => agentOf(ctx, action, input));
+      const closed = ctx.services.agentMetrics.streamOpened();
+      let ended = false;
       try {
-        for await (const item of subscriptionIterable<E | Tracked<E>>((callbacks) => open(agent, input, callbacks))) {
+        for await (const item of subscriptionIterable<E | Tracked<E>>((callbacks) => open(agent, input, callbacks), ctx.services.shutdown)) {
+          ended = ((isTracked(item) ? item.data : item) as { type?: unknown } | null)?.type === 'done';
           yield isTracked(item) ? tracked(item.id, item.data) : item;
         }
+        // This service is stopping: the stream ends here, the run goes on on the agent, and the
+        // client follows it again (through another instance) from its last event id.
+        if (!ended && ctx.services.shutdown.aborted) yield RECONNECT as E;
       } catch (error) {
         throw relayAgentError(error);
+      } finally {
+        closed();
       }
     }),
 };

@@ -48,7 +48,12 @@ export interface ModelLoopOptions {
   maxRetries?: number;
   onEvent(event: ChatEvent): void;
   onEntry?(entry: HistoryEntry): void;
+  /** Each tool call once it has settled: `tool` is the tool's name, or `unknown` for a name the model made up. */
+  onToolResult?(tool: string, result: ToolResult): void;
 }
+
+/** A tool call's result: it returned, it threw, or its input was refused before it ran. */
+export type ToolResult = 'ok' | 'error' | 'invalid_input';
 
 export interface ModelLoopResult {
   status: 'completed' | 'aborted' | 'failed';
@@ -249,7 +254,8 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
             }
             case 'tool-call': {
               const { toolCallId, toolName } = part;
-              const tool = tools[toolName];
+              // Own tools only: a name like `constructor` must not find Object's.
+              const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
               const input = parseToolInput(toolName, tool, tools, part.input);
               const event = { type: 'tool_use' as const, name: toolName, input: input.json };
               onEvent(event);
@@ -259,15 +265,17 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
               const run = input.ok
                 ? Promise.resolve().then(() => tool!.execute(input.value, { signal, emit: emitFromTool }))
                 : Promise.reject(new Error(input.error));
+              const settled = (result: ToolResult) => opts.onToolResult?.(tool ? toolName : 'unknown', result);
               calls.push(
                 run.then(
-                  (output: unknown): LanguageModelV3ToolResultPart => ({ type: 'tool-result', toolCallId, toolName, output: toolOutput(output) }),
-                  (error: unknown): LanguageModelV3ToolResultPart => ({
-                    type: 'tool-result',
-                    toolCallId,
-                    toolName,
-                    output: { type: 'error-text', value: errorText(error) },
-                  }),
+                  (output: unknown): LanguageModelV3ToolResultPart => {
+                    settled('ok');
+                    return { type: 'tool-result', toolCallId, toolName, output: toolOutput(output) };
+                  },
+                  (error: unknown): LanguageModelV3ToolResultPart => {
+                    settled(input.ok ? 'error' : 'invalid_input');
+                    return { type: 'tool-result', toolCallId, toolName, output: { type: 'error-text', value: errorText(error) } };
+                  },
                 ),
               );
               break;

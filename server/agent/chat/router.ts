@@ -22,11 +22,14 @@ import {
 
 export const chatRouter = router({
   // The runtime's own iterables, not re-yielded by a generator here: one layer less per event.
-  send: agentProcedure.input(ChatMessageInput).subscription(({ input, ctx, signal }) => ctx.services.chat.send(input, signal ?? new AbortController().signal)),
+  // Each one counts in sse_streams_open while it lasts.
+  send: agentProcedure
+    .input(ChatMessageInput)
+    .subscription(({ input, ctx, signal }) => ctx.services.chat.send(input, signal ?? new AbortController().signal, ctx.services.metrics.sseStreams)),
 
   stream: agentProcedure
     .input(ChatStreamInput)
-    .subscription(({ input, ctx, signal }) => ctx.services.chat.stream(input, signal ?? new AbortController().signal)),
+    .subscription(({ input, ctx, signal }) => ctx.services.chat.stream(input, signal ?? new AbortController().signal, ctx.services.metrics.sseStreams)),
 
   // tRPC only: REST clients send with `POST /chat`, whose body already carries the message.
   start: agentProcedure

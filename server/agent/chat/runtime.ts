@@ -15,6 +15,7 @@
 import { tracked } from '@trpc/server';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
+import type { AgentMetrics, RunOutcome } from '../metrics.js';
 import type { AgentConfig } from '../config.js';
 import { workspaceTools } from '../tools/index.js';
 import type { AgentToolSet } from '../tools/types.js';
@@ -61,6 +62,23 @@ export interface ChatRuntimeDeps {
   runTools?: (chatId: string) => AgentToolSet;
   /** Called when a user's run becomes active in a chat (the heartbeat gives way to it). */
   onRunStart?: (chatId: string) => void;
+  /** Runs by outcome and tool calls (GET /metrics). */
+  metrics?: AgentMetrics;
+}
+
+/** The gauge of open streams, as the runtime sees it. */
+export interface OpenStreams {
+  inc(): void;
+  dec(): void;
+}
+
+/** What ended an aborted run, for chat_runs_total. */
+function abortOutcome(reason: unknown): RunOutcome {
+  if (reason instanceof RunStopped) return 'stopped';
+  if (reason instanceof RunInterrupted) return 'interrupted';
+  if (reason instanceof RunTimedOut) return 'timed_out';
+  if (reason instanceof RunCancelled) return 'superseded';
+  return 'error';
 }
 
 export class ChatRuntime {
@@ -104,7 +122,8 @@ export class ChatRuntime {
   /** Starts a run for the chat (cancelling the active one first) and returns it. */
   start(chatId: string, message: string): Promise<Run> {
     return this.withChatLock(chatId, async () => {
-      if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down');
+      // Retry-After: the agent is back (restarted, or started again on its next use) within seconds.
+      if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down', { 'Retry-After': '5' });
       const previous = this.registry.activeRun(chatId);
       if (previous) {
         previous.cancel(new RunCancelled('superseded by a new message'));
@@ -131,6 +150,7 @@ export class ChatRuntime {
     const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);
     timer.unref();
     const tools = this.deps.runTools ? { ...this.tools, ...this.deps.runTools(run.chatId) } : this.tools;
+    let outcome: RunOutcome = 'completed';
     try {
       if (!this.model) {
         emit({ type: 'text', content: NO_MODEL_REPLY });
@@ -148,9 +168,11 @@ export class ChatRuntime {
           maxRetries: chat.modelRetries,
           onEvent: emit,
           onEntry: persist,
+          onToolResult: this.deps.metrics?.toolCalled,
         });
         if (result.status === 'aborted') {
           const reason: unknown = run.signal.reason;
+          outcome = abortOutcome(reason);
           if (reason instanceof RunStopped || reason instanceof RunInterrupted) {
             // After the cut text the loop has already queued, so history reads as the stream did.
             const content = reason instanceof RunStopped ? STOPPED : INTERRUPTED;
@@ -159,37 +181,50 @@ export class ChatRuntime {
           } else if (reason instanceof RunTimedOut) emit({ type: 'error', content: `The run timed out after ${chat.runTimeoutMs / 1000} s` });
           else if (!(reason instanceof RunCancelled)) emit({ type: 'error', content: 'The run was stopped' });
         }
-        if (result.status === 'failed') log.warn({ chatId: run.chatId, runId: run.id, error: result.error }, 'chat run failed');
+        if (result.status === 'failed') {
+          outcome = 'error';
+          log.warn({ chatId: run.chatId, runId: run.id, error: result.error }, 'chat run failed');
+        }
       }
     } catch (error) {
+      outcome = 'error';
       log.error({ err: error, chatId: run.chatId }, 'chat run crashed');
       emit({ type: 'error', content: 'Internal error during the run' });
     } finally {
       clearTimeout(timer);
       await writes;
+      this.deps.metrics?.runEnded(outcome);
       emit({ type: 'done' });
     }
   }
 
-  /** `POST /chat`: a new run's events; with `lastEventId` (a reconnect) it resumes, never restarts. */
-  async *send(input: ChatMessageInput, signal: AbortSignal): AsyncGenerator<StreamItem> {
-    if (input.lastEventId !== undefined) {
-      const resumed = this.resume(input.chat_id, input.lastEventId);
-      if (resumed) yield* resumed.run.follow(resumed.seq, signal, this.keepaliveMs);
-      else yield { type: 'done' };
-      return;
-    }
-    let run: Run;
+  /**
+   * `POST /chat`: a new run's events; with `lastEventId` (a reconnect) it resumes, never restarts.
+   * `open` counts the stream while it lasts (sse_streams_open; a Telegram delivery passes none).
+   */
+  async *send(input: ChatMessageInput, signal: AbortSignal, open?: OpenStreams): AsyncGenerator<StreamItem> {
+    open?.inc();
     try {
-      run = await this.start(input.chat_id, input.message);
-    } catch (error) {
-      // The stream has begun (headers are out): report in-band, as a run failure would be.
-      this.deps.log.error({ err: error, chatId: input.chat_id }, 'could not start a chat run');
-      yield { type: 'error', content: this.closed ? 'The agent is shutting down' : 'Could not start the run' };
-      yield { type: 'done' };
-      return;
+      if (input.lastEventId !== undefined) {
+        const resumed = this.resume(input.chat_id, input.lastEventId);
+        if (resumed) yield* resumed.run.follow(resumed.seq, signal, this.keepaliveMs);
+        else yield { type: 'done' };
+        return;
+      }
+      let run: Run;
+      try {
+        run = await this.start(input.chat_id, input.message);
+      } catch (error) {
+        // The stream has begun (headers are out): report in-band, as a run failure would be.
+        this.deps.log.error({ err: error, chatId: input.chat_id }, 'could not start a chat run');
+        yield { type: 'error', content: this.closed ? 'The agent is shutting down' : 'Could not start the run' };
+        yield { type: 'done' };
+        return;
+      }
+      yield* run.follow(0, signal, this.keepaliveMs);
+    } finally {
+      open?.dec();
     }
-    yield* run.follow(0, signal, this.keepaliveMs);
   }
 
   /** `chat.start`: a new run, whose events `stream` follows from `last_event_id`. */
@@ -216,19 +251,24 @@ export class ChatRuntime {
   }
 
   /** `GET /chat/{chat_id}/stream`: `stream_meta`, the buffer from the start, live events, `done`. */
-  async *stream(input: ChatStreamInput, signal: AbortSignal): AsyncGenerator<StreamItem> {
-    const resumed = this.resume(input.chat_id, input.lastEventId);
-    if (resumed) {
-      yield* resumed.run.follow(resumed.seq, signal, this.keepaliveMs);
-      return;
+  async *stream(input: ChatStreamInput, signal: AbortSignal, open?: OpenStreams): AsyncGenerator<StreamItem> {
+    open?.inc();
+    try {
+      const resumed = this.resume(input.chat_id, input.lastEventId);
+      if (resumed) {
+        yield* resumed.run.follow(resumed.seq, signal, this.keepaliveMs);
+        return;
+      }
+      const run = this.registry.activeRun(input.chat_id);
+      if (!run) {
+        yield { type: 'done' };
+        return;
+      }
+      yield tracked<ChatEvent>(run.eventId(0), { type: 'stream_meta', user_message: run.userMessage });
+      yield* run.follow(0, signal, this.keepaliveMs);
+    } finally {
+      open?.dec();
     }
-    const run = this.registry.activeRun(input.chat_id);
-    if (!run) {
-      yield { type: 'done' };
-      return;
-    }
-    yield tracked<ChatEvent>(run.eventId(0), { type: 'stream_meta', user_message: run.userMessage });
-    yield* run.follow(0, signal, this.keepaliveMs);
   }
 
   private resume(chatId: string, lastEventId: string | undefined): { run: Run; seq: number } | undefined {

@@ -48,8 +48,10 @@ export const filesRouter = router({
   upload: agentProcedure
     .input(UploadInput)
     .output(UploadResult)
-    .mutation(({ ctx, input, signal }) => {
+    .mutation(async ({ ctx, input, signal }) => {
       const meta = { filename: headerValue(ctx.headers, 'x-file-name'), path: headerValue(ctx.headers, 'x-upload-path') };
-      return uploadFile(ctx.services.config.workspace, uploadParts(input, meta), { signal, quota: ctx.services.quota });
+      const result = await uploadFile(ctx.services.config.workspace, uploadParts(input, meta), { signal, quota: ctx.services.quota });
+      ctx.services.metrics.uploaded(result.size);
+      return result;
     }),
 });
