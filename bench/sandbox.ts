@@ -30,7 +30,11 @@ const log = createLogger('bench', 'error');
 
 async function coldStart(mode: Mode): Promise<number> {
   const workspace = await mkdtemp(path.join(tmpdir(), 'bench-sandbox-'));
-  const launcher = new AgentLauncher({ ...loadAccountConfig({}).agentLauncher, sandbox: mode }, new EgressGateway([], log), log);
+  const launcher = new AgentLauncher(
+    { ...loadAccountConfig({}).agentLauncher, sandbox: mode },
+    new EgressGateway([], log, { limits: loadAccountConfig({}).egressLimits }),
+    log,
+  );
   const started = performance.now();
   const { child, url } = await launcher.launch(`bench-${randomUUID()}`, workspace, {
     PATH: process.env.PATH ?? '',

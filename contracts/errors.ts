@@ -67,6 +67,11 @@ const AGENT = {
 
 /** The account API. */
 const ACCOUNT = {
+  /** What a sandboxed agent (or a command it runs) hears from its egress gateway. */
+  EGRESS_DENIED: { status: 403, message: "The host is not on this service's egress allowlist" },
+  EGRESS_BUSY: { status: 503, message: 'Too many connections through the egress gateway at once' },
+  EGRESS_BODY_TOO_LARGE: { status: 413, message: 'The request body is over the egress gateway limit' },
+  EGRESS_UPSTREAM_FAILED: { status: 502, message: 'The allowed host did not answer the egress gateway' },
   MISSING_TOKEN: { status: 401, message: 'Missing or malformed Authorization header' },
   INVALID_TOKEN: { status: 401, message: 'The token is not valid' },
   TOKEN_EXPIRED: { status: 401, message: 'The access token has expired: refresh it' },

@@ -105,6 +105,24 @@ export const accountEnv = z.object({
     description: 'hosts (`api.example.com`, https) or origins (`http://10.0.0.5:8080`) agents may reach besides their model and Telegram',
     values: 'comma-separated hosts or origins',
   }),
+  AGENT_EGRESS_MAX_CONNECTIONS: intSetting(32, { min: 1, max: 100_000 }).describe(
+    'tunnels and requests one agent (its `exec` commands included) may have open through its egress gateway at once; more get 503 `EGRESS_BUSY`',
+  ),
+  AGENT_EGRESS_IDLE_TIMEOUT: z
+    .preprocess((v) => (v === '' || v === undefined ? 300 : v), z.coerce.number().min(0.1).max(86_400))
+    .describe('seconds without a byte either way before the egress gateway cuts a tunnel or request (a model must start answering within it)'),
+  AGENT_EGRESS_MAX_DURATION: z
+    .preprocess(
+      (v) => (v === '' || v === undefined ? 3600 : v),
+      z.coerce
+        .number()
+        .min(0.1)
+        .max(7 * 86_400),
+    )
+    .describe('seconds a tunnel or request through the egress gateway may last in all, however busy'),
+  AGENT_EGRESS_MAX_BODY_MB: intSetting(32, { min: 1, max: 65_536 }).describe(
+    'MB of request body the egress gateway forwards per plain-HTTP request (model calls included); larger ones get 413 `EGRESS_BODY_TOO_LARGE`',
+  ),
   AGENT_EXEC_NETWORK: z
     .preprocess((v) => (v === '' || v === undefined ? 'none' : v), z.enum(['none', 'allowlist']))
     .describe(
@@ -287,6 +305,13 @@ const schema = accountEnv
           .split(',')
           .map((entry) => entry.trim())
           .filter(Boolean),
+      },
+      /** Bounds on each agent's tunnels and requests through its gateway (agents/egress-gateway.ts). */
+      egressLimits: {
+        maxConnections: env.AGENT_EGRESS_MAX_CONNECTIONS,
+        idleTimeoutMs: env.AGENT_EGRESS_IDLE_TIMEOUT * 1000,
+        maxDurationMs: env.AGENT_EGRESS_MAX_DURATION * 1000,
+        maxBodyBytes: env.AGENT_EGRESS_MAX_BODY_MB * 1024 * 1024,
       },
       /** Users' bots (messenger/bots.ts): set → webhook mode at `{base}/api/v1/telegram/{id}/webhook`. */
       telegramWebhookBase: env.TELEGRAM_WEBHOOK_BASE?.replace(/\/+$/, ''),

@@ -97,6 +97,12 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [metrics.registry],
   });
+  const egressLimited = new Counter({
+    name: 'agent_egress_limited_total',
+    help: "Agents' egress tunnels and requests refused or cut by a limit (connections, body, idle, duration)",
+    labelNames: ['limit'],
+    registers: [metrics.registry],
+  });
   const modelBudget = new ModelBudget(store.sql, config.modelBudget, isGuest, (usage, guest) => {
     modelTokens.inc({ direction: 'in', user: guest ? 'guest' : 'account' }, usage.tokensIn);
     modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
@@ -120,7 +126,15 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           stopGraceMs: config.agentStopGraceMs,
           maxRunning: config.agentMaxRunning,
           agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
-          launcher: new AgentLauncher(config.agentLauncher, new EgressGateway(egressRoutes(config.egress), log, modelMeter), log),
+          launcher: new AgentLauncher(
+            config.agentLauncher,
+            new EgressGateway(egressRoutes(config.egress), log, {
+              meter: modelMeter,
+              limits: config.egressLimits,
+              onLimited: (limit) => egressLimited.inc({ limit }),
+            }),
+            log,
+          ),
           userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
           workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
           onColdStart: (seconds) => agentMetrics.coldStart(seconds),

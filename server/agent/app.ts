@@ -43,7 +43,8 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   const swept = await sweepPartialUploads(config.workspace);
   if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');
   const server = await listen(app, config.host, config.port, config.socketPath);
-  const relay = config.chat.execProxy && config.egressSocket ? await startExecRelay(config.chat.execProxy, config.egressSocket) : undefined;
+  const { execProxy, execEgressSocket } = config.chat;
+  const relay = execProxy && execEgressSocket ? await startExecRelay(execProxy, execEgressSocket) : undefined;
   log.info({ url: server.url, name: config.name, workspace: config.workspace }, 'agent listening');
   return {
     url: server.url,

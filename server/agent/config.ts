@@ -88,6 +88,11 @@ export const agentEnv = z.object({
     internal: true,
     values: 'http URL',
   }),
+  AGENT_EXEC_EGRESS_SOCKET: optionalString.meta({
+    description: "the egress gateway's socket for the `exec` relay (no provider keys added there)",
+    internal: true,
+    values: 'a socket path',
+  }),
   AGENT_WORKSPACE_QUOTA_MB: z
     .preprocess((v) => (v === '' || v === undefined ? 1024 : v), z.coerce.number().int().min(1).max(1_048_576))
     .describe(
@@ -223,6 +228,8 @@ const schema = agentEnv
       execTimeoutMs: env.AGENT_EXEC_TIMEOUT * 1000,
       execSandbox: env.AGENT_EXEC_SANDBOX,
       execProxy: env.AGENT_EXEC_PROXY,
+      /** Where the exec relay sends commands' traffic: a gateway socket of its own, never the agent's. */
+      execEgressSocket: env.AGENT_EXEC_EGRESS_SOCKET,
       runTimeoutMs: env.AGENT_RUN_TIMEOUT * 1000,
       maxSteps: env.AGENT_MAX_STEPS,
       keepaliveMs: env.AGENT_KEEPALIVE_INTERVAL * 1000,

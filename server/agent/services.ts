@@ -36,7 +36,7 @@ export interface AgentServices {
    * ended or after `graceMs`. `close` then interrupts what is left.
    */
   drain(graceMs: number): Promise<void>;
-  /** The workspace's disk quota (uploads; the tools hold their own view of the same limit). */
+  /** The workspace's disk quota, shared by uploads and the tools. */
   quota: WorkspaceQuota;
   /** Prometheus metrics (GET /metrics): requests, runs, tool calls, uploads, open streams. */
   metrics: AgentMetrics;
@@ -49,8 +49,11 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   log.info({ file: store.file, applied: store.appliedMigrations }, 'agent store open');
   const { chat: chatConfig } = config;
   const pending = new PendingStore(store.db, log);
+  // One quota for uploads and every tool set, so they all reserve from the same room.
+  const quota = new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes);
+  const tools = workspaceTools(config, quota);
   // Subagents and heartbeats run in the background: the workspace tools without send_file.
-  const { send_file: _sendFile, ...backgroundTools } = workspaceTools(config);
+  const { send_file: _sendFile, ...backgroundTools } = tools;
   const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey, egressSocket: config.egressSocket }) : null;
   const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
   await subagents.start();
@@ -60,6 +63,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const chat = new ChatRuntime({
     config,
     log,
+    tools,
     history: new ChatHistory(store.sql),
     runTools: (chatId) => spawnSubagentTool(subagents, { chatId, depth: 0 }),
     metrics,
@@ -88,7 +92,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const messenger = new MessengerService({ config, log, db: store.db, chat, pending });
   messenger.start();
   return {
-    quota: new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes),
+    quota,
     metrics,
     config,
     log,

@@ -58,7 +58,11 @@ async function provisionerRig(idleTimeoutSeconds: number): Promise<{ account: Te
     dataDir: account.dataDir,
     idleTimeoutSeconds,
     agentEnv: { PATH: process.env.PATH, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0' },
-    launcher: new AgentLauncher(loadAccountConfig({}).agentLauncher, new EgressGateway([], silentLog), silentLog),
+    launcher: new AgentLauncher(
+      loadAccountConfig({}).agentLauncher,
+      new EgressGateway([], silentLog, { limits: loadAccountConfig({}).egressLimits }),
+      silentLog,
+    ),
   });
   return { account, provisioner };
 }

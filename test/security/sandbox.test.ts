@@ -286,6 +286,7 @@ describe('exec network', () => {
       AGENT_PROVISIONER: 'local',
       AGENT_IDLE_TIMEOUT: '0',
       MODEL: model.modelSpec,
+      MODEL_API_KEY: MODEL_KEY,
       AGENT_EXEC_NETWORK: 'allowlist',
     });
     try {
@@ -310,6 +311,20 @@ describe('exec network', () => {
       expect(await exec("curl -s -o /dev/null -w 'connect=%{http_connect}' --max-time 5 https://example.com/")).toContain('connect=403');
       // Without the proxy there is still no route out.
       expect(await exec(`env -u http_proxy -u HTTP_PROXY ${curlStatus(`${model.baseUrl}/models`)}`)).toContain('status=000');
+      // A command calling the model host itself gets no operator key added: the model sees the
+      // command's own key, or none. The agent's own calls (these exec turns) still carry it.
+      const before = model.requestHeaders.length;
+      const call = (auth: string) =>
+        `curl -s -o /dev/null -w 'status=%{http_code}' --max-time 10 ${auth} -H 'content-type: application/json' -d '{"model":"scripted","messages":[{"role":"user","content":"from exec"}]}' ${model.baseUrl}/chat/completions`;
+      expect(await exec(call(''))).toContain('status=200');
+      expect(await exec(call("-H 'authorization: Bearer command-own'"))).toContain('status=200');
+      const fromExec = model.requests.flatMap((request, index) =>
+        index >= before && lastUserText(request) === 'from exec' ? [model.requestHeaders[index]] : [],
+      );
+      expect(fromExec.map((h) => h?.authorization)).toEqual([undefined, 'Bearer command-own']);
+      const fromAgent = model.requestHeaders.slice(before).filter((h) => !fromExec.includes(h));
+      expect(fromAgent.length).toBeGreaterThan(0);
+      for (const h of fromAgent) expect(h.authorization).toBe(`Bearer ${MODEL_KEY}`);
     } finally {
       await open.stop();
     }

@@ -99,6 +99,11 @@ const WORDING: Record<ErrorCode, string | null> = {
   CAPTCHA_UNAVAILABLE: 'The anti-robot check cannot be made right now. Try again in a moment.',
   PROVIDER_NOT_CONFIGURED: null,
   SMART_WALLET_UNSUPPORTED: null,
+  // Only a sandboxed agent hears these, from its egress gateway.
+  EGRESS_DENIED: null,
+  EGRESS_BUSY: null,
+  EGRESS_BODY_TOO_LARGE: null,
+  EGRESS_UPSTREAM_FAILED: null,
 };
 
 export const wordingFor = (code: ClientErrorCode): string | null => (Object.hasOwn(WORDING, code) ? WORDING[code as ErrorCode] : null);

@@ -7,9 +7,16 @@
  * and drops whatever credentials the agent sent for that origin. Everything else gets 403
  * EGRESS_DENIED. Answers stream back as they arrive (model streams, Telegram long polls).
  *
- * With AGENT_EXEC_NETWORK=allowlist, exec commands reach the same gateway through the agent's
- * relay (server/agent/net/exec-relay.ts) as through an HTTP proxy: absolute-form requests
- * (`GET http://host/path`) and CONNECT tunnels (https) to allow-listed hosts; nothing else.
+ * With AGENT_EXEC_NETWORK=allowlist, exec commands reach the gateway through the agent's relay
+ * (server/agent/net/exec-relay.ts) as through an HTTP proxy: absolute-form requests
+ * (`GET http://host/path`) and CONNECT tunnels (https) to allow-listed hosts; nothing else. The
+ * relay has a socket of its own, and on it the gateway adds no credentials: a command that asks
+ * for the model host gets the operator's key neither used on its behalf nor echoed back.
+ *
+ * Each agent's tunnels and requests are bounded (EgressLimits): how many at once, how long idle,
+ * how long in all, and how large a plain request body; past a bound the gateway refuses (503,
+ * 413) or cuts the connection, so a hostile tenant cannot hold the account service's sockets,
+ * memory or upstream connections.
  *
  * Calls to the model are metered (model-usage.ts): refused with 429 while the owner's daily
  * budget is spent, and their token usage is read from the answer as it passes and recorded.
@@ -22,6 +29,7 @@ import type { Duplex } from 'node:stream';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
+import type { ErrorCode } from '@contracts/errors.js';
 import { UsageScanner, type TokenUsage } from './model-usage.js';
 
 export interface EgressRoute {
@@ -45,6 +53,35 @@ export interface ModelMeter {
   record(userId: string, usage: TokenUsage, guest?: boolean): Promise<void>;
   /** A metered call ended: its duration and HTTP status (0: no answer). */
   observe?(seconds: number, status: number): void;
+}
+
+/** Bounds on one agent's traffic through its gateway (AGENT_EGRESS_* settings). */
+export interface EgressLimits {
+  /** Tunnels and forwarded requests in flight at once, both sockets together; more get 503 EGRESS_BUSY. */
+  maxConnections: number;
+  /** A tunnel or request with no byte either way for this long is cut. */
+  idleTimeoutMs: number;
+  /** A tunnel or request is cut after this long, however busy. */
+  maxDurationMs: number;
+  /** A plain-HTTP request body larger than this gets 413 EGRESS_BODY_TOO_LARGE. */
+  maxBodyBytes: number;
+}
+
+/** Which bound a tunnel or request ran into, for metrics. */
+export type EgressLimit = 'connections' | 'body' | 'idle' | 'duration';
+
+export interface EgressGatewayOptions {
+  /** The configuration's (server/account/config.ts `egressLimits`), where the defaults live. */
+  limits: EgressLimits;
+  meter?: ModelMeter;
+  /** Each refusal or cut by a limit. */
+  onLimited?: (limit: EgressLimit) => void;
+}
+
+/** One agent's gateway sockets: its own (credentials added) and, with AGENT_EXEC_NETWORK=allowlist, its exec relay's (none added). */
+export interface GatewaySockets {
+  agent: string;
+  exec?: string;
 }
 
 export interface EgressSettings {
@@ -114,7 +151,7 @@ function forwarded(headers: http.IncomingHttpHeaders, dropCredentials: boolean):
   );
 }
 
-function deny(res: http.ServerResponse, status: number, code: string, message: string): void {
+function deny(res: http.ServerResponse, status: number, code: ErrorCode, message: string): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code, message } }));
 }
 
@@ -122,14 +159,52 @@ export interface OpenGateway {
   close(): Promise<void>;
 }
 
+/** What a request came in on: the agent's own socket, or its exec relay's. */
+interface Caller {
+  owner: GatewayOwner;
+  exec: boolean;
+  slots: Slots;
+}
+
+/** One agent's tunnels and requests in flight, counted across both of its sockets. */
+class Slots {
+  private active = 0;
+  /** A hostile tenant can hit the cap in a loop: the log says so once per agent, metrics count each. */
+  warned = false;
+
+  constructor(private readonly max: number) {}
+
+  take(): boolean {
+    if (this.active >= this.max) return false;
+    this.active++;
+    return true;
+  }
+
+  /** A release for one taken slot, safe to call more than once. */
+  releaser(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.active--;
+    };
+  }
+}
+
 export class EgressGateway {
   private readonly routes = new Map<string, EgressRoute>();
+  private readonly meter?: ModelMeter;
+  private readonly limits: EgressLimits;
+  private readonly onLimited: (limit: EgressLimit) => void;
 
   constructor(
     routes: EgressRoute[],
     private readonly log: Logger,
-    private readonly meter?: ModelMeter,
+    options: EgressGatewayOptions,
   ) {
+    this.meter = options.meter;
+    this.limits = options.limits;
+    this.onLimited = options.onLimited ?? (() => {});
     // First route wins: the model's credentials are not replaced by an AGENT_EGRESS_ALLOW entry for the same origin.
     for (const route of routes) if (!this.routes.has(hostKey(route.origin))) this.routes.set(hostKey(route.origin), route);
   }
@@ -139,23 +214,51 @@ export class EgressGateway {
     return [...this.routes.values()].map((route) => route.origin.origin);
   }
 
-  /** Serves one agent's gateway on `socketPath` until closed. */
-  async open(socketPath: string, owner: GatewayOwner): Promise<OpenGateway> {
+  /** Serves one agent's gateway on its sockets until closed. */
+  async open(sockets: GatewaySockets, owner: GatewayOwner): Promise<OpenGateway> {
+    const slots = new Slots(this.limits.maxConnections);
+    const servers = [await this.serve(sockets.agent, { owner, exec: false, slots })];
+    try {
+      if (sockets.exec) servers.push(await this.serve(sockets.exec, { owner, exec: true, slots }));
+    } catch (error) {
+      await closeServer(servers[0] as http.Server);
+      throw error;
+    }
+    return { close: async () => void (await Promise.all(servers.map(closeServer))) };
+  }
+
+  private async serve(socketPath: string, caller: Caller): Promise<http.Server> {
     rmSync(socketPath, { force: true });
-    const server = http.createServer((req, res) => void this.forward(req, res, owner));
-    server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => this.tunnel(req, client, head, owner));
-    server.requestTimeout = 0; // long polls and model streams
+    const server = http.createServer((req, res) => void this.forward(req, res, caller));
+    server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => this.tunnel(req, client as net.Socket, head, caller));
+    // Long polls and model streams may take long in all, so no request timeout; silence is bounded instead.
+    server.requestTimeout = 0;
+    server.timeout = this.limits.idleTimeoutMs;
+    server.on('timeout', (socket: net.Socket) => {
+      this.onLimited('idle');
+      socket.destroy();
+    });
+    // Raw connections too (a tunnel or request each, and as many idle keep-alive ones).
+    server.maxConnections = 2 * this.limits.maxConnections;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(socketPath, () => resolve());
     });
-    return {
-      close: () =>
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        }),
-    };
+    return server;
+  }
+
+  /** A slot for one tunnel or request, or null when the agent has all it may have (logged once). */
+  private slot(caller: Caller, host: string): (() => void) | null {
+    if (caller.slots.take()) return caller.slots.releaser();
+    this.onLimited('connections');
+    if (!caller.slots.warned) {
+      caller.slots.warned = true;
+      this.log.warn(
+        { agentId: caller.owner.agentId, host, max: this.limits.maxConnections },
+        'egress refused: too many tunnels and requests at once (AGENT_EGRESS_MAX_CONNECTIONS); further refusals for this agent are only counted',
+      );
+    }
+    return null;
   }
 
   /** The allowed route for `host:port` (port 80 when missing). */
@@ -165,12 +268,17 @@ export class EgressGateway {
   }
 
   /** CONNECT host:port: a raw tunnel to an allow-listed host, no credentials added (TLS is end to end). */
-  private tunnel(req: http.IncomingMessage, client: Duplex, head: Buffer, owner: GatewayOwner): void {
+  private tunnel(req: http.IncomingMessage, client: net.Socket, head: Buffer, caller: Caller): void {
     const target = req.url ?? '';
     const route = /^[^\s/]+:\d+$/.test(target) ? this.routeFor(target) : undefined;
     if (!route) {
-      this.log.warn({ agentId: owner.agentId, host: target, method: 'CONNECT' }, 'egress refused: host not on the allowlist');
+      this.log.warn({ agentId: caller.owner.agentId, host: target, method: 'CONNECT' }, 'egress refused: host not on the allowlist');
       client.end("HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_DENIED: not on this service's egress allowlist\n");
+      return;
+    }
+    const release = this.slot(caller, target);
+    if (!release) {
+      client.end('HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_BUSY: too many connections at once\n');
       return;
     }
     const upstream = net.connect(Number(route.origin.port || (route.origin.protocol === 'https:' ? 443 : 80)), route.origin.hostname, () => {
@@ -179,12 +287,27 @@ export class EgressGateway {
       upstream.pipe(client);
       client.pipe(upstream);
     });
+    // Every byte either way passes the client socket, so its timeout is the tunnel's idle time (connecting included).
+    client.setTimeout(this.limits.idleTimeoutMs, () => {
+      this.onLimited('idle');
+      client.destroy();
+    });
+    const lifetime = setTimeout(() => {
+      this.onLimited('duration');
+      client.destroy();
+    }, this.limits.maxDurationMs);
     upstream.on('error', () => client.destroy());
+    upstream.on('close', () => client.destroy());
     client.on('error', () => upstream.destroy());
-    client.on('close', () => upstream.destroy());
+    client.on('close', () => {
+      clearTimeout(lifetime);
+      upstream.destroy();
+      release();
+    });
   }
 
-  private async forward(req: http.IncomingMessage, res: http.ServerResponse, owner: GatewayOwner): Promise<void> {
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse, caller: Caller): Promise<void> {
+    const { owner } = caller;
     const { agentId } = owner;
     // Origin form from the agent itself (destination in Host); absolute form from exec's proxy clients.
     const absolute = req.url && !req.url.startsWith('/') ? URL.parse(req.url) : null;
@@ -195,7 +318,25 @@ export class EgressGateway {
       this.log.warn({ agentId, host, method: req.method }, 'egress refused: host not on the allowlist');
       return deny(res, 403, 'EGRESS_DENIED', `${host || 'This host'} is not on this service's egress allowlist`);
     }
-    const { origin, credentials } = route;
+    const { maxBodyBytes, maxDurationMs } = this.limits;
+    if (Number(req.headers['content-length'] ?? 0) > maxBodyBytes) {
+      this.onLimited('body');
+      res.shouldKeepAlive = false;
+      return deny(res, 413, 'EGRESS_BODY_TOO_LARGE', `Request bodies through the egress gateway are limited to ${maxBodyBytes} bytes`);
+    }
+    const release = this.slot(caller, host);
+    if (!release) return deny(res, 503, 'EGRESS_BUSY', 'Too many connections through the egress gateway at once');
+    const lifetime = setTimeout(() => {
+      this.onLimited('duration');
+      res.destroy();
+    }, maxDurationMs);
+    res.once('close', () => {
+      clearTimeout(lifetime);
+      release();
+    });
+    const { origin } = route;
+    // The operator's keys only for the agent's own client: exec's relay socket sends what the command sent.
+    const credentials = caller.exec ? {} : route.credentials;
     const metered =
       route.model && owner.userId && this.meter ? { userId: owner.userId, meter: this.meter, guest: undefined as boolean | undefined } : undefined;
     if (metered) {
@@ -238,6 +379,8 @@ export class EgressGateway {
       answer.on('error', () => res.destroy());
     });
     upstream.on('error', (error) => {
+      // Ended already: refused for its body size, and that answer must still get out.
+      if (res.writableEnded) return;
       if (res.headersSent) return void res.destroy();
       this.log.warn({ agentId, origin: origin.origin, err: error }, 'egress upstream failed');
       deny(res, 502, 'EGRESS_UPSTREAM_FAILED', `${origin.host} did not answer`);
@@ -245,6 +388,25 @@ export class EgressGateway {
     res.on('close', () => {
       if (!res.writableFinished) upstream.destroy();
     });
+    // A body without (or beyond) its declared length is counted as it streams.
+    let bodyBytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bodyBytes += chunk.length;
+      if (bodyBytes <= maxBodyBytes || upstream.destroyed) return;
+      this.onLimited('body');
+      req.unpipe(upstream);
+      upstream.destroy();
+      if (res.headersSent) return void res.destroy();
+      res.shouldKeepAlive = false;
+      deny(res, 413, 'EGRESS_BODY_TOO_LARGE', `Request bodies through the egress gateway are limited to ${maxBodyBytes} bytes`);
+    });
     req.pipe(upstream);
   }
+}
+
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
 }

@@ -64,6 +64,8 @@ interface Launch {
 
 const SOCKET = 'agent.sock';
 const EGRESS_SOCKET = 'egress.sock';
+/** The exec relay's own gateway socket: the gateway adds no credentials on it. */
+const EXEC_EGRESS_SOCKET = 'exec-egress.sock';
 const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 interface Plan {
@@ -124,8 +126,12 @@ export class AgentLauncher {
     const name = `${agentId}.${++this.launchCount}`;
     const runDir = path.join(this.runRoot, name);
     mkdirSync(runDir, { mode: 0o700 });
-    const gateway = await this.gateway.open(path.join(runDir, EGRESS_SOCKET), { agentId, userId });
     const sandboxed = mode === 'sandboxed';
+    const execNetwork = sandboxed && this.options.execNetwork === 'allowlist';
+    const gateway = await this.gateway.open(
+      { agent: path.join(runDir, EGRESS_SOCKET), exec: execNetwork ? path.join(runDir, EXEC_EGRESS_SOCKET) : undefined },
+      { agentId, userId },
+    );
     const seen = sandboxed ? { workspace: SANDBOX_WORKSPACE, runDir: SANDBOX_RUN_DIR } : { workspace, runDir };
     const agentEnv: NodeJS.ProcessEnv = {
       ...env,
@@ -134,6 +140,7 @@ export class AgentLauncher {
       AGENT_WORKSPACE: seen.workspace,
       ...(mode === 'no-exec' ? { AGENT_EXEC: 'off' } : {}),
       ...(sandboxed ? { PATH: SANDBOX_PATH, ...this.execSettings() } : {}),
+      ...(execNetwork ? { AGENT_EXEC_EGRESS_SOCKET: path.join(seen.runDir, EXEC_EGRESS_SOCKET) } : {}),
     };
     const command = [process.execPath, ...agentEntry().args];
     let cgroup: AgentCgroup = { procsFiles: [], remove() {} };

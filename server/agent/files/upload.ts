@@ -139,13 +139,12 @@ export async function uploadFile(
   opts: { signal?: AbortSignal; maxBytes?: number; quota?: WorkspaceQuota } = {},
 ): Promise<UploadResult> {
   const maxBytes = opts.maxBytes ?? MAX_UPLOAD_BYTES;
-  // The workspace quota caps this upload at what is left: crossing it is 507, crossing the size cap 413.
-  const room = opts.quota ? await opts.quota.remaining() : Infinity;
-  if (room === 0 && opts.quota) throw quotaExceeded(opts.quota.limitBytes);
-  const limit =
-    room < maxBytes && opts.quota
-      ? { bytes: room, exceeded: () => quotaExceeded((opts.quota as WorkspaceQuota).limitBytes) }
-      : { bytes: maxBytes, exceeded: uploadTooLarge };
+  // Refused before a byte is read when the workspace is full already.
+  if (opts.quota && (await opts.quota.remaining()) === 0) throw quotaExceeded(opts.quota.limitBytes);
+  // The upload holds its bytes in the quota as they arrive, so parallel uploads share what is left:
+  // crossing the quota is 507, crossing the size cap 413.
+  const reservation = opts.quota?.reservation();
+  const limit: StageLimit = { maxBytes, take: async (bytes) => reservation?.take(bytes), stagedAt: (file) => reservation?.stagedAt(file) };
   let dirField: string | undefined;
   let staged: Staged | undefined;
   try {
@@ -167,14 +166,27 @@ export async function uploadFile(
     const target = await prepareDirectory(workspace, dirField);
     if (target.absolute !== staged.dir.absolute) {
       const moved = path.join(target.absolute, path.basename(staged.temp));
+      limit.stagedAt(moved);
       await rename(staged.temp, moved);
       staged = { ...staged, temp: moved, dir: target };
     }
-    return await commit(workspace, staged);
+    const result = await commit(workspace, staged);
+    reservation?.commit();
+    return result;
   } catch (error) {
     if (staged) await unlink(staged.temp).catch(() => undefined);
+    reservation?.release();
     throw error;
   }
+}
+
+/** How much one upload may write: the size cap, and the quota reservation its bytes go into. */
+interface StageLimit {
+  maxBytes: number;
+  /** Holds `bytes` more in the quota, or throws 507. */
+  take(bytes: number): Promise<void>;
+  /** Where the upload is staged, which walks of the quota skip while its bytes are held. */
+  stagedAt(file: string): void;
 }
 
 function joinRel(dir: string, name: string): string {
@@ -202,10 +214,11 @@ async function stage(
   stream: AsyncIterable<Uint8Array>,
   dir: ResolvedPath,
   filename: string,
-  limit: { bytes: number; exceeded: () => AppError },
+  limit: StageLimit,
   signal: AbortSignal | undefined,
 ): Promise<Staged> {
   const temp = path.join(dir.absolute, `.upload-${randomBytes(8).toString('hex')}.part`);
+  limit.stagedAt(temp);
   // O_EXCL: never opens an existing file or follows a symlink planted under the name.
   const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
   let size = 0;
@@ -227,7 +240,8 @@ async function stage(
     for await (const chunk of stream) {
       signal?.throwIfAborted();
       size += chunk.byteLength;
-      if (size > limit.bytes) throw limit.exceeded();
+      if (size > limit.maxBytes) throw uploadTooLarge();
+      await limit.take(chunk.byteLength);
       batch.push(chunk);
       batchBytes += chunk.byteLength;
       if (batchBytes >= WRITE_BATCH_BYTES) await flush();

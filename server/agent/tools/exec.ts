@@ -108,15 +108,11 @@ export function execTool(workspace: string, opts: { timeoutMs: number; sandbox?:
       }),
       async execute({ command, timeout_seconds }, ctx) {
         const timeoutMs = Math.min(opts.timeoutMs, timeout_seconds ? timeout_seconds * 1000 : opts.timeoutMs);
-        const result = await runShell(command, {
-          cwd: await realpath(workspace),
-          timeoutMs,
-          signal: ctx.signal,
-          sandbox: opts.sandbox,
-          proxy: opts.proxy,
-          maxFileBytes: opts.quota.limitBytes,
-        });
-        if ((await opts.quota.remaining()) > 0) return result;
+        const cwd = await realpath(workspace);
+        const { value: result, remaining } = await opts.quota.untracked(() =>
+          runShell(command, { cwd, timeoutMs, signal: ctx.signal, sandbox: opts.sandbox, proxy: opts.proxy, maxFileBytes: opts.quota.limitBytes }),
+        );
+        if (remaining > 0) return result;
         const error = quotaExceeded(opts.quota.limitBytes);
         return { ...result, error: { code: error.appCode, message: error.message } };
       },

@@ -50,13 +50,18 @@ export function fileTools(workspace: string, quota: WorkspaceQuota): AgentToolSe
         const file = target.absolute;
         const info = await stat(file).catch(() => undefined);
         if (info?.isDirectory()) throw new AppError(400, 'NOT_A_FILE', `${rel} is a directory`);
-        await quota.ensureRoom(Buffer.byteLength(content));
-        await mkdir(path.dirname(file), { recursive: true });
-        // Re-check after creating parents: nothing may have turned the target into an escape.
-        const checked = await resolveWorkspacePath(workspace, rel, { forWrite: true });
-        if (checked.absolute !== file) throw new AppError(403, 'FORBIDDEN_PATH', 'Path changed while writing');
-        await (append ? appendFile(file, content, 'utf8') : writeFile(file, content, 'utf8'));
-        return `wrote ${Buffer.byteLength(content)} bytes to ${target.relative}`;
+        const reservation = await quota.reserve(Buffer.byteLength(content));
+        try {
+          await mkdir(path.dirname(file), { recursive: true });
+          // Re-check after creating parents: nothing may have turned the target into an escape.
+          const checked = await resolveWorkspacePath(workspace, rel, { forWrite: true });
+          if (checked.absolute !== file) throw new AppError(403, 'FORBIDDEN_PATH', 'Path changed while writing');
+          await (append ? appendFile(file, content, 'utf8') : writeFile(file, content, 'utf8'));
+          return `wrote ${Buffer.byteLength(content)} bytes to ${target.relative}`;
+        } finally {
+          // Counted even when the write failed part-way: erring towards full, until the next walk.
+          reservation.commit();
+        }
       },
     }),
 

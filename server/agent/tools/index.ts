@@ -8,8 +8,11 @@ import type { AgentToolSet } from './types.js';
 export type { AgentTool, AgentToolSet, ToolContext } from './types.js';
 export { defineTool } from './types.js';
 
-export function workspaceTools(config: Pick<AgentConfig, 'workspace' | 'workspaceQuotaBytes' | 'chat'>): AgentToolSet {
-  const quota = new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes);
+/** `quota`: the agent's one quota (services.ts), so tools and uploads reserve from the same room. */
+export function workspaceTools(
+  config: Pick<AgentConfig, 'workspace' | 'workspaceQuotaBytes' | 'chat'>,
+  quota = new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes),
+): AgentToolSet {
   const { execEnabled, execTimeoutMs, execSandbox, execProxy } = config.chat;
   return {
     ...fileTools(config.workspace, quota),
