@@ -78,7 +78,8 @@ export function metricsEndpoint(metrics: ServiceMetrics, token: string | undefin
     if (!options.admits?.(req)) {
       if (expected) {
         const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-        if (!presented || !timingSafeEqual(digest(presented), expected)) return refuse(401, 'UNAUTHORIZED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
+        if (!presented || !timingSafeEqual(digest(presented), expected))
+          return refuse(401, 'UNAUTHORIZED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
       } else if (!LOOPBACK.has(req.socket.remoteAddress ?? '') || req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined) {
         return refuse(403, 'FORBIDDEN', 'Metrics are served to loopback callers only (set METRICS_TOKEN to scrape from elsewhere)');
       }
