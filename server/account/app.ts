@@ -37,7 +37,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(services.tokens.issuer.keys.jwks);
   });
-  app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
+  app.get('/metrics', metricsEndpoint(metrics, config.metricsToken, { more: () => services.localAgentsScrape.text() }));
   mountHealthRoutes(
     app,
     {

@@ -13,6 +13,7 @@ import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
 import { AgentMetrics } from './agents/metrics.js';
+import { LocalAgentsScrape } from './agents/agent-metrics.js';
 import { WakeScheduler } from './agents/wake-scheduler.js';
 import { MessengerBots } from './messenger/bots.js';
 import { loadSecretBox } from './agents/secrets.js';
@@ -62,6 +63,8 @@ export interface AccountServices {
   authMetrics: AuthMetrics;
   /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
   agentMetrics: AgentMetrics;
+  /** The running local agents' own series, summed into GET /metrics (agents/agent-metrics.ts). */
+  localAgentsScrape: LocalAgentsScrape;
   /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
   modelBudget: ModelBudget;
   /** The hourly sweep of abandoned guests (users/retention.ts); unset with GUEST_RETENTION_DAYS=0. */
@@ -140,6 +143,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           onColdStart: (seconds) => agentMetrics.coldStart(seconds),
         });
   agentMetrics.watch(provisioner);
+  const localAgentsScrape = new LocalAgentsScrape(metrics, () => (provisioner instanceof LocalProvisioner ? provisioner.runningAgents() : []));
   if (provisioner instanceof LocalProvisioner) {
     bots = new MessengerBots(store.db, box, provisioner, log, {
       telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''),
@@ -178,6 +182,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     metrics,
     authMetrics,
     agentMetrics,
+    localAgentsScrape,
     modelBudget,
     mail,
     email,

@@ -2,6 +2,7 @@
  * The agent's HTTP server: tRPC at /trpc, the documented REST paths at the root (rest-bridge/),
  * and the shared express shell. `startAgent` is what main.ts and the tests run.
  */
+import { isAgentSecret } from './auth.js';
 import { mountAgentBridge } from './rest-routes.js';
 import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
@@ -34,7 +35,8 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   );
   // Telegram's webhook calls (webhook mode only): authenticated by their own secret header.
   app.post(TELEGRAM_WEBHOOK_PATH, jsonBody, telegramWebhook(services.messenger));
-  app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
+  // The account service scrapes a local agent over its socket with the agent secret (no loopback there).
+  app.get('/metrics', metricsEndpoint(metrics, config.metricsToken, { admits: (req) => isAgentSecret(req.headers.authorization, config.secretSha256) }));
   mountHealthRoutes(app, { database: async () => services.store.sql.prepare('SELECT 1').get() });
   mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization), {
     uploadIdleTimeoutSeconds: config.uploadIdleTimeoutSeconds,

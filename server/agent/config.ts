@@ -58,9 +58,10 @@ export const agentEnv = z.object({
     .describe('seconds between heartbeats (fractions allowed); `0` disables'),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
-  METRICS_TOKEN: optionalString
-    .pipe(z.string().min(16, 'must be at least 16 characters').optional())
-    .meta({ description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>`', default: 'unset → `/metrics` answers loopback callers only' }),
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()).meta({
+    description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>` (or the agent secret, which the account service scrapes local agents with)',
+    default: 'unset → `/metrics` answers loopback callers and callers with the agent secret',
+  }),
   OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
   // Chat runtime (server/agent/chat/).
   MODEL_API_KEY: optionalString.describe('bearer key for an `openai-compatible:` model'),

@@ -2,9 +2,11 @@
  * What an agent counts beyond HTTP requests (GET /metrics): chat runs by how they ended, tool
  * calls by tool and result, and the bytes uploaded into the workspace. Labels are bounded sets:
  * an outcome, a tool this agent has (a name the model made up is `unknown`), a result; never a
- * chat id, a path or a message.
+ * chat id, a path or a message. The account service sums these over its local agents
+ * (@contracts/agent/metrics.ts).
  */
 import { Counter } from 'prom-client';
+import { AGENT_SERIES } from '@contracts/agent/metrics.js';
 import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import type { ToolResult } from './chat/loop.js';
 
@@ -19,14 +21,11 @@ export interface AgentMetrics extends ServiceMetrics {
 
 export function createAgentMetrics(): AgentMetrics {
   const metrics = createMetrics('agent');
-  const runs = new Counter({ name: 'chat_runs_total', help: 'Chat runs by outcome', labelNames: ['outcome'], registers: [metrics.registry] });
-  const tools = new Counter({
-    name: 'tool_calls_total',
-    help: 'Tool calls in chat runs by tool and result',
-    labelNames: ['tool', 'result'],
-    registers: [metrics.registry],
-  });
-  const uploads = new Counter({ name: 'upload_bytes_total', help: 'Bytes of files uploaded into the workspace', registers: [metrics.registry] });
+  const counter = (name: 'chat_runs_total' | 'tool_calls_total' | 'upload_bytes_total') =>
+    new Counter({ name, help: AGENT_SERIES[name].help, labelNames: AGENT_SERIES[name].labels, registers: [metrics.registry] });
+  const runs = counter('chat_runs_total');
+  const tools = counter('tool_calls_total');
+  const uploads = counter('upload_bytes_total');
   return {
     ...metrics,
     runEnded: (outcome) => runs.inc({ outcome }),

@@ -6,11 +6,15 @@
  *
  * Who may scrape: with METRICS_TOKEN set, callers with `Authorization: Bearer <token>`; without
  * it, only loopback callers that came through no proxy (a local reverse proxy adds
- * X-Forwarded-For or Forwarded, and then the caller is really someone else).
+ * X-Forwarded-For or Forwarded, and then the caller is really someone else). A service may admit
+ * one more credential (an agent: its own secret, which the account service scrapes it with).
+ * A caller that asks for `Accept: application/json` gets prom-client's JSON (what
+ * AggregatorRegistry sums); text stays the default, whatever else Accept lists.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { AGENT_SERIES } from '@contracts/agent/metrics.js';
 import type { ErrorCode } from '@contracts/errors.js';
 import { AppError, mapError } from './errors.js';
 
@@ -33,7 +37,7 @@ export function createMetrics(service: 'account' | 'agent'): ServiceMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60],
     registers: [registry],
   });
-  const sseStreams = new Gauge({ name: 'sse_streams_open', help: 'Server-sent event streams open now (chat replies and their relays)', registers: [registry] });
+  const sseStreams = new Gauge({ name: 'sse_streams_open', help: AGENT_SERIES.sse_streams_open.help, registers: [registry] });
   return { registry, httpDuration, sseStreams };
 }
 
@@ -57,21 +61,36 @@ export function observeRequest(metrics: ServiceMetrics, req: Request, res: Respo
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-export function metricsEndpoint(metrics: ServiceMetrics, token: string | undefined): RequestHandler {
+export interface MetricsEndpointOptions {
+  /** A credential admitted besides METRICS_TOKEN and loopback. */
+  admits?: (req: Request) => boolean;
+  /** More series in Prometheus text, appended after the registry's own (the account: its agents'). */
+  more?: () => Promise<string>;
+}
+
+export function metricsEndpoint(metrics: ServiceMetrics, token: string | undefined, options: MetricsEndpointOptions = {}): RequestHandler {
   const expected = token ? digest(token) : undefined;
   return async (req, res) => {
     const refuse = (status: number, code: ErrorCode, detail: string) => {
       const { body } = mapError(new AppError(status, code, detail));
       res.status(status).json(body);
     };
-    if (expected) {
-      const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      if (!presented || !timingSafeEqual(digest(presented), expected)) return refuse(401, 'UNAUTHORIZED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
-    } else if (!LOOPBACK.has(req.socket.remoteAddress ?? '') || req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined) {
-      return refuse(403, 'FORBIDDEN', 'Metrics are served to loopback callers only (set METRICS_TOKEN to scrape from elsewhere)');
+    if (!options.admits?.(req)) {
+      if (expected) {
+        const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+        if (!presented || !timingSafeEqual(digest(presented), expected))
+          return refuse(401, 'UNAUTHORIZED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
+      } else if (!LOOPBACK.has(req.socket.remoteAddress ?? '') || req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined) {
+        return refuse(403, 'FORBIDDEN', 'Metrics are served to loopback callers only (set METRICS_TOKEN to scrape from elsewhere)');
+      }
     }
-    res.setHeader('Content-Type', metrics.registry.contentType);
     res.setHeader('Cache-Control', 'no-store');
-    res.end(await metrics.registry.metrics());
+    if (req.accepts(['text/plain', 'application/json']) === 'application/json') {
+      res.json(await metrics.registry.getMetricsAsJSON());
+      return;
+    }
+    const [own, more] = await Promise.all([metrics.registry.metrics(), options.more?.() ?? '']);
+    res.setHeader('Content-Type', metrics.registry.contentType);
+    res.end(more ? `${own}\n${more}` : own);
   };
 }

@@ -131,6 +131,26 @@ describe('agent', () => {
     expect(requestCount(text, { method: 'GET', route: '/chat/{chat_id}/history', status: '2xx' })).toBe(1);
     expect(text).not.toContain(SECRETISH);
   });
+
+  it('admits its own secret besides METRICS_TOKEN, and answers JSON only when asked', async () => {
+    const guardedAgent = await startTestAgent({ METRICS_TOKEN: 'agent-metrics-token-0123456789' });
+    try {
+      expect((await scrape(guardedAgent.url)).status).toBe(401);
+      expect((await scrape(guardedAgent.url, { authorization: `Bearer ${guardedAgent.secret}x` })).status).toBe(401);
+      const text = await scrape(guardedAgent.url, guardedAgent.auth);
+      expect(text.status).toBe(200);
+      expect(text.type).toContain('text/plain');
+      // Prometheus's own Accept lists */* too: it still gets text.
+      expect(
+        (await scrape(guardedAgent.url, { ...guardedAgent.auth, accept: 'application/openmetrics-text;q=0.9,text/plain;q=0.5,*/*;q=0.1' })).type,
+      ).toContain('text/plain');
+      const json = await scrape(guardedAgent.url, { ...guardedAgent.auth, accept: 'application/json' });
+      expect(json.type).toContain('application/json');
+      expect((JSON.parse(json.text) as Array<{ name: string }>).map((m) => m.name)).toContain('chat_runs_total');
+    } finally {
+      await guardedAgent.stop();
+    }
+  });
 });
 
 /**
@@ -231,6 +251,16 @@ describe('a scripted session', () => {
       expect(value(text, 'agents_starting')).toBe(0);
       expect(value(text, 'agents_crashed_total')).toBe(0);
       expect(value(text, 'sse_streams_open')).toBe(0);
+      // The agent's own series, read over its socket and summed under agents_ with no id in a label.
+      expect(value(text, 'agents_chat_runs_total', { outcome: 'completed', service: 'agent' })).toBe(1);
+      expect(value(text, 'agents_tool_calls_total', { tool: 'list_files', result: 'ok' })).toBe(1);
+      expect(value(text, 'agents_upload_bytes_total')).toBe(100);
+      expect(text).toMatch(/^agents_sse_streams_open\{service="agent"\} 0$/m);
+      expect(value(text, 'agent_metrics_scrape_failures_total')).toBe(0);
+      expect(text).not.toMatch(/^agents_(process|nodejs|http)_/m);
+      const types = text.split('\n').filter((l) => l.startsWith('# TYPE '));
+      expect(new Set(types.map((l) => l.split(' ')[2])).size).toBe(types.length);
+      expect(text).not.toContain(me.user_id);
 
       // The agent dies: counted once as a crash (and restarted with backoff).
       const { provisioner } = account.services.agents;
@@ -244,6 +274,13 @@ describe('a scripted session', () => {
       expect(text).not.toContain(me.user_id);
       expect(text).not.toContain(token);
       expect(text).not.toContain(SECRETISH);
+
+      // A stopped agent is simply absent: its counters leave the sums, the scrape succeeds.
+      await provisioner.deleteAgentOf(me.user_id);
+      const { status, text: after } = await scrape(account.url);
+      expect(status).toBe(200);
+      expect(after).not.toMatch(/^agents_chat_runs_total/m);
+      expect(value(after, 'agents_running')).toBe(0);
     } finally {
       await account.stop();
     }

@@ -410,6 +410,11 @@ export class LocalProvisioner implements AgentProvisioner {
     this.log.info({ agent: agent.name }, 'account deleted: agent stopped and removed');
   }
 
+  /** Where the healthy running agents answer, with their secrets: what GET /metrics scrapes. */
+  runningAgents(): Array<Pick<AgentEndpoint, 'url' | 'secret'>> {
+    return [...this.running.values()].filter((r) => r.ready).map((r) => ({ url: r.url, secret: r.agent.secret }));
+  }
+
   /** The pids of running agents (for operators and tests). */
   processes(): Array<{ agentId: string; pid: number | undefined; url: string }> {
     return [...this.running].map(([agentId, r]) => ({ agentId, pid: r.child.pid, url: r.url }));
