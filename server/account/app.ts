@@ -59,8 +59,8 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     services,
     async close() {
       // No new connections; relayed streams end with `reconnect` and requests in flight finish.
-      // Agents stop while the server drains, so that a reply cut by the shutdown still reaches
-      // its follower with the `error` that says so.
+      // Local agents stop while the server drains: a reply the stop cuts is kept in their
+      // history with the `error` that says so, which a client that follows up finds there.
       services.beginShutdown();
       await Promise.all([server.close(config.agentStopGraceMs + 5_000), services.stopAgents()]);
       await services.close();

@@ -144,8 +144,20 @@ describe('account client SDK (Node, against a real service)', () => {
   });
 
   it('imports nothing Node-only (usable in the browser)', async () => {
-    const source = await readFile(new URL('../../client/sdk/account.ts', import.meta.url), 'utf8');
-    const imports = [...source.matchAll(/^import\s+(type\s+)?.*?from\s+'([^']+)'/gm)].filter((m) => !m[1]).map((m) => m[2]);
-    expect(imports.sort()).toEqual(['@trpc/client', '@trpc/server/observable', 'superjson']);
+    const runtimeImports = async (file: string) => {
+      const source = await readFile(new URL(`../../${file}`, import.meta.url), 'utf8');
+      return [...source.matchAll(/^import\s+(type\s+)?.*?from\s+'([^']+)'/gm)].filter((m) => !m[1]).map((m) => m[2]!);
+    };
+    const imports = await runtimeImports('client/sdk/account.ts');
+    // Contracts are shared plain data and schemas: each one the SDK loads must be browser-safe too.
+    const contracts = imports.filter((i) => i.startsWith('@contracts/'));
+    expect(imports.filter((i) => !contracts.includes(i)).sort()).toEqual(['@trpc/client', '@trpc/server/observable', 'superjson']);
+    for (const contract of contracts) {
+      const inner = await runtimeImports(contract.replace('@contracts/', 'contracts/').replace(/\.js$/, '.ts'));
+      expect(
+        inner.filter((i) => !i.startsWith('@contracts/') && i !== 'zod'),
+        contract,
+      ).toEqual([]);
+    }
   });
 });
