@@ -35,7 +35,7 @@ interface RunResults {
     sinceBaseline?: { commit: string; rows: Array<{ what: string; ours: Load; baseline: Load; ratio: number; rounds: number[] }> };
     refreshRounds?: Array<{ round: number; ours: number; peer: number; ratio: number; loadAverage: number[]; checkpoint: boolean[] }>;
   };
-  scaleOut?: { one: Load; two: Load; ratio: number; rateLimit: { limit: number; attempts: number; allowed: number } };
+  scaleOut?: { one: Load; two: Load; ratio: number; rateLimit: { limit: number; attempts: number; allowed: number } } | { skipped: string };
 }
 
 interface GrowthResults {
@@ -201,7 +201,8 @@ export function renderBenchmarksPage(): string {
     );
   }
 
-  if (run.scaleOut) {
+  if (run.scaleOut && 'skipped' in run.scaleOut) section('## Scale-out', `Not measured in the latest run: ${run.scaleOut.skipped}.`);
+  else if (run.scaleOut) {
     const s = run.scaleOut;
     section(
       '## Scale-out',
