@@ -224,7 +224,9 @@ async function peerComparison(usePostgres: boolean) {
 
 async function scaleOut(usePostgres: boolean) {
   if (!usePostgres) return { skipped: 'no PostgreSQL reachable: two instances need a shared server' };
-  let redisUrl = (await redisReachable()) ? (process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined;
+  // A database of its own (index 9 of the local server): the scale-out's thousands of guests would
+  // otherwise fill the service-wide guest counter that tests sharing this Redis read.
+  let redisUrl = (await redisReachable()) ? (process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/9') : undefined;
   if (!redisUrl) {
     // A private redis-server on a free loopback port, when the binary exists.
     const port = await freePort();
