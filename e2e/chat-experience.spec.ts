@@ -1,6 +1,7 @@
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect, test, type Browser, type Page } from '@playwright/test';
 import { agentProcesses, killNow } from './support/agents.js';
+import { composer, send, signInAsGuest, transcript } from './support/guest.js';
 import { XSS_FILE } from './support/xss.js';
 
 /**
@@ -11,28 +12,7 @@ import { XSS_FILE } from './support/xss.js';
  * the composer; the chat list follows the account to a second browser context and nothing of it
  * is left for the next person after sign-out; axe finds nothing serious at desktop and phone width.
  */
-const transcript = (page: Page) => page.getByTestId('transcript');
-const composer = (page: Page) => page.getByLabel('Message', { exact: true });
 const chatList = (page: Page) => page.getByRole('navigation', { name: 'Chats' });
-
-async function signInAsGuest(page: Page, device: string): Promise<void> {
-  await page.addInitScript((id) => {
-    if (!localStorage.getItem('agent.device_id') && !sessionStorage.getItem('e2e.device.used')) {
-      localStorage.setItem('agent.device_id', id);
-      sessionStorage.setItem('e2e.device.used', '1');
-    }
-  }, device);
-  await page.goto('/');
-  await page.getByRole('button', { name: 'Continue as guest' }).click();
-  await expect(page.getByTestId('signed-in')).toContainText('as a guest');
-}
-
-async function send(page: Page, message: string): Promise<void> {
-  // Send waits while the chat loads (the agent may still be starting).
-  await expect(page.getByTestId('send')).toBeEnabled({ timeout: 20_000 });
-  await composer(page).fill(message);
-  await composer(page).press('Enter');
-}
 
 /** Fails the test on any dialog (alert, confirm, prompt) the page opens. */
 function noDialogs(page: Page): string[] {

@@ -28,7 +28,7 @@ import { createTestDatabase, postgresReachable, type TestDatabase } from '../sup
 import { redisReachable } from '../support/redis.js';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { freePort, startTestAgent, tempDir, type TestAgent } from '../support/servers.js';
-import type { SseFrame } from '../support/sse.js';
+import { sseFrames } from '../support/sse.js';
 
 const reachable = (await postgresReachable()) && (await redisReachable());
 
@@ -179,7 +179,8 @@ describe.skipIf(!reachable)('rolling restart of the account service under load',
           bad.push(`chat ${chatId}: ${res.status} ${await res.text()}`);
           return;
         }
-        const frames = readSse(res);
+        // A cut connection ends the frames: the loop sees no `done` nor `reconnect` and counts it.
+        const frames = sseFrames(res, () => true);
         let ended: 'done' | 'reconnect' | 'cut' = 'cut';
         const deadline = setTimeout(() => void res.body?.cancel(), 15_000);
         try {
@@ -253,28 +254,3 @@ describe.skipIf(!reachable)('rolling restart of the account service under load',
     expect((await fetch(`${a2.url}/readyz`)).status).toBe(200);
   }, 60_000);
 });
-
-/** SSE frames of a fetch answer, as they arrive. */
-async function* readSse(res: Response): AsyncGenerator<SseFrame> {
-  if (!res.body) return;
-  const decoder = new TextDecoder();
-  let buffer = '';
-  try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const raw = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const frame: Partial<SseFrame> = {};
-        for (const line of raw.split('\n')) {
-          if (line.startsWith('id: ')) frame.id = line.slice(4);
-          else if (line.startsWith('data: ')) frame.data = JSON.parse(line.slice(6)) as SseFrame['data'];
-        }
-        if (frame.data) yield frame as SseFrame;
-      }
-    }
-  } catch {
-    // the connection was cut: the caller sees no `done` nor `reconnect`
-  }
-}

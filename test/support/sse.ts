@@ -18,30 +18,36 @@ export interface SseStream {
 export async function openSse(url: string, init: RequestInit = {}): Promise<SseStream> {
   const controller = new AbortController();
   const res = await fetch(url, { ...init, signal: controller.signal });
-  async function* frames(): AsyncGenerator<SseFrame> {
-    if (!res.body) return;
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const raw = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const frame: Partial<SseFrame> = {};
-          for (const line of raw.split('\n')) {
-            if (line.startsWith('id: ')) frame.id = line.slice(4);
-            else if (line.startsWith('data: ')) frame.data = JSON.parse(line.slice(6)) as SseFrame['data'];
-          }
-          if (frame.data) yield frame as SseFrame;
+  return { status: res.status, headers: res.headers, frames: sseFrames(res, () => controller.signal.aborted), close: () => controller.abort() };
+}
+
+/**
+ * The frames of an event-stream answer as they arrive. A cut connection ends the frames quietly
+ * when `expectedCut()` says the cut was wanted (the test aborted it, or it counts cut streams
+ * itself); otherwise it is the test's error.
+ */
+export async function* sseFrames(res: Response, expectedCut: () => boolean): AsyncGenerator<SseFrame> {
+  if (!res.body) return;
+  const decoder = new TextDecoder();
+  let buffer = '';
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const raw = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const frame: Partial<SseFrame> = {};
+        for (const line of raw.split('\n')) {
+          if (line.startsWith('id: ')) frame.id = line.slice(4);
+          else if (line.startsWith('data: ')) frame.data = JSON.parse(line.slice(6)) as SseFrame['data'];
         }
+        if (frame.data) yield frame as SseFrame;
       }
-    } catch (error) {
-      if (!controller.signal.aborted) throw error;
     }
+  } catch (error) {
+    if (!expectedCut()) throw error;
   }
-  return { status: res.status, headers: res.headers, frames: frames(), close: () => controller.abort() };
 }
 
 /**
