@@ -9,32 +9,43 @@ export interface Me {
   guest: boolean;
 }
 
-let cached: Promise<Me> | null = null;
-
-export function me(): Promise<Me> {
-  cached ??= api.tokens.me.query().catch((error: unknown) => {
-    cached = null;
-    throw error;
-  });
-  return cached;
+/**
+ * One request shared by every caller until it fails or is forgotten (the user changed, or what it
+ * read has moved): every page shows who is signed in, and the service rate-limits reads.
+ */
+function sharedQuery<T>(ask: () => Promise<T>): { get(): Promise<T>; forget(): void } {
+  let pending: Promise<T> | null = null;
+  return {
+    get() {
+      if (!pending) {
+        const asked: Promise<T> = ask().catch((error: unknown) => {
+          if (pending === asked) pending = null;
+          throw error;
+        });
+        pending = asked;
+      }
+      return pending;
+    },
+    forget() {
+      pending = null;
+    },
+  };
 }
+
+const meQuery = sharedQuery(() => api.tokens.me.query());
+type AccountInfo = Awaited<ReturnType<typeof api.account.get.query>>;
+const accountQuery = sharedQuery(() => api.account.get.query());
+
+export const me = (): Promise<Me> => meQuery.get();
+
+/** `GET /account`, asked once per sign-in and after replies (`refreshAccountInfo`). */
+export const accountInfo = (): Promise<AccountInfo> => accountQuery.get();
 
 export function forgetMe(): void {
-  cached = null;
-  account = null;
-}
-
-type AccountInfo = Awaited<ReturnType<typeof api.account.get.query>>;
-let account: Promise<AccountInfo> | null = null;
-
-/** `GET /account`, asked once per sign-in (every page shows it; the service rate-limits reads). */
-export function accountInfo(): Promise<AccountInfo> {
-  // Like me(): one request shared by every caller until it fails or the user changes.
-  account ??= api.account.get.query().catch((error: unknown) => {
-    account = null;
-    throw error;
-  });
-  return account;
+  meQuery.forget();
+  accountQuery.forget();
+  clearTimeout(refreshTimer);
+  refreshTimer = undefined;
 }
 
 const accountListeners = new Set<() => void>();
@@ -62,7 +73,7 @@ export function refreshAccountInfo(): void {
     () => {
       refreshTimer = undefined;
       lastRefresh = Date.now();
-      account = null;
+      accountQuery.forget();
       for (const listener of [...accountListeners]) listener();
     },
     Math.max(0, lastRefresh + REFRESH_SPACING_MS - Date.now()),
