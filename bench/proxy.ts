@@ -237,7 +237,8 @@ export async function proxyBench(): Promise<ProxyResults> {
       database = await createTestDatabase();
       cleanups.push(() => database!.drop());
     }
-    const accountEnv = { AGENT_PROVISIONER: 'static', ...(database ? { DATABASE_URL: database.url } : {}) };
+    // One user drives every concurrent chat: the per-user stream ceiling is lifted above the fan-out.
+    const accountEnv = { AGENT_PROVISIONER: 'static', AGENT_STREAMS_PER_USER: '10000', ...(database ? { DATABASE_URL: database.url } : {}) };
     let account: RunningAccountService = await startAccountService(accountEnv);
     cleanups.push(() => rm(account.dataDir, { recursive: true, force: true }));
     children.push(account.child);

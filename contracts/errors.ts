@@ -114,6 +114,7 @@ const ACCOUNT = {
   TELEGRAM_UNAVAILABLE: { status: 502, message: 'Telegram could not be reached' },
   TELEGRAM_WEBHOOK_REFUSED: { status: 502, message: 'Telegram did not accept the webhook' },
   AGENT_UNAVAILABLE: { status: 503, message: 'The agent cannot be started or reached now' },
+  TOO_MANY_STREAMS: { status: 429, message: 'Too many streams open at once for this account; close one first' },
   AGENT_CAPACITY: { status: 503, message: 'Every agent the service can run is working; try again shortly' },
   CAPTCHA_UNAVAILABLE: { status: 503, message: 'The CAPTCHA check cannot be made right now' },
   PROVIDER_NOT_CONFIGURED: { status: 503, message: 'The sign-in provider is not configured' },

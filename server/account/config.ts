@@ -86,6 +86,15 @@ export const accountEnv = z.object({
         'local agents running at once; at the cap the least recently used idle agent is stopped (state on disk, back on its next call); when all are busy a call that needs another agent gets 503 `AGENT_CAPACITY` with `Retry-After`',
       default: 'host memory ÷ 100 MB, after 1 GB for the service (at least 1)',
     }),
+  AGENT_STREAMS_PER_USER: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .default(32)
+    .describe(
+      'event streams (chat replies, reconnects, subscriptions) one user may have open through this instance at once; more get 429 `TOO_MANY_STREAMS` with `Retry-After`',
+    ),
   AGENT_WAKE_POLL: z
     .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.05).max(3600))
     .describe(
@@ -278,6 +287,8 @@ const schema = accountEnv
       /** Local agents running at once; at the cap the least recently used idle one is stopped. */
       agentMaxRunning: env.AGENT_MAX_RUNNING ?? defaultMaxRunningAgents(),
       agentWakePollMs: env.AGENT_WAKE_POLL * 1000,
+      /** Relayed event streams one user may hold open at once (agents/stream-slots.ts). */
+      agentStreamsPerUser: env.AGENT_STREAMS_PER_USER,
       agentSecretsKey: env.AGENT_SECRETS_KEY,
       agentLauncher: {
         sandbox: env.AGENT_SANDBOX,

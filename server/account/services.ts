@@ -10,6 +10,7 @@ import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egr
 import { AgentLauncher } from './agents/launcher.js';
 import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
+import { StreamSlots } from './agents/stream-slots.js';
 import { LocalProvisioner, StaticProvisioner, agentEnvironment, type AgentProvisioner } from './agents/provisioner.js';
 import { AgentRegistry } from './agents/registry.js';
 import { AgentMetrics } from './agents/metrics.js';
@@ -63,6 +64,8 @@ export interface AccountServices {
   authMetrics: AuthMetrics;
   /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
   agentMetrics: AgentMetrics;
+  /** Relayed event streams per user, capped (agents/stream-slots.ts). */
+  streamSlots: StreamSlots;
   /** The running local agents' own series, summed into GET /metrics (agents/agent-metrics.ts). */
   localAgentsScrape: LocalAgentsScrape;
   /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
@@ -182,6 +185,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     metrics,
     authMetrics,
     agentMetrics,
+    streamSlots: new StreamSlots(config.agentStreamsPerUser),
     localAgentsScrape,
     modelBudget,
     mail,

@@ -95,6 +95,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   TELEGRAM_UNAVAILABLE: null,
   TELEGRAM_WEBHOOK_REFUSED: null,
   AGENT_UNAVAILABLE: 'Your agent is not answering right now. Try again in a moment.',
+  TOO_MANY_STREAMS: 'This account has too many chats streaming at once. Close another tab and try again.',
   AGENT_CAPACITY: 'The service is busy right now. Try again in a moment.',
   CAPTCHA_UNAVAILABLE: 'The anti-robot check cannot be made right now. Try again in a moment.',
   PROVIDER_NOT_CONFIGURED: null,

@@ -41,6 +41,10 @@ export function restAgentAction(method: string, path: string): AgentAction {
   return 'other';
 }
 
+/** REST calls whose answer is an event stream the proxy relays: a chat message, a reconnect to its reply. */
+export const opensEventStream = (method: string, path: string): boolean =>
+  (method === 'POST' && path === '/chat') || (method === 'GET' && /^\/chat\/[^/]+\/stream$/.test(path));
+
 /** Throws 403 for what guests may not do; counts guest chat messages. Returns the body cap. */
 export async function admitAgentAction(
   action: AgentAction,

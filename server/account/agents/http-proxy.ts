@@ -11,7 +11,7 @@ import { RECONNECT } from '@contracts/agent/chat.js';
 import { AppError, notFound } from '../../common/errors.js';
 import { AccountRequest } from '../request.js';
 import type { AccountServices } from '../services.js';
-import { admitAgentRequest } from './guest-policy.js';
+import { admitAgentRequest, opensEventStream } from './guest-policy.js';
 import type { AgentMetrics } from './metrics.js';
 import type { AgentEndpoint } from './registry.js';
 import { agentRequestTarget } from './transport.js';
@@ -156,11 +156,17 @@ export async function proxyToOwnAgent(services: AccountServices, req: Request, r
   // The agent's own tRPC endpoint is proxied as `agent.*` procedures, each under the guest
   // policy; reached through here, its calls would name no REST path the policy knows.
   if (/^\/trpc(\/|$)/i.test(target.pathname)) throw notFound('No such agent path', 'ROUTE_NOT_FOUND');
-  const { maxBodyBytes } = await admitAgentRequest(
-    { method: req.method, path: target.pathname, guest: user.guest, userId: user.userId },
-    services.rateLimits,
-    services.modelBudget,
-  );
-  const agent = await services.agents.provisioner.agentFor(user.userId);
-  await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes, metrics: services.agentMetrics, shutdown: services.shutdown });
+  // The slot first: a refused stream must not count a guest's message or start an agent.
+  const releaseSlot = opensEventStream(req.method, target.pathname) ? services.streamSlots.claim(user.userId) : undefined;
+  try {
+    const { maxBodyBytes } = await admitAgentRequest(
+      { method: req.method, path: target.pathname, guest: user.guest, userId: user.userId },
+      services.rateLimits,
+      services.modelBudget,
+    );
+    const agent = await services.agents.provisioner.agentFor(user.userId);
+    await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes, metrics: services.agentMetrics, shutdown: services.shutdown });
+  } finally {
+    releaseSlot?.();
+  }
 }

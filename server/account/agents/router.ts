@@ -127,10 +127,13 @@ export const forward = {
   ) =>
     userProcedure.input(input).subscription(async function* ({ ctx, input: raw }): AsyncGenerator<E | TrackedEnvelope<E>> {
       const input = raw as z.output<S>;
-      const agent = await relay(() => agentOf(ctx, action, input));
-      const closed = ctx.services.agentMetrics.streamOpened();
+      // The slot first: a refused stream must not count a guest's message or start an agent.
+      const releaseSlot = ctx.services.streamSlots.claim(ctx.user.userId);
+      let closed: (() => void) | undefined;
       let ended = false;
       try {
+        const agent = await agentOf(ctx, action, input);
+        closed = ctx.services.agentMetrics.streamOpened();
         for await (const item of subscriptionIterable<E | Tracked<E>>((callbacks) => open(agent, input, callbacks), ctx.services.shutdown)) {
           ended = ((isTracked(item) ? item.data : item) as { type?: unknown } | null)?.type === 'done';
           yield isTracked(item) ? tracked(item.id, item.data) : item;
@@ -141,7 +144,8 @@ export const forward = {
       } catch (error) {
         throw relayAgentError(error);
       } finally {
-        closed();
+        closed?.();
+        releaseSlot();
       }
     }),
 };
