@@ -12,6 +12,8 @@ export default defineConfig({
   test: {
     include: suite ? [`test/${suite}/**/*.test.ts`] : ['test/**/*.test.ts'],
     exclude: suite ? [...configDefaults.exclude] : [...configDefaults.exclude, ...separate],
+    // dist/ current before any test starts an agent (test/support/global-setup.ts).
+    globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     // Two cores: more workers than that only makes servers under test fight for CPU.
     maxWorkers: 2,
