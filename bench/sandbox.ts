@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EgressGateway } from '../server/account/agents/egress-gateway.js';
-import { AgentLauncher } from '../server/account/agents/launcher.js';
+import { AgentLauncher } from '../server/account/agents/provisioners/local/launcher.js';
 import { agentFetch } from '../server/account/agents/transport.js';
 import { loadAccountConfig } from '../server/account/config.js';
 import { createLogger } from '../server/common/log.js';

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Local agents run inside bubblewrap (server/account/agents/sandbox.ts). Installs Debian's
+# Local agents run inside bubblewrap (server/account/agents/provisioners/local/sandbox.ts). Installs Debian's
 # bubblewrap when it is missing. Never fatal: without it the account service still starts and
 # runs agents without the exec tool (fail closed), and says so in its log.
 set -uo pipefail

@@ -100,7 +100,7 @@ export const accountEnv = z.object({
     .describe(
       "seconds between the wake scheduler's rounds: sleeping agents whose next heartbeat is due are started (one instance at a time per agent); failed wakes are retried with backoff",
     ),
-  // Local agents' sandbox (agents/sandbox.ts, agents/launcher.ts) and egress (agents/egress-gateway.ts).
+  // Local agents' sandbox (agents/provisioners/local/sandbox.ts, launcher.ts) and egress (agents/egress-gateway.ts).
   AGENT_SANDBOX: z
     .preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off']))
     .describe('`off` runs local agents without their sandbox (warned at every start); without bubblewrap they run without `exec` ([security](security.md))'),

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
+import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
 import { accountApi, bearer, newWallet, uniqueEmail, type Pair } from '../support/account-api.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';

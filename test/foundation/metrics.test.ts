@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalProvisioner } from '../../server/account/agents/provisioner.js';
+import { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { lastUserText, startScriptedModel, type Responder, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, startTestAgent, type TestAccount, type TestAgent } from '../support/servers.js';

@@ -9,7 +9,7 @@
  *   account deletes the webhook.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
+import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
 import { PAIRED_NOTICE, PENDING_NOTICE } from '../../server/agent/messenger/service.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { until } from '../chat/helpers.js';

@@ -6,7 +6,7 @@
  * /metrics shows agents_running and agents_evicted_total.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
+import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
 import { defaultMaxRunningAgents } from '../../server/account/config.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';

@@ -6,7 +6,7 @@
  * stream and in history.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalProvisioner } from '../../server/account/agents/provisioner.js';
+import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
 import { INTERRUPTED } from '@contracts/agent/chat.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { until } from '../chat/helpers.js';

@@ -1,5 +1,5 @@
 /**
- * Hostile tenants (server/account/agents/sandbox.ts): real local agents started by a real account
+ * Hostile tenants (server/account/agents/provisioners/local/sandbox.ts): real local agents started by a real account
  * service in its default mode, driven through the proxy by the scripted model's tool calls
  * (`run: <command>` becomes an `exec` call, `read: <path>` a `read_file` call, and the model then
  * answers with the tool's result, so the reply shows what the tenant saw). Each attack must fail

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll } from 'vitest';
-import { agentEntry } from '../../server/account/agents/agent-entry.js';
+import { agentEntry } from '../../server/account/agents/provisioners/local/agent-entry.js';
 import { freePort } from '../../server/common/net.js';
 import type { ProbeStats } from './agent-probe.js';
 import { startScriptedModel, type ScriptedModel } from './scripted-model.js';

@@ -8,7 +8,7 @@
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { ServiceMetrics } from '../../common/metrics.js';
-import type { AgentProvisioner } from './provisioner.js';
+import type { AgentProvisioner } from './provisioners/provisioner.js';
 
 export class AgentMetrics {
   private readonly coldStarts: Histogram;

@@ -5,7 +5,7 @@
  *
  * Order: 1. end every session and drop them from this instance's cache, so the account's tokens
  * stop at once and nothing can wake the agent again; 2. stop the agent and delete its workspace
- * (a shared, static agent is handed back instead: agents/provisioner.ts) and their own bot's
+ * (a shared, static agent is handed back instead: agents/provisioners/static.ts) and their own bot's
  * webhook (messenger/bots.ts); 3. in one transaction, the user row — identities, sessions,
  * passkeys, activity and the bot go with it (ON DELETE CASCADE) — and every row elsewhere that
  * names the person: pending e-mail codes of their addresses, wallet challenges of their

@@ -1,74 +1,23 @@
 /**
- * Every user has one agent; a provisioner finds it (and starts it when that is its job).
- *
- * - `local` (default): one agent process per user on this machine, started on first use (in its
- *   sandbox, launcher.ts) with its own workspace under DATA_DIR/agents/<agent id>/, its own random
- *   secret and a Unix socket only this service can reach; restarted with backoff when it dies;
- *   stopped after AGENT_IDLE_TIMEOUT without use — and only when it says it is idle (no chat or
- *   subagent run, heartbeat, request or Telegram polling in flight: the agent's GET /lifecycle).
- *   Every stop we ask for is graceful: SIGTERM, and the agent gets AGENT_STOP_GRACE to finish
- *   (what it must abandon ends with an `error` saying it was interrupted) before SIGKILL.
- * - `static`: agents run elsewhere and are registered and assigned with `npm run agents`.
- *
- * A cloud provisioner implements the same interface: `agentFor` creates or wakes the user's VM
- * (registering its URL and secret in the registry on creation) and resolves once its /health
- * answers; `close` releases local resources only — VMs outlive the account service.
+ * `local` (the default): one agent process per user on this machine, started on first use (in its
+ * sandbox, launcher.ts) with its own workspace under DATA_DIR/agents/<agent id>/, its own random
+ * secret and a Unix socket only this service can reach; restarted with backoff when it dies;
+ * stopped after AGENT_IDLE_TIMEOUT without use — and only when it says it is idle (no chat or
+ * subagent run, heartbeat, request or Telegram polling in flight: the agent's GET /lifecycle).
+ * Every stop we ask for is graceful: SIGTERM, and the agent gets AGENT_STOP_GRACE to finish
+ * (what it must abandon ends with an `error` saying it was interrupted) before SIGKILL.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { AppError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
-import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from './registry.js';
+import { AppError } from '../../../../common/errors.js';
+import type { Logger } from '../../../../common/log.js';
+import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from '../../registry.js';
 import type { AgentLauncher } from './launcher.js';
-import { agentFetch, releaseAgentConnections } from './transport.js';
-import { agentClient } from './client.js';
+import { agentFetch, releaseAgentConnections } from '../../transport.js';
+import { agentClient } from '../../client.js';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
-
-export interface AgentProvisioner {
-  /** The user's agent, ready to take requests. */
-  agentFor(userId: string): Promise<AgentEndpoint>;
-  /** Agents on this machine: running (starting ones included), starting, stopped to make room, crashed (local agents only). */
-  stats?(): AgentStats;
-  /** The user's account is being deleted: stop its agent and delete its workspace, or hand a shared one back. */
-  deleteAgentOf(userId: string): Promise<void>;
-  close(): Promise<void>;
-}
-
-export interface AgentStats {
-  running: number;
-  starting: number;
-  evicted: number;
-  crashed: number;
-}
-
-/** Seconds a caller refused for capacity is told to wait (about one idle-sweep round). */
-export const CAPACITY_RETRY_AFTER_SECONDS = 10;
-
-const agentUnavailable = (detail: string) => new AppError(503, 'AGENT_UNAVAILABLE', detail);
-
-export class StaticProvisioner implements AgentProvisioner {
-  constructor(
-    private readonly registry: AgentRegistry,
-    private readonly log?: Logger,
-  ) {}
-
-  /** The registry keeps the agent for reuse; its workspace lives on its own VM, so the operator is told to wipe it. */
-  async deleteAgentOf(userId: string): Promise<void> {
-    const agent = await this.registry.forUser(userId);
-    if (!agent) return;
-    await this.registry.assign(agent.name, null);
-    this.log?.warn({ agent: agent.name }, 'account deleted: agent unassigned; wipe its workspace before assigning it again');
-  }
-
-  async agentFor(userId: string): Promise<AgentEndpoint> {
-    const agent = await this.registry.forUser(userId);
-    if (!agent) throw agentUnavailable('No agent is assigned to this account yet');
-    return agent;
-  }
-
-  async close(): Promise<void> {}
-}
+import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats } from '../provisioner.js';
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const agent = agentFetch(url);

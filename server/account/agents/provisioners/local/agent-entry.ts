@@ -4,7 +4,7 @@
  * who edited code without rebuilding still gets what they wrote). Decided once per process.
  */
 import path from 'node:path';
-import { DIST_DIR, REPO_ROOT, RUNNING_COMPILED, serverBuildIsCurrent } from '../../common/build.js';
+import { DIST_DIR, REPO_ROOT, RUNNING_COMPILED, serverBuildIsCurrent } from '../../../../common/build.js';
 
 let entry: { args: string[]; compiled: boolean } | undefined;
 

@@ -20,7 +20,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT } from '../../common/build.js';
+import { REPO_ROOT } from '../../../../common/build.js';
 
 /**
  * The sandbox inside the sandbox that every `exec` command runs in: the agent's view of the

@@ -15,9 +15,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } 
 import os from 'node:os';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
-import type { Logger } from '../../common/log.js';
+import type { Logger } from '../../../../common/log.js';
 import { agentEntry } from './agent-entry.js';
-import type { EgressGateway, OpenGateway } from './egress-gateway.js';
+import type { EgressGateway, OpenGateway } from '../../egress-gateway.js';
 import {
   EXEC_PROXY,
   EXEC_SANDBOX_ARGS,
@@ -35,7 +35,7 @@ import {
   type CgroupMode,
   type ResourceLimits,
 } from './sandbox.js';
-import { unixAgentUrl } from './transport.js';
+import { unixAgentUrl } from '../../transport.js';
 
 export interface LauncherOptions extends ResourceLimits {
   /** AGENT_SANDBOX: `on` (default) or `off`. */

@@ -1,0 +1,36 @@
+/**
+ * Every user has one agent; a provisioner finds it (and starts it when that is its job). The
+ * registry, the proxy, the egress gateway and the budgets are shared and know no provisioner's
+ * details; each kind lives beside the others in this folder:
+ *
+ * - `local` (default, local/): one sandboxed process per user on this machine.
+ * - `static` (static.ts): agents run elsewhere and are registered and assigned with `npm run agents`.
+ *
+ * A provisioner of machines elsewhere implements the same interface: `agentFor` creates or wakes the
+ * user's agent (registering its URL and secret in the registry on creation) and resolves once its
+ * /health answers; `close` releases local resources only — such agents outlive the account service.
+ */
+import { AppError } from '../../../common/errors.js';
+import type { AgentEndpoint } from '../registry.js';
+
+export interface AgentProvisioner {
+  /** The user's agent, ready to take requests. */
+  agentFor(userId: string): Promise<AgentEndpoint>;
+  /** Agents on this machine: running (starting ones included), starting, stopped to make room, crashed (local agents only). */
+  stats?(): AgentStats;
+  /** The user's account is being deleted: stop its agent and delete its workspace, or hand a shared one back. */
+  deleteAgentOf(userId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface AgentStats {
+  running: number;
+  starting: number;
+  evicted: number;
+  crashed: number;
+}
+
+/** Seconds a caller refused for capacity is told to wait (about one idle-sweep round). */
+export const CAPACITY_RETRY_AFTER_SECONDS = 10;
+
+export const agentUnavailable = (detail: string) => new AppError(503, 'AGENT_UNAVAILABLE', detail);
