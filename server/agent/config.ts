@@ -42,7 +42,13 @@ export const agentEnv = z.object({
     )
     .meta({ description: "the secret's SHA-256, instead of the secret", default: '—', values: '64 hex digits' }),
   AGENT_NAME: z.string().min(1).max(100).default('agent').describe('name reported by `/health`'),
-  AGENT_WORKSPACE: z.string().min(1).default('./data/workspace').describe("the agent's files; `agent.db` lives at its root"),
+  AGENT_WORKSPACE: z.string().min(1).default('./data/workspace').describe("the agent's files"),
+  AGENT_STATE_DIR: optionalString.meta({
+    description:
+      'where `agent.db` lives (chats, contacts, owner codes): outside the workspace, which `exec` commands see; an `agent.db` left at the workspace root by an older version is moved here at start',
+    default: '`<AGENT_WORKSPACE>.state` (a sibling directory)',
+    values: 'a directory path',
+  }),
   MODEL: optionalString.meta({
     description:
       '`openai-compatible:<base_url>#<model>` (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter…), `openai:<model>` (`OPENAI_API_KEY`, `OPENAI_BASE_URL`), `anthropic:<model>` (`ANTHROPIC_API_KEY`)',
@@ -236,6 +242,8 @@ const schema = agentEnv
     ),
     name: env.AGENT_NAME,
     workspace: path.resolve(env.AGENT_WORKSPACE),
+    /** Where agent.db lives, beside the workspace (store.ts). */
+    stateDir: path.resolve(env.AGENT_STATE_DIR ?? `${path.resolve(env.AGENT_WORKSPACE)}.state`),
     workspaceQuotaBytes: env.AGENT_WORKSPACE_QUOTA_MB * 1024 * 1024,
     model: env.MODEL,
     chat: {

@@ -23,6 +23,7 @@ import {
   EXEC_SANDBOX_ARGS,
   EXEC_SANDBOX_ARGS_WITH_EGRESS,
   SANDBOX_RUN_DIR,
+  SANDBOX_STATE_DIR,
   SANDBOX_WORKSPACE,
   createAgentCgroup,
   detectCgroups,
@@ -132,12 +133,16 @@ export class AgentLauncher {
       { agent: path.join(runDir, EGRESS_SOCKET), exec: execNetwork ? path.join(runDir, EXEC_EGRESS_SOCKET) : undefined },
       { agentId, userId },
     );
-    const seen = sandboxed ? { workspace: SANDBOX_WORKSPACE, runDir: SANDBOX_RUN_DIR } : { workspace, runDir };
+    // agent.db beside the workspace (…/agents/<id>/state), where exec commands do not reach it.
+    const stateDir = path.join(path.dirname(workspace), 'state');
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    const seen = sandboxed ? { workspace: SANDBOX_WORKSPACE, stateDir: SANDBOX_STATE_DIR, runDir: SANDBOX_RUN_DIR } : { workspace, stateDir, runDir };
     const agentEnv: NodeJS.ProcessEnv = {
       ...env,
       AGENT_SOCKET: path.join(seen.runDir, SOCKET),
       AGENT_EGRESS_SOCKET: path.join(seen.runDir, EGRESS_SOCKET),
       AGENT_WORKSPACE: seen.workspace,
+      AGENT_STATE_DIR: seen.stateDir,
       ...(mode === 'no-exec' ? { AGENT_EXEC: 'off' } : {}),
       ...(sandboxed ? { PATH: SANDBOX_PATH, ...this.execSettings() } : {}),
       ...(execNetwork ? { AGENT_EXEC_EGRESS_SOCKET: path.join(seen.runDir, EXEC_EGRESS_SOCKET) } : {}),
@@ -151,7 +156,7 @@ export class AgentLauncher {
         const limitsByRlimit = cgroupMode === 'none' ? [`--max-old-space-size=${Math.floor(this.options.memoryBytes / 1024 / 1024 / 2)}`] : [];
         const spec = sandboxedCommand(this.options.bwrap, cgroup, this.options.maxOpenFiles, [command[0] as string, ...limitsByRlimit, ...command.slice(1)]);
         child = spawn(spec.file, spec.args, { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
-        (child.stdio[SANDBOX_ARGS_FD] as Writable).end(sandboxArgsData(sandboxArgs({ workspace, runDir }, this.options)));
+        (child.stdio[SANDBOX_ARGS_FD] as Writable).end(sandboxArgsData(sandboxArgs({ workspace, stateDir, runDir }, this.options)));
       } else {
         child = spawn(command[0] as string, command.slice(1), { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit'] });
       }
