@@ -45,10 +45,13 @@ async function migrate(): Promise<void> {
     const { openAgentStore } = await import('../server/agent/store.js');
     const { agentEnv } = await import('../server/agent/config.js');
     const { parseConfig } = await import('../server/common/config.js');
-    const workspace = path.resolve(parseConfig(agentEnv.pick({ AGENT_WORKSPACE: true }), process.env).AGENT_WORKSPACE);
+    const env = parseConfig(agentEnv.pick({ AGENT_WORKSPACE: true, AGENT_STATE_DIR: true }), process.env);
+    const workspace = path.resolve(env.AGENT_WORKSPACE);
+    // As the agent does (server/agent/config.ts): the state directory beside the workspace.
+    const stateDir = path.resolve(env.AGENT_STATE_DIR ?? `${workspace}.state`);
     const { mkdirSync } = await import('node:fs');
-    mkdirSync(workspace, { recursive: true });
-    const opened = await openAgentStore(workspace);
+    mkdirSync(stateDir, { recursive: true });
+    const opened = await openAgentStore(stateDir, workspace);
     console.log(`agent store ${opened.file}: applied ${opened.appliedMigrations.length} migration(s) ${opened.appliedMigrations.join(', ')}`);
     await opened.close();
   }

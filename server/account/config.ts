@@ -140,6 +140,9 @@ export const accountEnv = z.object({
   MODEL_DAILY_TOKENS: intSetting(2_000_000, { min: 0, max: Number.MAX_SAFE_INTEGER }).describe(
     'model tokens (in + out) a full account may spend per UTC day through its local agent; `0`: no ceiling. Past it a chat message gets 429 `BUDGET_EXCEEDED` with Retry-After until midnight UTC, and a model call inside a run ends the run with an `error` event naming it',
   ),
+  MODEL_CALL_MAX_TOKENS: intSetting(4096, { min: 1, max: 10_000_000 }).describe(
+    'the output ceiling (`max_tokens`) the egress gateway sets on a model call that names none; each call holds its ceiling plus the size of its prompt against the daily budgets until its answer ends',
+  ),
   MODEL_DAILY_TOKENS_GUEST: intSetting(200_000, { min: 0, max: Number.MAX_SAFE_INTEGER }).describe('the same for a guest; `0`: no ceiling'),
   MODEL_DAILY_TOKENS_GUESTS_TOTAL: intSetting(0, { min: 0, max: Number.MAX_SAFE_INTEGER }).meta({
     description:
@@ -304,6 +307,8 @@ const schema = accountEnv
       workspaceQuotaMb: { account: env.AGENT_WORKSPACE_QUOTA_MB, guest: env.AGENT_WORKSPACE_QUOTA_MB_GUEST },
       /** Tokens per UTC day; 0: no ceiling (agents/model-usage.ts). */
       modelBudget: { account: env.MODEL_DAILY_TOKENS, guest: env.MODEL_DAILY_TOKENS_GUEST, guestsTotal: env.MODEL_DAILY_TOKENS_GUESTS_TOTAL },
+      /** The output ceiling the gateway sets on model calls that name none (agents/model-usage.ts). */
+      modelCallMaxTokens: env.MODEL_CALL_MAX_TOKENS,
       egress: {
         model: env.MODEL,
         modelApiKey: env.MODEL_API_KEY,

@@ -9,7 +9,7 @@ import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/provisioners/local/launcher.js';
 import { AuthMetrics } from './auth-metrics.js';
-import { ModelBudget, type TokenUsage } from './agents/model-usage.js';
+import { ModelBudget } from './agents/model-usage.js';
 import { StreamSlots } from './agents/stream-slots.js';
 import { LocalProvisioner, agentEnvironment } from './agents/provisioners/local/provisioner.js';
 import type { AgentProvisioner } from './agents/provisioners/provisioner.js';
@@ -116,8 +116,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
   });
   const modelMeter = {
-    check: (userId: string) => modelBudget.check(userId),
-    record: (userId: string, usage: TokenUsage, guest?: boolean) => modelBudget.record(userId, usage, guest),
+    reserve: (userId: string, tokens: number) => modelBudget.reserve(userId, tokens),
     observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
   };
   const agentMetrics = new AgentMetrics(metrics);
@@ -138,6 +137,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
             config.agentLauncher,
             new EgressGateway(egressRoutes(config.egress), log, {
               meter: modelMeter,
+              modelCallMaxTokens: config.modelCallMaxTokens,
               limits: config.egressLimits,
               onLimited: (limit) => egressLimited.inc({ limit }),
             }),

@@ -6,6 +6,9 @@ import { parseModelSpec } from '@contracts/agent/model-spec.js';
 
 export const AGENT_VERSION = '0.1.0';
 
+/** The tools an owner may give Telegram contacts (TELEGRAM_CONTACT_TOOLS); never spawn_subagent. */
+const CONTACT_GRANTABLE_TOOLS = ['list_files', 'read_file', 'write_file', 'send_file', 'exec'] as const;
+
 /** A duration in seconds (fractions allowed, so tests can inject short intervals). */
 const seconds = (fallback: number, { max }: { max: number }) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().positive().max(max));
@@ -39,7 +42,13 @@ export const agentEnv = z.object({
     )
     .meta({ description: "the secret's SHA-256, instead of the secret", default: '—', values: '64 hex digits' }),
   AGENT_NAME: z.string().min(1).max(100).default('agent').describe('name reported by `/health`'),
-  AGENT_WORKSPACE: z.string().min(1).default('./data/workspace').describe("the agent's files; `agent.db` lives at its root"),
+  AGENT_WORKSPACE: z.string().min(1).default('./data/workspace').describe("the agent's files"),
+  AGENT_STATE_DIR: optionalString.meta({
+    description:
+      'where `agent.db` lives (chats, contacts, owner codes): outside the workspace, which `exec` commands see; an `agent.db` left at the workspace root by an older version is moved here at start',
+    default: '`<AGENT_WORKSPACE>.state` (a sibling directory)',
+    values: 'a directory path',
+  }),
   MODEL: optionalString.meta({
     description:
       '`openai-compatible:<base_url>#<model>` (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter…), `openai:<model>` (`OPENAI_API_KEY`, `OPENAI_BASE_URL`), `anthropic:<model>` (`ANTHROPIC_API_KEY`)',
@@ -155,6 +164,21 @@ export const agentEnv = z.object({
   TELEGRAM_API_ROOT: optionalString
     .pipe(z.url({ protocol: /^https?$/ }).optional())
     .meta({ description: "Bot API server (a self-hosted `telegram-bot-api`, or the tests' fake)", default: '`https://api.telegram.org`' }),
+  TELEGRAM_CONTACT_TOOLS: z
+    .preprocess(
+      (v) =>
+        String(v ?? '')
+          .split(',')
+          .map((name) => name.trim())
+          .filter(Boolean),
+      z.array(z.enum(CONTACT_GRANTABLE_TOOLS, { message: `each must be one of ${CONTACT_GRANTABLE_TOOLS.join(', ')}` })),
+    )
+    .meta({
+      description:
+        "tools the runs of allowed Telegram contacts other than the owner get, comma-separated (`spawn_subagent` cannot be given: subagents work with the owner's tools)",
+      default: 'empty → contacts talk to the agent without tools',
+      values: CONTACT_GRANTABLE_TOOLS.map((name) => `\`${name}\``).join(', '),
+    }),
   TELEGRAM_GROUPS: z
     .preprocess((v) => (v === '' || v === undefined ? 'off' : v), z.enum(['on', 'off']))
     .describe('`on` answers allowed contacts in group chats too'),
@@ -218,6 +242,8 @@ const schema = agentEnv
     ),
     name: env.AGENT_NAME,
     workspace: path.resolve(env.AGENT_WORKSPACE),
+    /** Where agent.db lives, beside the workspace (store.ts). */
+    stateDir: path.resolve(env.AGENT_STATE_DIR ?? `${path.resolve(env.AGENT_WORKSPACE)}.state`),
     workspaceQuotaBytes: env.AGENT_WORKSPACE_QUOTA_MB * 1024 * 1024,
     model: env.MODEL,
     chat: {
@@ -243,6 +269,8 @@ const schema = agentEnv
       ownerId: env.TELEGRAM_OWNER_ID,
       apiRoot: env.TELEGRAM_API_ROOT?.replace(/\/+$/, '') ?? 'https://api.telegram.org',
       groups: env.TELEGRAM_GROUPS === 'on',
+      /** What a contact's run may use (TELEGRAM_CONTACT_TOOLS); the owner's runs get every tool. */
+      contactTools: env.TELEGRAM_CONTACT_TOOLS,
       pollTimeoutSeconds: env.TELEGRAM_POLL_TIMEOUT,
       retryBaseMs: env.TELEGRAM_RETRY_BASE * 1000,
       retryMaxMs: Math.max(env.TELEGRAM_RETRY_MAX, env.TELEGRAM_RETRY_BASE) * 1000,

@@ -45,7 +45,8 @@ export interface AgentServices {
 
 export async function createAgentServices(config: AgentConfig, log: Logger): Promise<AgentServices> {
   await mkdir(config.workspace, { recursive: true });
-  const store = await openAgentStore(config.workspace);
+  await mkdir(config.stateDir, { recursive: true });
+  const store = await openAgentStore(config.stateDir, config.workspace, log);
   log.info({ file: store.file, applied: store.appliedMigrations }, 'agent store open');
   const { chat: chatConfig } = config;
   const pending = new PendingStore(store.db, log);

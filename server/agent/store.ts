@@ -1,6 +1,9 @@
 /**
- * The agent store: SQLite `agent.db` at the workspace root (hidden from file access by the path
- * guard), WAL so that history writes stay cheap, migrations applied on open.
+ * The agent store: SQLite `agent.db` in the agent's state directory, beside its workspace and
+ * outside it (AGENT_STATE_DIR): a sandboxed agent's `exec` commands see the workspace and never
+ * the state directory (docs/security.md, "Local agents run in a sandbox"). A workspace that still
+ * holds `agent.db` from before is moved on open. The path guard keeps hiding the name from file
+ * access. WAL so that history writes stay cheap, migrations applied on open.
  *
  * Two connections to the file: Prisma's (schema, migrations, most queries) and `sql`, a plain
  * better-sqlite3 connection for the chat history's hot statements (chat/history.ts). Both run
@@ -10,6 +13,7 @@
  * busy-waits (timeout 0) and its writers retry asynchronously until the lock is free.
  */
 import { randomUUID } from 'node:crypto';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
@@ -105,8 +109,35 @@ export async function migrateAgentDb(file: string, source: MigrationSource = age
   return upToDate ? [] : applyMigrations(source, agentDbAdapter(file));
 }
 
-export async function openAgentStore(workspace: string): Promise<AgentStore> {
-  const file = path.join(workspace, AGENT_DB_FILE);
+/** The SQLite files of a database besides the main one. */
+const SIDE_FILES = ['-wal', '-shm', '-journal'];
+
+/**
+ * Moves `agent.db` from where it used to live (the workspace root) to the state directory: a
+ * consistent copy (VACUUM INTO, WAL included) renamed into place, then the old files removed. A
+ * crash in between leaves the old files beside a complete new one; the next open removes them.
+ */
+function moveLegacyStore(legacy: string, file: string, log?: { info(obj: object, msg: string): void }): void {
+  if (!existsSync(legacy)) return;
+  if (!existsSync(file)) {
+    const copy = `${file}.moving`;
+    rmSync(copy, { force: true });
+    const raw = new Database(legacy);
+    try {
+      raw.prepare('VACUUM INTO ?').run(copy);
+    } finally {
+      raw.close();
+    }
+    renameSync(copy, file);
+    log?.info({ from: legacy, to: file }, 'agent store moved out of the workspace');
+  }
+  for (const suffix of ['', ...SIDE_FILES]) rmSync(`${legacy}${suffix}`, { force: true });
+}
+
+/** Opens (creating and migrating) the store in `stateDir`; `workspace`: where an older one may still be. */
+export async function openAgentStore(stateDir: string, workspace?: string, log?: { info(obj: object, msg: string): void }): Promise<AgentStore> {
+  const file = path.join(stateDir, AGENT_DB_FILE);
+  if (workspace && path.resolve(workspace) !== path.resolve(stateDir)) moveLegacyStore(path.join(workspace, AGENT_DB_FILE), file, log);
   const appliedMigrations = await migrateAgentDb(file);
   const sql = new Database(file, { timeout: 0 });
   sql.pragma('synchronous = NORMAL');

@@ -94,6 +94,26 @@ describe('agent store migrations at start', { timeout: 60_000 }, () => {
     expect(engine.starts).toBe(before);
   });
 
+  it('an agent.db left at the workspace root by an older version moves to the state directory, history and all, and leaves nothing behind', async () => {
+    const workspace = await dir('agent-ws');
+    const stateDir = await dir('agent-state');
+    const old = await openAgentStore(workspace);
+    await old.db.chatMessage.create({ data: { chatId: 'c', type: 'user', content: 'moved with it' } });
+    await old.close();
+
+    const moved = await openAgentStore(stateDir, workspace);
+    expect(moved.file).toBe(path.join(stateDir, 'agent.db'));
+    expect((await moved.db.chatMessage.findMany()).map((m) => m.content)).toEqual(['moved with it']);
+    await moved.close();
+    expect(readdirSync(workspace).filter((name) => name.startsWith('agent.db'))).toEqual([]);
+    // A stray agent.db in the workspace later is not the store: it is removed, the store kept.
+    await writeFile(path.join(workspace, 'agent.db'), 'planted');
+    const again = await openAgentStore(stateDir, workspace);
+    expect(await again.db.chatMessage.count()).toBe(1);
+    await again.close();
+    expect(readdirSync(workspace)).toEqual([]);
+  });
+
   it('the direct install leaves the database as the engine does: same schema, same record', async () => {
     const direct = path.join(await dir('agent-db'), 'agent.db');
     const byEngine = path.join(await dir('agent-db'), 'agent.db');

@@ -8,7 +8,8 @@ import { alice, bob, carol, sleep, startTelegramRig, until, type TelegramRig } f
 
 let rig: TelegramRig;
 beforeAll(async () => {
-  rig = await startTelegramRig({ TELEGRAM_OWNER_ID: '4242' });
+  // Contacts may be sent files (TELEGRAM_CONTACT_TOOLS); their other tools are the security suite's (telegram-contacts).
+  rig = await startTelegramRig({ TELEGRAM_OWNER_ID: '4242', TELEGRAM_CONTACT_TOOLS: 'send_file' });
 });
 afterAll(() => rig.stop());
 

@@ -43,6 +43,7 @@ describe('telegram configuration', () => {
       ownerId: undefined,
       apiRoot: 'https://api.telegram.org',
       groups: false,
+      contactTools: [],
       pollTimeoutSeconds: 30,
       retryBaseMs: 1000,
       retryMaxMs: 60_000,

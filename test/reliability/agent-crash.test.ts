@@ -148,7 +148,9 @@ describe('kill -9 of the agent during chat runs, uploads and subagent runs', () 
   it(`${ROUNDS} rounds: integrity_check ok, history consistent, no pending message lost or doubled, no partial upload, every landed file intact`, async () => {
     const started = Date.now();
     const workspace = await tempDir('crash-ws');
-    cleanup.push(workspace);
+    // agent.db lives beside the workspace (AGENT_STATE_DIR's default).
+    const stateDir = `${workspace}.state`;
+    cleanup.push(workspace, stateDir);
     const secret = randomBytes(24).toString('hex');
     const auth = { authorization: `Bearer ${secret}` };
     const get = async <T>(url: string, p: string): Promise<T> => {
@@ -210,7 +212,7 @@ describe('kill -9 of the agent during chat runs, uploads and subagent runs', () 
       await checkHistory(agent.url);
       await checkPending(agent.url);
       // The database is sound, no .part file survived, landed files are whole.
-      const db = new Database(path.join(workspace, 'agent.db'), { readonly: true, fileMustExist: true });
+      const db = new Database(path.join(stateDir, 'agent.db'), { readonly: true, fileMustExist: true });
       try {
         expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
       } finally {

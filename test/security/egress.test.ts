@@ -20,6 +20,9 @@ const OPERATOR_KEY = 'sk-operator-egress-test';
 
 let upstream: http.Server;
 let upstreamHost: string;
+/** A second allow-listed host that is not the model's: tunnels go there (none may go to the model host). */
+let tunnelTarget: http.Server;
+let tunnelHost: string;
 /** Headers of each request the upstream got, and the body bytes it received. */
 const seen: Array<{ url: string; headers: http.IncomingHttpHeaders; bodyBytes: number }> = [];
 
@@ -43,10 +46,15 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   upstreamHost = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  tunnelTarget = http.createServer((_req, res) => res.end('tunnel target'));
+  await new Promise<void>((resolve) => tunnelTarget.listen(0, '127.0.0.1', resolve));
+  tunnelHost = `127.0.0.1:${(tunnelTarget.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
-  upstream.closeAllConnections();
-  await new Promise<void>((resolve) => upstream.close(() => resolve()));
+  for (const server of [upstream, tunnelTarget]) {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'egress-'));
@@ -75,7 +83,10 @@ async function startGateway(limits: Partial<EgressLimits> = {}): Promise<{ logs:
     }),
   );
   const gateway = new EgressGateway(
-    [{ origin: new URL(`http://${upstreamHost}`), credentials: { authorization: `Bearer ${OPERATOR_KEY}` }, model: true }],
+    [
+      { origin: new URL(`http://${upstreamHost}`), credentials: { authorization: `Bearer ${OPERATOR_KEY}` }, model: true },
+      { origin: new URL(`http://${tunnelHost}`), credentials: {} },
+    ],
     log,
     { limits: { ...roomy, ...limits }, onLimited: (limit) => limited.push(limit) },
   );
@@ -137,7 +148,7 @@ function pending(socketPath: string, target: string): { ended: Promise<string>; 
 }
 
 /** A CONNECT on a gateway socket: the status line it got, and the socket (tunnel) when 200. */
-function connect(socketPath: string, target = upstreamHost): Promise<{ status: number; socket: net.Socket; closed: Promise<void> }> {
+function connect(socketPath: string, target = tunnelHost): Promise<{ status: number; socket: net.Socket; closed: Promise<void> }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(socketPath);
     const closed = new Promise<void>((done) => socket.once('close', () => done()));

@@ -79,7 +79,7 @@ it('a graceful stop during a run interrupts it the same way', async () => {
 it('a run whose announcement cannot be stored is not recorded as ended: the next start announces it', async () => {
   const agent = await startTestAgent(suite.env());
   // The store refuses announcements, as a crash right after the run's end was written would lose one.
-  const db = new Database(path.join(suite.workspace, 'agent.db'));
+  const db = new Database(path.join(agent.stateDir, 'agent.db'));
   db.exec("CREATE TRIGGER refuse_pending BEFORE INSERT ON pending_messages BEGIN SELECT RAISE(ABORT, 'refused'); END");
   let id = '';
   try {

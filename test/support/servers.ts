@@ -22,6 +22,8 @@ export async function tempDir(prefix: string): Promise<string> {
 export interface TestAgent extends RunningAgent {
   secret: string;
   workspace: string;
+  /** Where its agent.db lives (AGENT_STATE_DIR), beside the workspace. */
+  stateDir: string;
   auth: { authorization: string };
   /** Stops the agent and removes its workspace (unless keepWorkspace). */
   stop(opts?: { keepWorkspace?: boolean }): Promise<void>;
@@ -44,10 +46,11 @@ export async function startTestAgent(env: Record<string, string> = {}): Promise<
     ...agent,
     secret,
     workspace,
+    stateDir: config.stateDir,
     auth: { authorization: `Bearer ${secret}` },
     async stop(opts) {
       await agent.close();
-      if (!opts?.keepWorkspace) await rm(workspace, { recursive: true, force: true });
+      if (!opts?.keepWorkspace) for (const dir of [workspace, config.stateDir]) await rm(dir, { recursive: true, force: true });
     },
   };
 }

@@ -9,7 +9,8 @@
  *
  * With AGENT_EXEC_NETWORK=allowlist, exec commands reach the gateway through the agent's relay
  * (server/agent/net/exec-relay.ts) as through an HTTP proxy: absolute-form requests
- * (`GET http://host/path`) and CONNECT tunnels (https) to allow-listed hosts; nothing else. The
+ * (`GET http://host/path`) and CONNECT tunnels (https) to allow-listed hosts other than the model's
+ * (a tunnel cannot be metered; model calls take the plain path); nothing else. The
  * relay has a socket of its own, and on it the gateway adds no credentials: a command that asks
  * for the model host gets the operator's key neither used on its behalf nor echoed back.
  *
@@ -18,8 +19,9 @@
  * 413) or cuts the connection, so a hostile tenant cannot hold the account service's sockets,
  * memory or upstream connections.
  *
- * Calls to the model are metered (model-usage.ts): refused with 429 while the owner's daily
- * budget is spent, and their token usage is read from the answer as it passes and recorded.
+ * Calls to the model are metered (model-usage.ts): each reserves what it may cost before it is
+ * forwarded (refused with 429 while the owner's daily budget is spent or held by calls in flight),
+ * and settles with the usage read from its answer as it passes.
  */
 import { rmSync } from 'node:fs';
 import http from 'node:http';
@@ -30,7 +32,7 @@ import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import type { ErrorCode } from '@contracts/errors.js';
-import { UsageScanner, type TokenUsage } from './model-usage.js';
+import { modelCall, UsageScanner, type ModelCall, type TokenUsage } from './model-usage.js';
 
 export interface EgressRoute {
   /** `https://api.openai.com`, `http://127.0.0.1:11434` … */
@@ -49,8 +51,8 @@ export interface GatewayOwner {
 
 /** The budget the gateway holds model calls against (model-usage.ts), and where call times go (metrics). */
 export interface ModelMeter {
-  check(userId: string): Promise<{ guest: boolean }>;
-  record(userId: string, usage: TokenUsage, guest?: boolean): Promise<void>;
+  /** Admits one call that may cost `tokens` (an AppError 429 when the budget is spent or held), until it settles. */
+  reserve(userId: string, tokens: number): Promise<{ settle(usage: TokenUsage): Promise<void> }>;
   /** A metered call ended: its duration and HTTP status (0: no answer). */
   observe?(seconds: number, status: number): void;
 }
@@ -74,6 +76,8 @@ export interface EgressGatewayOptions {
   /** The configuration's (server/account/config.ts `egressLimits`), where the defaults live. */
   limits: EgressLimits;
   meter?: ModelMeter;
+  /** MODEL_CALL_MAX_TOKENS: the output ceiling set on a metered generation request that names none. */
+  modelCallMaxTokens?: number;
   /** Each refusal or cut by a limit. */
   onLimited?: (limit: EgressLimit) => void;
 }
@@ -194,6 +198,7 @@ class Slots {
 export class EgressGateway {
   private readonly routes = new Map<string, EgressRoute>();
   private readonly meter?: ModelMeter;
+  private readonly modelCallMaxTokens: number;
   private readonly limits: EgressLimits;
   private readonly onLimited: (limit: EgressLimit) => void;
 
@@ -203,6 +208,7 @@ export class EgressGateway {
     options: EgressGatewayOptions,
   ) {
     this.meter = options.meter;
+    this.modelCallMaxTokens = options.modelCallMaxTokens ?? 4096;
     this.limits = options.limits;
     this.onLimited = options.onLimited ?? (() => {});
     // First route wins: the model's credentials are not replaced by an AGENT_EGRESS_ALLOW entry for the same origin.
@@ -267,13 +273,24 @@ export class EgressGateway {
     return this.routes.get(host.includes(':') ? host : `${host}:80`);
   }
 
-  /** CONNECT host:port: a raw tunnel to an allow-listed host, no credentials added (TLS is end to end). */
+  /**
+   * CONNECT host:port: a raw tunnel to an allow-listed host, no credentials added (TLS is end to
+   * end). Never to the model host: what passes a tunnel cannot be read, so it could not be
+   * metered; model calls take the plain path (`http://host:443/…` through the proxy), where they are.
+   */
   private tunnel(req: http.IncomingMessage, client: net.Socket, head: Buffer, caller: Caller): void {
     const target = req.url ?? '';
     const route = /^[^\s/]+:\d+$/.test(target) ? this.routeFor(target) : undefined;
     if (!route) {
       this.log.warn({ agentId: caller.owner.agentId, host: target, method: 'CONNECT' }, 'egress refused: host not on the allowlist');
       client.end("HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_DENIED: not on this service's egress allowlist\n");
+      return;
+    }
+    if (route.model) {
+      this.log.warn({ agentId: caller.owner.agentId, host: target, method: 'CONNECT' }, 'egress refused: no tunnel to the model host');
+      client.end(
+        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_DENIED: no tunnel to the model host; send plain requests through the proxy (http://${target}/...), which are metered\n`,
+      );
       return;
     }
     const release = this.slot(caller, target);
@@ -337,11 +354,23 @@ export class EgressGateway {
     const { origin } = route;
     // The operator's keys only for the agent's own client: exec's relay socket sends what the command sent.
     const credentials = caller.exec ? {} : route.credentials;
-    const metered =
-      route.model && owner.userId && this.meter ? { userId: owner.userId, meter: this.meter, guest: undefined as boolean | undefined } : undefined;
-    if (metered) {
+    const meter = route.model && owner.userId ? this.meter : undefined;
+    let call: ModelCall | undefined;
+    let reservation: Awaited<ReturnType<ModelMeter['reserve']>> | undefined;
+    if (meter && owner.userId) {
+      // A metered call is read whole first: its output ceiling decides what it reserves (model-usage.ts).
+      const body = await readBody(req, maxBodyBytes);
+      if (res.destroyed) return;
+      if (body === 'too-large') {
+        this.onLimited('body');
+        res.shouldKeepAlive = false;
+        return deny(res, 413, 'EGRESS_BODY_TOO_LARGE', `Request bodies through the egress gateway are limited to ${maxBodyBytes} bytes`);
+      }
+      const encoded = (req.headers['content-encoding'] ?? 'identity') !== 'identity';
+      call = encoded ? undefined : modelCall(req.method ?? 'GET', path, body, this.modelCallMaxTokens);
+      if (!call) return deny(res, 403, 'EGRESS_DENIED', 'A model request the gateway cannot read (not a plain JSON object) is not forwarded');
       try {
-        metered.guest = (await metered.meter.check(metered.userId)).guest;
+        reservation = await meter.reserve(owner.userId, call.reserve);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         // OpenAI's shape for a spent quota, which clients know not to retry.
@@ -353,32 +382,46 @@ export class EgressGateway {
     const dropCredentials = Object.keys(credentials).length > 0;
     const started = performance.now();
     let status = 0;
-    if (metered) res.once('close', () => metered.meter.observe?.((performance.now() - started) / 1000, status));
+    if (meter) res.once('close', () => meter.observe?.((performance.now() - started) / 1000, status));
+    const headers = { ...forwarded(req.headers, dropCredentials), host: origin.host, ...credentials };
+    if (call) headers['content-length'] = String(call.body.length);
     const upstream = (origin.protocol === 'https:' ? https : http).request({
       protocol: origin.protocol,
       hostname: origin.hostname,
       port: origin.port || undefined,
       method: req.method,
       path,
-      headers: { ...forwarded(req.headers, dropCredentials), host: origin.host, ...credentials },
+      headers,
     });
+    // Settled once: with the usage the answer reported; with the call's estimate when it was sent
+    // and answered (or cut) without any the gateway could read; with nothing when it never left or
+    // was refused upstream. So a call the model may have run is never free.
+    let sent = false;
+    let answered: http.IncomingMessage | undefined;
+    const scanner = new UsageScanner();
+    const settle = () => {
+      if (!reservation || !call) return;
+      const read = scanner.end();
+      const ok = status === 0 || (status >= 200 && status < 300);
+      const usage = read.tokensIn + read.tokensOut > 0 ? read : sent && ok ? call.estimate : { tokensIn: 0, tokensOut: 0 };
+      reservation.settle(usage).catch((error: unknown) => this.log.error({ err: error, agentId }, 'recording model usage failed'));
+      reservation = undefined;
+    };
+    upstream.once('finish', () => (sent = true));
     upstream.on('response', (answer) => {
+      answered = answer;
       status = answer.statusCode ?? 502;
       res.writeHead(status, forwarded(answer.headers, false));
-      if (metered && (answer.statusCode ?? 0) < 300) {
-        const scanner = new UsageScanner();
+      if (reservation) {
         answer.on('data', (chunk: Buffer) => scanner.push(chunk));
         // Recorded when the answer is complete, or as far as it came when the agent stopped reading.
-        answer.once('close', () => {
-          metered.meter
-            .record(metered.userId, scanner.end(), metered.guest)
-            .catch((error: unknown) => this.log.error({ err: error, agentId }, 'recording model usage failed'));
-        });
+        answer.once('close', settle);
       }
       answer.pipe(res);
       answer.on('error', () => res.destroy());
     });
     upstream.on('error', (error) => {
+      if (!answered) settle();
       // Ended already: refused for its body size, and that answer must still get out.
       if (res.writableEnded) return;
       if (res.headersSent) return void res.destroy();
@@ -387,7 +430,12 @@ export class EgressGateway {
     });
     res.on('close', () => {
       if (!res.writableFinished) upstream.destroy();
+      if (!answered) settle();
     });
+    if (call) {
+      upstream.end(call.body);
+      return;
+    }
     // A body without (or beyond) its declared length is counted as it streams.
     let bodyBytes = 0;
     req.on('data', (chunk: Buffer) => {
@@ -402,6 +450,27 @@ export class EgressGateway {
     });
     req.pipe(upstream);
   }
+}
+
+/** A request body in full, or 'too-large' past `max` bytes (what came is dropped). */
+function readBody(req: http.IncomingMessage, max: number): Promise<Buffer | 'too-large'> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        chunks.length = 0;
+        req.removeAllListeners('data');
+        req.resume();
+        resolve('too-large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('close', () => resolve(Buffer.concat(chunks)));
+  });
 }
 
 function closeServer(server: http.Server): Promise<void> {

@@ -5,8 +5,11 @@
  * MODEL_DAILY_TOKENS_GUESTS_TOTAL for all guests together; 0 or unset: no ceiling).
  *
  * The gateway sees every model call of a local agent, so no agent can spend past its owner's
- * budget by skipping a report. A call that starts while budget is left may finish past it: the
- * ceiling is checked before each call, and usage is known only once the answer is complete.
+ * budget by skipping a report. Usage is known only once an answer is complete, so each call first
+ * reserves what it may cost (`reserve`: its max_tokens plus a bound on its prompt) and settles
+ * with the real figures when its answer ends. A call is admitted only while the tokens spent plus
+ * those held by calls in flight are under the ceiling, so calls in parallel pass it by at most one
+ * call (docs/security.md, "Model budget: calls in flight are reserved").
  */
 import { AppError } from '../../common/errors.js';
 import type { HotSql } from '../hot-sql.js';
@@ -93,7 +96,19 @@ const GUESTS = 'guests';
 const dayOf = (now: Date) => now.toISOString().slice(0, 10);
 const nextMidnight = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
 
+/** What one admitted model call holds of its owner's budgets until its answer ends. */
+export interface Reservation {
+  guest: boolean;
+  /** Records the call's usage and gives its hold back; once. */
+  settle(usage: TokenUsage): Promise<void>;
+}
+
 export class ModelBudget {
+  /** Tokens held by calls in flight on this instance, per scope and day (`scope|day`). */
+  private readonly held = new Map<string, number>();
+  /** Admissions one at a time per scope, so that each sees the holds of those before it. */
+  private readonly admissions = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly sql: HotSql,
     private readonly limits: BudgetLimits,
@@ -116,34 +131,152 @@ export class ModelBudget {
 
   /**
    * 429 BUDGET_EXCEEDED (with Retry-After until midnight UTC) when the user, or all guests, spent
-   * today's tokens. Answers whether the user is a guest, so the call's `record` need not ask again.
+   * today's tokens: the check before a chat message. Calls in flight are not counted here (their
+   * holds are the gateway's business, `reserve`).
    */
-  async check(userId: string): Promise<{ guest: boolean }> {
+  async check(userId: string): Promise<void> {
+    const now = this.clock();
+    const day = dayOf(now);
+    for (const { scope, limit } of this.scopes(userId, await this.isGuest(userId))) {
+      if ((await this.used(scope, day)) >= limit) throw spent(scope, now);
+    }
+  }
+
+  /**
+   * Admits one model call that may cost `tokens`, holding them against each ceiling that applies
+   * until `settle`: 429 BUDGET_EXCEEDED when a budget is spent (Retry-After until midnight UTC),
+   * or when calls in flight hold the rest of it (Retry-After a few seconds: they settle soon).
+   */
+  async reserve(userId: string, tokens: number): Promise<Reservation> {
     const now = this.clock();
     const day = dayOf(now);
     const guest = await this.isGuest(userId);
-    const own = guest ? this.limits.guest : this.limits.account;
-    const [mine, guests] = await Promise.all([own ? this.used(userId, day) : 0, guest && this.limits.guestsTotal ? this.used(GUESTS, day) : 0]);
-    const spent = (own && mine >= own) || (guest && this.limits.guestsTotal && guests >= this.limits.guestsTotal);
-    if (!spent) return { guest };
-    const resets = nextMidnight(now);
-    const seconds = Math.max(1, Math.ceil((resets.getTime() - now.getTime()) / 1000));
-    const whose =
-      own && mine >= own
-        ? "Today's model budget of this account is used up"
-        : "Today's model budget for guests is used up (sign in with a method to keep chatting)";
-    throw new AppError(429, 'BUDGET_EXCEEDED', `${whose}; it resets at ${resets.toISOString()}`, { 'Retry-After': String(seconds) });
+    const scopes = this.scopes(userId, guest).map((entry) => ({ ...entry, key: `${entry.scope}|${day}` }));
+    await this.oneAtATime(
+      scopes.map(({ key }) => key),
+      async () => {
+        for (const { scope, limit, key } of scopes) {
+          const used = await this.used(scope, day);
+          if (used >= limit) throw spent(scope, now);
+          if (used + (this.held.get(key) ?? 0) >= limit) throw heldInFlight(scope);
+        }
+        for (const { key } of scopes) this.held.set(key, (this.held.get(key) ?? 0) + tokens);
+      },
+    );
+    let settled = false;
+    return {
+      guest,
+      settle: async (usage) => {
+        if (settled) return;
+        settled = true;
+        try {
+          // Recorded before the hold goes, so that no admission in between sees neither.
+          await this.record(userId, usage, guest, day);
+        } finally {
+          for (const { key } of scopes) {
+            const left = (this.held.get(key) ?? 0) - tokens;
+            if (left > 0) this.held.set(key, left);
+            else this.held.delete(key);
+          }
+        }
+      },
+    };
   }
 
-  /** `guest`: what `check` answered for this call, else looked up. */
-  async record(userId: string, usage: TokenUsage, guest?: boolean): Promise<void> {
+  /** The ceilings that apply to a user's calls: their own, and all guests' for a guest. */
+  private scopes(userId: string, guest: boolean): Array<{ scope: string; limit: number }> {
+    const own = guest ? this.limits.guest : this.limits.account;
+    return [...(own ? [{ scope: userId, limit: own }] : []), ...(guest && this.limits.guestsTotal ? [{ scope: GUESTS, limit: this.limits.guestsTotal }] : [])];
+  }
+
+  /** Runs `fn` after every earlier admission that shares one of `keys` (and before later ones). */
+  private oneAtATime(keys: string[], fn: () => Promise<void>): Promise<void> {
+    const earlier = Promise.all(keys.map((key) => this.admissions.get(key)));
+    const turn = earlier.then(fn);
+    const done = turn.catch(() => undefined);
+    for (const key of keys) this.admissions.set(key, done);
+    void done.then(() => {
+      for (const key of keys) if (this.admissions.get(key) === done) this.admissions.delete(key);
+    });
+    return turn;
+  }
+
+  /** `guest`: known by the caller, else looked up; `day`: the day the call was admitted on (default today). */
+  async record(userId: string, usage: TokenUsage, guest?: boolean, day = dayOf(this.clock())): Promise<void> {
     if (usage.tokensIn === 0 && usage.tokensOut === 0) return;
-    const day = dayOf(this.clock());
     guest ??= await this.isGuest(userId);
     const add = (scope: string) =>
       this.sql`INSERT INTO model_usage (scope, day, tokens_in, tokens_out) VALUES (${scope}, ${day}, ${usage.tokensIn}, ${usage.tokensOut})
         ON CONFLICT (scope, day) DO UPDATE SET tokens_in = model_usage.tokens_in + EXCLUDED.tokens_in, tokens_out = model_usage.tokens_out + EXCLUDED.tokens_out`;
     await Promise.all([add(userId), ...(guest ? [add(GUESTS)] : [])]);
     this.onRecord?.(usage, guest);
+  }
+}
+
+function spent(scope: string, now: Date): AppError {
+  const resets = nextMidnight(now);
+  const seconds = Math.max(1, Math.ceil((resets.getTime() - now.getTime()) / 1000));
+  const whose =
+    scope === GUESTS
+      ? "Today's model budget for guests is used up (sign in with a method to keep chatting)"
+      : "Today's model budget of this account is used up";
+  return new AppError(429, 'BUDGET_EXCEEDED', `${whose}; it resets at ${resets.toISOString()}`, { 'Retry-After': String(seconds) });
+}
+
+/** Seconds a call refused for the holds of calls in flight is told to wait: about one model call. */
+const IN_FLIGHT_RETRY_SECONDS = 5;
+
+function heldInFlight(scope: string): AppError {
+  const whose = scope === GUESTS ? 'for guests' : 'of this account';
+  return new AppError(429, 'BUDGET_EXCEEDED', `What is left of today's model budget ${whose} is held by calls in flight; try again when they end`, {
+    'Retry-After': String(IN_FLIGHT_RETRY_SECONDS),
+  });
+}
+
+/** Endpoints that generate text, and the field each reads its output ceiling from. */
+const GENERATION: Array<{ path: RegExp; field: string }> = [
+  { path: /\/responses$/, field: 'max_output_tokens' },
+  { path: /\/(chat\/completions|completions|messages)$/, field: 'max_tokens' },
+];
+const CEILING_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'];
+
+/** A model call as the gateway forwards it: its body (with an output ceiling set) and what it may cost. */
+export interface ModelCall {
+  body: Buffer;
+  /** Held against the budgets while the call runs: its output ceiling plus its prompt's bytes. */
+  reserve: number;
+  /** Charged when the answer reports no usage the gateway can read (a POST only): ceiling plus prompt ÷ 4. */
+  estimate: TokenUsage;
+}
+
+/**
+ * Reads (or sets) a call's output ceiling. A generation request without one gets
+ * `defaultMaxTokens` written into its body, so that no call may produce more than it reserved;
+ * one the gateway cannot read (not a JSON object) is refused: undefined. The body is sent as
+ * parsed, so the upstream reads the same fields (no duplicate key read one way here and another
+ * there). The prompt is bounded by its size: a token stands for at least one byte of the request.
+ */
+export function modelCall(method: string, path: string, body: Buffer, defaultMaxTokens: number): ModelCall | undefined {
+  const pathname = path.split('?')[0] ?? '';
+  const generation = method === 'POST' ? GENERATION.find((entry) => entry.path.test(pathname)) : undefined;
+  let maxTokens = defaultMaxTokens;
+  let sent = body;
+  if (generation) {
+    const request = parseObject(body);
+    if (!request) return undefined;
+    const given = CEILING_FIELDS.map((field) => request[field]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0);
+    if (given.length) maxTokens = Math.max(...given);
+    sent = Buffer.from(JSON.stringify(given.length ? request : { ...request, [generation.field]: defaultMaxTokens }));
+  }
+  const estimate = method === 'POST' ? { tokensIn: Math.ceil(sent.length / 4), tokensOut: maxTokens } : { tokensIn: 0, tokensOut: 0 };
+  return { body: sent, reserve: maxTokens + sent.length, estimate };
+}
+
+function parseObject(body: Buffer): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body.toString('utf8'));
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
 }

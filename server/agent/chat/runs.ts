@@ -15,6 +15,11 @@ export const MAX_RUN_EVENTS = 200_000;
 
 export type StreamItem = TrackedEnvelope<ChatEvent> | ChatEvent;
 
+/** Who a contact's run talks to: a person the owner approved on Telegram, not the owner. */
+export interface ContactAudience {
+  name: string;
+}
+
 export class Run {
   readonly id = randomBytes(6).toString('hex');
   readonly events: ChatEvent[] = [];
@@ -28,6 +33,8 @@ export class Run {
   constructor(
     readonly chatId: string,
     readonly userMessage: string,
+    /** Set for a Telegram contact who is not the owner: the run gets their tools and prompt (chat/runtime.ts). */
+    readonly contact?: ContactAudience,
   ) {
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
   }

@@ -24,7 +24,7 @@ import { runModelLoop } from './loop.js';
 import type { ChatModel } from './chat-model.js';
 import { createLanguageModel, NO_MODEL_REPLY } from './model.js';
 import { buildSystemPrompt } from './prompt.js';
-import { parseEventId, Run, RunRegistry, type StreamItem } from './runs.js';
+import { parseEventId, Run, RunRegistry, type ContactAudience, type StreamItem } from './runs.js';
 import {
   INTERRUPTED,
   STOPPED,
@@ -119,8 +119,8 @@ export class ChatRuntime {
     return next;
   }
 
-  /** Starts a run for the chat (cancelling the active one first) and returns it. */
-  start(chatId: string, message: string): Promise<Run> {
+  /** Starts a run for the chat (cancelling the active one first) and returns it; `contact`: a contact's run (`send`). */
+  start(chatId: string, message: string, contact?: ContactAudience): Promise<Run> {
     return this.withChatLock(chatId, async () => {
       // Retry-After: the agent is back (restarted, or started again on its next use) within seconds.
       if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down', { 'Retry-After': '5' });
@@ -129,7 +129,7 @@ export class ChatRuntime {
         previous.cancel(new RunCancelled('superseded by a new message'));
         await previous.finished;
       }
-      const run = new Run(chatId, message);
+      const run = new Run(chatId, message, contact);
       await this.deps.history.saveUserMessage(chatId, message, run.id);
       this.registry.add(run);
       this.deps.onRunStart?.(chatId);
@@ -149,7 +149,7 @@ export class ChatRuntime {
     const emit = (event: ChatEvent) => run.push(event);
     const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);
     timer.unref();
-    const tools = this.deps.runTools ? { ...this.tools, ...this.deps.runTools(run.chatId) } : this.tools;
+    const tools = run.contact ? this.contactTools() : this.deps.runTools ? { ...this.tools, ...this.deps.runTools(run.chatId) } : this.tools;
     let outcome: RunOutcome = 'completed';
     try {
       if (!this.model) {
@@ -157,7 +157,7 @@ export class ChatRuntime {
         persist({ type: 'text', content: NO_MODEL_REPLY });
       } else {
         const messages = history.modelContext(run.chatId, chat.historyContext + 1);
-        const system = await buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(tools) });
+        const system = await buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(tools), contact: run.contact });
         const result = await runModelLoop({
           model: this.model,
           system,
@@ -199,10 +199,20 @@ export class ChatRuntime {
   }
 
   /**
+   * A contact's runs get only the tools TELEGRAM_CONTACT_TOOLS names (none by default), never
+   * `spawn_subagent` (subagents work with the owner's tools).
+   */
+  private contactTools(): AgentToolSet {
+    const allowed = new Set<string>(this.deps.config.telegram.contactTools);
+    return Object.fromEntries(Object.entries(this.tools).filter(([name]) => allowed.has(name)));
+  }
+
+  /**
    * `POST /chat`: a new run's events; with `lastEventId` (a reconnect) it resumes, never restarts.
    * `open` counts the stream while it lasts (sse_streams_open; a Telegram delivery passes none).
+   * `contact`: the message comes from a Telegram contact who is not the owner.
    */
-  async *send(input: ChatMessageInput, signal: AbortSignal, open?: OpenStreams): AsyncGenerator<StreamItem> {
+  async *send(input: ChatMessageInput, signal: AbortSignal, open?: OpenStreams, contact?: ContactAudience): AsyncGenerator<StreamItem> {
     open?.inc();
     try {
       if (input.lastEventId !== undefined) {
@@ -213,7 +223,7 @@ export class ChatRuntime {
       }
       let run: Run;
       try {
-        run = await this.start(input.chat_id, input.message);
+        run = await this.start(input.chat_id, input.message, contact);
       } catch (error) {
         // The stream has begun (headers are out): report in-band, as a run failure would be.
         this.deps.log.error({ err: error, chatId: input.chat_id }, 'could not start a chat run');

@@ -9,6 +9,8 @@
  * (else it skips), and if the user starts a run while the heartbeat is thinking, the heartbeat is
  * abandoned (the user comes first; nothing is delivered).
  */
+import { ownerTelegramIds } from '../messenger/contacts.js';
+import { TELEGRAM_CHAT_PREFIX } from '../messenger/service.js';
 import { readFile } from 'node:fs/promises';
 import type { ChatModel } from '../chat/chat-model.js';
 import type { Logger } from '../../common/log.js';
@@ -76,9 +78,17 @@ export async function readHeartbeatFile(workspace: string): Promise<string | und
   }
 }
 
-/** The chat of the newest history entry: the agent's most recently active chat. */
-export async function mostRecentChat(db: AgentDb): Promise<string | undefined> {
-  const row = await db.chatMessage.findFirst({ orderBy: { id: 'desc' }, select: { chatId: true } });
+/**
+ * The chat of the newest history entry: the owner's most recently active chat. A Telegram
+ * contact's chat is never it (the heartbeat reads the owner's HEARTBEAT.md and may say what is in
+ * it); the owner's own Telegram chat may be.
+ */
+export async function mostRecentChat(db: AgentDb, ownerTelegramChats: string[] = []): Promise<string | undefined> {
+  const row = await db.chatMessage.findFirst({
+    where: { OR: [{ NOT: { chatId: { startsWith: TELEGRAM_CHAT_PREFIX } } }, { chatId: { in: ownerTelegramChats } }] },
+    orderBy: { id: 'desc' },
+    select: { chatId: true },
+  });
   return row?.chatId;
 }
 
@@ -98,7 +108,11 @@ export async function runHeartbeat(deps: HeartbeatDeps, signal: AbortSignal): Pr
   if (file === undefined) return { kind: 'no-file' };
   if (!file) return { kind: 'empty' };
   if (!deps.model) return { kind: 'no-model' };
-  const chatId = await mostRecentChat(deps.db);
+  const owners = await ownerTelegramIds(deps.db, config.telegram.ownerId);
+  const chatId = await mostRecentChat(
+    deps.db,
+    owners.map((id) => `${TELEGRAM_CHAT_PREFIX}${id}`),
+  );
   if (!chatId) return { kind: 'no-chat' };
 
   // Wait (bounded) for the user's run in that chat to end; skip if it does not.

@@ -50,12 +50,23 @@ export interface Sender {
   displayName: string;
 }
 
+/** A sender as the bot sees them: their contact, and whether they are the bot's owner. */
+export interface KnownSender {
+  contact: Contact;
+  /**
+   * TELEGRAM_OWNER_ID, or paired with the account's one-time owner code: their messages run with
+   * the owner's tools and prompt files; every other allowed contact talks to the agent as a guest
+   * (docs/agent.md, Telegram).
+   */
+  owner: boolean;
+}
+
 /**
  * A private message arrived: the sender's contact, created `pending` when unknown (`allowed`
  * for the owner). Names follow what Telegram says now. The owner is always allowed, whatever
  * the stored status says.
  */
-export async function recordSender(db: AgentDb, sender: Sender, ownerId?: string): Promise<Contact> {
+export async function recordSender(db: AgentDb, sender: Sender, ownerId?: string): Promise<KnownSender> {
   const isOwner = ownerId !== undefined && sender.telegramId === ownerId;
   const upsert = () =>
     db.contact.upsert({
@@ -69,7 +80,18 @@ export async function recordSender(db: AgentDb, sender: Sender, ownerId?: string
     throw error;
   });
   const contact = toContact(row);
-  return isOwner ? { ...contact, status: 'allowed' } : contact;
+  return isOwner ? { contact: { ...contact, status: 'allowed' }, owner: true } : { contact, owner: row.owner };
+}
+
+/** The sender paired with the owner code: allowed, and the owner from now on. */
+export async function pairOwner(db: AgentDb, telegramId: string): Promise<void> {
+  await db.contact.updateMany({ where: { telegramId }, data: { status: 'allowed', owner: true } });
+}
+
+/** The Telegram chats of the owner (`telegram:<id>`): the only ones that are the owner's conversations. */
+export async function ownerTelegramIds(db: AgentDb, ownerId?: string): Promise<string[]> {
+  const paired = await db.contact.findMany({ where: { owner: true }, select: { telegramId: true } });
+  return [...new Set([...(ownerId ? [ownerId] : []), ...paired.map((row) => row.telegramId)])];
 }
 
 /** True exactly once per contact (a conditional update): whoever wins sends the notice. */

@@ -6,9 +6,13 @@
  * - `pending` → nothing (the notice is sent once per contact);
  * - `blocked` → ignored;
  * - `allowed` (or `TELEGRAM_OWNER_ID`) → the text goes to the chat runtime as chat
- *   `telegram:<chat id>` and the run's events come back (delivery.ts).
+ *   `telegram:<chat id>` and the run's events come back (delivery.ts). Only the owner's runs
+ *   (TELEGRAM_OWNER_ID, or paired with the account's owner code) get the owner's tools and prompt
+ *   files; any other contact's run gets the tools TELEGRAM_CONTACT_TOOLS names (none by default),
+ *   in the contact's own chat, whose history is all it sees.
  * Group chats are ignored unless `TELEGRAM_GROUPS=on`; then messages from allowed senders go
- * to chat `telegram:<group id>` (unknown senders become pending contacts, without a notice).
+ * to chat `telegram:<group id>` (unknown senders become pending contacts, without a notice), as
+ * contacts' runs whoever writes: a group is shared with people who are not the owner.
  */
 import type { Context } from 'grammy';
 import type { Update } from 'grammy/types';
@@ -18,7 +22,7 @@ import { MESSAGE_MAX_CHARS } from '@contracts/agent/chat.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
 import type { TelegramBot } from './bot.js';
-import { claimNotice, findContact, recordSender, releaseNotice, setContactStatus } from './contacts.js';
+import { claimNotice, findContact, pairOwner, recordSender, releaseNotice } from './contacts.js';
 import { claimOwnerCode, pairingCode } from './owner-code.js';
 import type { MessengerStatus } from '@contracts/agent/messenger.js';
 
@@ -150,15 +154,15 @@ export class MessengerService {
     const isPrivate = message.chat.type === 'private';
     if (!isPrivate && !config.telegram.groups) return;
     const from = message.from;
-    const contact = await recordSender(
+    const { contact, owner } = await recordSender(
       db,
       { telegramId: String(from.id), username: from.username ?? '', displayName: [from.first_name, from.last_name].filter(Boolean).join(' ') },
       config.telegram.ownerId,
     );
-    // Owner pairing: a valid one-time code from the account makes the sender allowed.
+    // Owner pairing: a valid one-time code from the account makes the sender allowed, and the owner.
     const code = isPrivate ? pairingCode(message.text ?? '') : undefined;
     if (code && (await claimOwnerCode(db, code))) {
-      await setContactStatus(db, contact.telegram_id, 'allowed');
+      await pairOwner(db, contact.telegram_id);
       log.info({ telegramId: contact.telegram_id, username: contact.username }, 'telegram: owner paired with a one-time code');
       await delivery.sendText(bot.api, message.chat.id, PAIRED_NOTICE, bot.signal);
       return;
@@ -182,7 +186,8 @@ export class MessengerService {
       return;
     }
     const chatId = `${TELEGRAM_CHAT_PREFIX}${message.chat.id}`;
-    await delivery.deliverRun(this.deps.chat.send({ chat_id: chatId, message: text }, bot.signal), {
+    const audience = owner && isPrivate ? undefined : { name: contact.display_name || contact.username || contact.telegram_id };
+    await delivery.deliverRun(this.deps.chat.send({ chat_id: chatId, message: text }, bot.signal, undefined, audience), {
       api: bot.api,
       chatId: message.chat.id,
       workspace: config.workspace,

@@ -23,6 +23,7 @@ import {
   EXEC_SANDBOX_ARGS,
   EXEC_SANDBOX_ARGS_WITH_EGRESS,
   SANDBOX_RUN_DIR,
+  SANDBOX_STATE_DIR,
   SANDBOX_WORKSPACE,
   createAgentCgroup,
   detectCgroups,
@@ -67,6 +68,21 @@ const EGRESS_SOCKET = 'egress.sock';
 /** The exec relay's own gateway socket: the gateway adds no credentials on it. */
 const EXEC_EGRESS_SOCKET = 'exec-egress.sock';
 const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
+/** The pipe an agent reads its secrets from (server/agent/secrets.ts). */
+const SECRETS_FD = 4;
+/** Settings that are secrets: the agent secret, its bot's token and webhook secret, any key. */
+const SECRET_SETTING = /(SECRET|TOKEN|_KEY$)/;
+
+function splitSecrets(env: NodeJS.ProcessEnv): { config: NodeJS.ProcessEnv; secrets: Record<string, string> } {
+  const config: NodeJS.ProcessEnv = {};
+  const secrets: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (SECRET_SETTING.test(name)) secrets[name] = value;
+    else config[name] = value;
+  }
+  return { config, secrets };
+}
 
 interface Plan {
   mode: LaunchMode;
@@ -132,12 +148,20 @@ export class AgentLauncher {
       { agent: path.join(runDir, EGRESS_SOCKET), exec: execNetwork ? path.join(runDir, EXEC_EGRESS_SOCKET) : undefined },
       { agentId, userId },
     );
-    const seen = sandboxed ? { workspace: SANDBOX_WORKSPACE, runDir: SANDBOX_RUN_DIR } : { workspace, runDir };
+    // agent.db beside the workspace (…/agents/<id>/state), where exec commands do not reach it.
+    const stateDir = path.join(path.dirname(workspace), 'state');
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    const seen = sandboxed ? { workspace: SANDBOX_WORKSPACE, stateDir: SANDBOX_STATE_DIR, runDir: SANDBOX_RUN_DIR } : { workspace, stateDir, runDir };
+    // Secrets travel on a pipe (AGENT_SECRETS_FD), never in an environment: a process's original
+    // environment stays readable in /proc/<pid>/environ for as long as it lives.
+    const { config: agentConfig, secrets } = splitSecrets(env);
     const agentEnv: NodeJS.ProcessEnv = {
-      ...env,
+      ...agentConfig,
+      AGENT_SECRETS_FD: String(SECRETS_FD),
       AGENT_SOCKET: path.join(seen.runDir, SOCKET),
       AGENT_EGRESS_SOCKET: path.join(seen.runDir, EGRESS_SOCKET),
       AGENT_WORKSPACE: seen.workspace,
+      AGENT_STATE_DIR: seen.stateDir,
       ...(mode === 'no-exec' ? { AGENT_EXEC: 'off' } : {}),
       ...(sandboxed ? { PATH: SANDBOX_PATH, ...this.execSettings() } : {}),
       ...(execNetwork ? { AGENT_EXEC_EGRESS_SOCKET: path.join(seen.runDir, EXEC_EGRESS_SOCKET) } : {}),
@@ -150,11 +174,12 @@ export class AgentLauncher {
         cgroup = createAgentCgroup(cgroupMode, name, this.options);
         const limitsByRlimit = cgroupMode === 'none' ? [`--max-old-space-size=${Math.floor(this.options.memoryBytes / 1024 / 1024 / 2)}`] : [];
         const spec = sandboxedCommand(this.options.bwrap, cgroup, this.options.maxOpenFiles, [command[0] as string, ...limitsByRlimit, ...command.slice(1)]);
-        child = spawn(spec.file, spec.args, { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
-        (child.stdio[SANDBOX_ARGS_FD] as Writable).end(sandboxArgsData(sandboxArgs({ workspace, runDir }, this.options)));
+        child = spawn(spec.file, spec.args, { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'pipe'] });
+        (child.stdio[SANDBOX_ARGS_FD] as Writable).end(sandboxArgsData(sandboxArgs({ workspace, stateDir, runDir }, this.options)));
       } else {
-        child = spawn(command[0] as string, command.slice(1), { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit'] });
+        child = spawn(command[0] as string, command.slice(1), { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit', 'ignore', 'pipe'] });
       }
+      (child.stdio[SECRETS_FD] as Writable).end(JSON.stringify(secrets));
     } catch (error) {
       cgroup.remove();
       await gateway.close();

@@ -8,7 +8,8 @@
  * What the agent gets: its own user, pid, network, ipc, uts and cgroup namespaces; uid 1000 with
  * no capabilities; read-only /usr, the few /etc files a runtime needs (CA certificates, time
  * zones, passwd), the Node binary and the parts of this repository the agent runs from; its own
- * workspace read-write at /workspace; a private /tmp; its sockets at /run/sandbox. Not the data
+ * workspace read-write at /workspace, its store (agent.db) at /state; a private /tmp; its sockets
+ * at /run/sandbox. Not the data
  * directory, other workspaces, keys, /root, or the host's /proc. The network namespace has only
  * its own loopback: the agent's traffic leaves through the account's egress gateway socket.
  *
@@ -45,6 +46,9 @@ export const EXEC_SANDBOX_ARGS = [
   '/dev',
   '--tmpfs',
   '/run',
+  // The agent's store (agent.db): never a command's to read or write.
+  '--tmpfs',
+  '/state',
 ];
 
 /**
@@ -58,6 +62,8 @@ const run = promisify(execFile);
 
 /** Where the sandbox sees its own files. */
 export const SANDBOX_WORKSPACE = '/workspace';
+/** Where the agent keeps agent.db: beside the workspace, not in it (server/agent/store.ts). */
+export const SANDBOX_STATE_DIR = '/state';
 export const SANDBOX_RUN_DIR = '/run/sandbox';
 
 /** The parts of the repository an agent runs from (sources for tsx, dist for the build). */
@@ -67,6 +73,8 @@ const ETC_PARTS = ['ssl', 'ca-certificates', 'ca-certificates.conf', 'alternativ
 
 export interface SandboxMounts {
   workspace: string;
+  /** Host directory holding agent.db, beside the workspace. */
+  stateDir: string;
   /** Host directory holding the agent's and the gateway's sockets. */
   runDir: string;
 }
@@ -97,7 +105,7 @@ export function sandboxArgs(mounts: SandboxMounts, opts: { tmpBytes: number }): 
     if (existsSync(source)) args.push('--ro-bind', source, source);
   }
   args.push('--proc', '/proc', '--dev', '/dev');
-  args.push('--bind', mounts.workspace, SANDBOX_WORKSPACE, '--bind', mounts.runDir, SANDBOX_RUN_DIR);
+  args.push('--bind', mounts.workspace, SANDBOX_WORKSPACE, '--bind', mounts.stateDir, SANDBOX_STATE_DIR, '--bind', mounts.runDir, SANDBOX_RUN_DIR);
   args.push('--chdir', SANDBOX_WORKSPACE, '--setenv', 'HOME', '/tmp', '--setenv', 'TMPDIR', '/tmp');
   return args;
 }
