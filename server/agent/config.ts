@@ -41,6 +41,12 @@ export const agentEnv = z.object({
         .optional(),
     )
     .meta({ description: "the secret's SHA-256, instead of the secret", default: '—', values: '64 hex digits' }),
+  AGENT_SECRETS_FD: optionalString.meta({
+    description:
+      'a file descriptor to read secret settings from (a JSON object: `AGENT_SECRET`, bot token, keys), so they never sit in the environment, which `/proc/<pid>/environ` shows; set by the local provisioner',
+    default: '—',
+    values: 'a descriptor number',
+  }),
   AGENT_NAME: z.string().min(1).max(100).default('agent').describe('name reported by `/health`'),
   AGENT_WORKSPACE: z.string().min(1).default('./data/workspace').describe("the agent's files"),
   AGENT_STATE_DIR: optionalString.meta({

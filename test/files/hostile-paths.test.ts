@@ -47,7 +47,8 @@ beforeAll(async () => {
     for (const name of ['.env', '.env.local', '.env.production', 'agent.db-journal']) {
       await writeFile(path.join(ws, depth, name), `SECRET-${depth}${name}`);
     }
-    if (depth) await writeFile(path.join(ws, depth, 'agent.db'), 'SECRET-nested-db');
+    // The agent keeps its own agent.db in its state directory; these are planted copies the guard must still refuse.
+    await writeFile(path.join(ws, depth, 'agent.db'), `SECRET-${depth || 'root'}-db`);
   }
   await symlink(path.join(outside, 'secret.txt'), path.join(ws, 'link-out'));
   await symlink(outside, path.join(ws, 'dir-out'));
