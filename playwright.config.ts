@@ -38,9 +38,6 @@ export default defineConfig({
   testMatch: '**/*.spec.ts',
   timeout: 60_000,
   workers: 1,
-  // One retry: two specs (Stop's second Escape, the e-mail link) fail about one full run in three on the
-  // loaded 2-core machine; a retry keeps CI honest about real failures while they are made solid.
-  retries: 1,
   reporter: [['list']],
   outputDir: 'test-results',
   use: {

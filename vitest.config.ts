@@ -1,24 +1,31 @@
 import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
 
-// `npm test` runs every suite but the long ones; `npm run test:reliability` and
-// `npm run test:security` run theirs alone (VITEST_SUITE=reliability|security).
-const suite = process.env.VITEST_SUITE;
-const separate = ['test/reliability/**', 'test/security/**'];
+// Three suites: `unit` (unit and integration, the default of `npx vitest run`), and the long
+// `security` and `reliability` suites. VITEST_SUITE picks one (`npm run test:security`), or `all`:
+// `npm test` runs all three in one vitest run, so the two workers never idle at one suite's tail
+// while the next waits to start.
+const SUITES = {
+  unit: { include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/reliability/**', 'test/security/**'], testTimeout: 30_000 },
+  security: { include: ['test/security/**/*.test.ts'], exclude: [...configDefaults.exclude], testTimeout: 300_000 },
+  reliability: { include: ['test/reliability/**/*.test.ts'], exclude: [...configDefaults.exclude], testTimeout: 300_000 },
+};
+type Suite = keyof typeof SUITES;
+const chosen = process.env.VITEST_SUITE ?? 'unit';
+if (chosen !== 'all' && !(chosen in SUITES)) throw new Error(`VITEST_SUITE must be one of ${Object.keys(SUITES).join(', ')} or all`);
+const suites = chosen === 'all' ? (Object.keys(SUITES) as Suite[]) : [chosen as Suite];
 
 export default defineConfig({
   // tsconfig's `paths` (the shared contracts), which vite does not read by itself.
   resolve: { alias: [{ find: /^@contracts\//, replacement: fileURLToPath(new URL('contracts/', import.meta.url)) }] },
   test: {
-    include: suite ? [`test/${suite}/**/*.test.ts`] : ['test/**/*.test.ts'],
-    exclude: suite ? [...configDefaults.exclude] : [...configDefaults.exclude, ...separate],
     // dist/ current before any test starts an agent (test/support/global-setup.ts).
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     // Two cores: more workers than that only makes servers under test fight for CPU.
     maxWorkers: 2,
-    testTimeout: suite ? 300_000 : 30_000,
     hookTimeout: 60_000,
     env: { LOG_LEVEL: 'silent' },
+    projects: suites.map((name) => ({ extends: true, test: { name, ...SUITES[name] } })),
   },
 });

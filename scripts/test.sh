@@ -18,12 +18,8 @@ echo "== lint (Biome: format and rules; dependency-cruiser: import rules)"
 npm run lint --silent
 echo "== build (the services' compiled tree, which local agents run from, and the web client)"
 npm run build --silent
-echo "== unit and integration (vitest)"
-npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest.json
-echo "== security suite (fuzz, JWT attacks, timing, headers)"
-VITEST_SUITE=security npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/security.json
-echo "== reliability suite (concurrency, faults, slow clients)"
-VITEST_SUITE=reliability npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/reliability.json
+echo "== vitest: unit and integration, security (fuzz, JWT attacks, timing, headers), reliability (concurrency, faults, slow clients)"
+VITEST_SUITE=all npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest.json
 echo "== browser end-to-end (playwright + chromium)"
 PLAYWRIGHT_JSON_OUTPUT_NAME=test-reports/playwright.json npx playwright test --reporter=list,json
-node scripts/test-summary.mjs test-reports/vitest.json test-reports/security.json test-reports/reliability.json test-reports/playwright.json
+node scripts/test-summary.mjs test-reports/vitest.json test-reports/playwright.json
