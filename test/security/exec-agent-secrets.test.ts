@@ -6,6 +6,8 @@
  * environment, command line, open file and root, the readable memory of every process (through
  * /proc/<pid>/mem, region by region from its maps), and every file of the file system that can
  * have been written since the agent started. It also tries every way to the agent's egress socket.
+ * Both with `AGENT_EXEC_NETWORK=none` and with `allowlist`, where commands share the agent's
+ * network namespace.
  *
  * The scanner is never told a secret (its own command line and memory would then hold it): it
  * gets each one's first characters, length and SHA-256, and confirms a candidate by its hash. A
@@ -42,6 +44,13 @@ beforeAll(async () => {
       return { text: `echo: ${text}` };
     },
   });
+});
+afterAll(async () => {
+  await model?.close();
+});
+
+/** An account service whose local agents run exec with `execNetwork`, its bots on a fresh fake Bot API. */
+async function startAccount(execNetwork: string): Promise<void> {
   fake = await startFakeTelegram();
   const port = await freePort();
   account = await startTestAccount('pglite', {
@@ -51,16 +60,12 @@ beforeAll(async () => {
     AGENT_PROVISIONER: 'local',
     AGENT_IDLE_TIMEOUT: '0',
     AGENT_EXEC_TIMEOUT: '120',
+    AGENT_EXEC_NETWORK: execNetwork,
     MODEL: model.modelSpec,
     AGENT_MEMORY_MB: '512',
   });
   api = `${account.url}/api/v1`;
-});
-afterAll(async () => {
-  await account?.stop();
-  await fake?.close();
-  await model?.close();
-});
+}
 
 const json = { 'content-type': 'application/json' };
 
@@ -139,11 +144,12 @@ interface ScanReport {
   filesScanned: number;
 }
 
-describe('exec, turned against its own agent', () => {
+describe.each(['none', 'allowlist'])('exec (AGENT_EXEC_NETWORK=%s), turned against its own agent', (execNetwork) => {
   let owner: { token: string; userId: string };
   let secrets: Record<string, string>;
 
   beforeAll(async () => {
+    await startAccount(execNetwork);
     owner = await fullAccount();
     expect(await call(owner.token, 'PUT', '/agent/messenger/bot', { token: fake.token })).toMatchObject({ status: 200 });
     // The running agent holds the bot's token: it answers a pairing through the Bot API with it.
@@ -155,6 +161,8 @@ describe('exec, turned against its own agent', () => {
     expect(hook?.secret).toBeTruthy();
     expect(agent?.secret).toBeTruthy();
     secrets = { 'agent secret': agent!.secret, 'bot token': fake.token, 'webhook secret': hook!.secret! };
+    // With `allowlist` the commands really are in the agent's network namespace, with its relay as their proxy.
+    if (execNetwork === 'allowlist') expect(await run(owner.token, 'echo "proxy=$HTTP_PROXY"')).toContain('proxy=http://127.0.0.1:3128');
   });
 
   it('finds none of them in any process environment, command line, open file, root or memory, nor in any file', async () => {
@@ -189,6 +197,11 @@ describe('exec, turned against its own agent', () => {
   });
 
   /** Runs the scanner through exec; `env` is put before it on the command line. */
+  afterAll(async () => {
+    await account?.stop();
+    await fake?.close();
+  });
+
   async function scan(env: string, needles: Needle[], mode = ''): Promise<ScanReport> {
     const source = (await readFile(SCANNER)).toString('base64');
     const args = Buffer.from(JSON.stringify(needles)).toString('base64');
