@@ -20,6 +20,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
+import { probeSandbox } from '../../server/account/agents/provisioners/local/sandbox.js';
 import { PAIRED_NOTICE } from '../../server/agent/messenger/service.js';
 import { until } from '../chat/helpers.js';
 import { startFakeTelegram, type FakeTelegram } from '../support/fake-telegram.js';
@@ -208,4 +209,13 @@ describe.each(['none', 'allowlist'])('exec (AGENT_EXEC_NETWORK=%s), turned again
     const output = await run(owner.token, `echo ${source} | base64 -d > /tmp/scan.cjs && ${env} node /tmp/scan.cjs ${args} ${mode}`);
     return JSON.parse(output.slice(output.indexOf('{'))) as ScanReport;
   }
+});
+
+describe('the start-up probe', () => {
+  it('refuses exec where a command could read its agent (exec without a user namespace of its own)', async () => {
+    const bwrap = process.env.AGENT_SANDBOX_BWRAP ?? 'bwrap';
+    expect(await probeSandbox(bwrap)).toEqual({ ok: true });
+    // The command run right in the sandbox, as the agent's sibling: it reads the first process's environment.
+    expect(await probeSandbox(bwrap, [])).toEqual({ ok: false, reason: expect.stringContaining("can read its parent's /proc entries") });
+  });
 });

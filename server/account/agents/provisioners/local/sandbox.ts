@@ -137,12 +137,16 @@ const PARENT_READABLE = 97;
  * Starts a trivial sandbox, and the exec sandbox inside it (server/agent/tools/exec.ts), once:
  * the only proof that this machine can run them. The exec command tries to read the environment
  * of the outer sandbox's first process, which stands where the agent stands: should it succeed,
- * commands could read their agent's memory, and there is no exec.
+ * commands could read their agent's memory, and there is no exec. `execSandbox` is the command
+ * prefix exec runs under (the tests pass a weaker one to see the probe refuse it).
  */
-export async function probeSandbox(bwrap: string): Promise<{ ok: true } | { ok: false; reason: string }> {
+export async function probeSandbox(
+  bwrap: string,
+  execSandbox: string[] = [bwrap, ...EXEC_SANDBOX_ARGS, '--'],
+): Promise<{ ok: true } | { ok: false; reason: string }> {
   const system = ['/usr', '/bin', '/lib', '/lib64'].flatMap((dir) => (existsSync(dir) ? ['--ro-bind', dir, dir] : []));
   const readsParent = `if cat /proc/1/environ >/dev/null 2>&1; then exit ${PARENT_READABLE}; fi`;
-  const inner = [bwrap, ...EXEC_SANDBOX_ARGS, '--', '/bin/sh', '-c', readsParent];
+  const inner = [...execSandbox, '/bin/sh', '-c', readsParent];
   try {
     await run(
       bwrap,
