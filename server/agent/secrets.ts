@@ -5,7 +5,7 @@
  * environment: Linux keeps a process's original environment readable in /proc/<pid>/environ for
  * its whole life, whatever is deleted from `process.env` later. Secrets an operator gave a
  * standalone agent in its environment are deleted from `process.env`, so that no child inherits
- * them (docs/security.md, "Exec reads no secret of its agent").
+ * them (docs/security.md, "exec cannot read its agent").
  */
 import { closeSync, readFileSync } from 'node:fs';
 

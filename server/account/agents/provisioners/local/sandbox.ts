@@ -8,10 +8,10 @@
  * What the agent gets: its own user, pid, network, ipc, uts and cgroup namespaces; uid 1000 with
  * no capabilities; read-only /usr, the few /etc files a runtime needs (CA certificates, time
  * zones, passwd), the Node binary and the parts of this repository the agent runs from; its own
- * workspace read-write at /workspace, its store (agent.db) at /state; a private /tmp; its sockets
- * at /run/sandbox. Not the data
- * directory, other workspaces, keys, /root, or the host's /proc. The network namespace has only
- * its own loopback: the agent's traffic leaves through the account's egress gateway socket.
+ * workspace read-write at /workspace, its store (agent.db) at /state; a private /tmp (whose
+ * `exec` directory is exec's /tmp); its sockets at /run/sandbox. Not the data directory, other
+ * workspaces, keys, /root, or the host's /proc. The network namespace has only its own loopback:
+ * the agent's traffic leaves through the account's egress gateway socket.
  *
  * Memory, processes and CPU are bounded by a cgroup per agent (v1 controllers, or v2 where the
  * machine delegates them); when neither can be written the agent runs with rlimits only, and
@@ -23,17 +23,29 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync
 import path from 'node:path';
 import { REPO_ROOT } from '../../../../common/build.js';
 
+/** The part of the agent's /tmp that is exec's /tmp: commands keep their files between calls, and never see the agent's. */
+export const EXEC_TMP = '/tmp/exec';
+
 /**
  * The sandbox inside the sandbox that every `exec` command runs in: the agent's view of the
  * files, but no network at all (not even the egress gateway), its own pid namespace (it cannot
- * signal the agent) and no view of the agent's sockets. (A nested sandbox may not mount a new
- * /proc, so commands still read the agent's /proc: its environment holds nothing but its own
- * secret, which opens nothing its user could not open through the account service anyway.) The agent passes these to bwrap
+ * signal the agent), no view of the agent's sockets, its store or its /tmp.
+ *
+ * Its own **user namespace** is what keeps the agent's secrets out of reach. A nested sandbox may
+ * not mount a new /proc, so a command sees the agent's processes; but every /proc/<pid> entry that
+ * reveals a process (environ, mem, fd, root, cwd, maps) needs ptrace access, and the kernel grants
+ * that across user namespaces only to a caller holding CAP_SYS_PTRACE in the target's namespace,
+ * which a process in a child namespace never holds (commoncap's ptrace check, whatever the uid).
+ * So `--unshare-user` is spelled out (`--unshare-all` alone only tries), and `probeSandbox` checks
+ * at start that an exec sandbox cannot read its parent's entries. This stands in for making the
+ * agent non-dumpable (prctl PR_SET_DUMPABLE, which Node cannot call), and also covers bwrap's own
+ * process in the agent's sandbox, whose root is the agent's. The agent passes these to bwrap
  * itself (AGENT_EXEC_SANDBOX), so they are defined here, next to the outer policy.
  */
 // A fresh /dev: device nodes bound in from a user namespace's bind of / cannot be opened.
 export const EXEC_SANDBOX_ARGS = [
   '--unshare-all',
+  '--unshare-user',
   '--die-with-parent',
   '--uid',
   '1000',
@@ -49,6 +61,10 @@ export const EXEC_SANDBOX_ARGS = [
   // The agent's store (agent.db): never a command's to read or write.
   '--tmpfs',
   '/state',
+  // The agent's own temporary files (a source-run agent's compiled modules among them) stay its own.
+  '--bind',
+  EXEC_TMP,
+  '/tmp',
 ];
 
 /**
@@ -84,7 +100,7 @@ export function sandboxArgs(mounts: SandboxMounts, opts: { tmpBytes: number }): 
   const args = ['--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--uid', '1000', '--gid', '1000', '--hostname', 'agent'];
   // The private /tmp first: mounted later it would hide whatever below is bound under /tmp (a
   // checkout there, as on CI machines).
-  args.push('--size', String(opts.tmpBytes), '--tmpfs', '/tmp');
+  args.push('--size', String(opts.tmpBytes), '--tmpfs', '/tmp', '--perms', '0700', '--dir', EXEC_TMP);
   args.push('--ro-bind', '/usr', '/usr');
   // Merged-/usr systems link these into /usr; others have real directories.
   for (const dir of ['/bin', '/sbin', '/lib', '/lib32', '/lib64']) {
@@ -114,21 +130,37 @@ function readLinkOrNull(file: string): string | null {
   return lstatSync(file).isSymbolicLink() ? readlinkSync(file) : null;
 }
 
+/** The probe's exec command exits with this when it could read its parent's /proc entries. */
+const PARENT_READABLE = 97;
+
 /**
  * Starts a trivial sandbox, and the exec sandbox inside it (server/agent/tools/exec.ts), once:
- * the only proof that this machine can run them.
+ * the only proof that this machine can run them. The exec command tries to read the environment
+ * of the outer sandbox's first process, which stands where the agent stands: should it succeed,
+ * commands could read their agent's memory, and there is no exec. `execSandbox` is the command
+ * prefix exec runs under (the tests pass a weaker one to see the probe refuse it).
  */
-export async function probeSandbox(bwrap: string): Promise<{ ok: true } | { ok: false; reason: string }> {
+export async function probeSandbox(
+  bwrap: string,
+  execSandbox: string[] = [bwrap, ...EXEC_SANDBOX_ARGS, '--'],
+): Promise<{ ok: true } | { ok: false; reason: string }> {
   const system = ['/usr', '/bin', '/lib', '/lib64'].flatMap((dir) => (existsSync(dir) ? ['--ro-bind', dir, dir] : []));
-  const inner = [bwrap, ...EXEC_SANDBOX_ARGS, '--', '/bin/true'];
+  const readsParent = `if cat /proc/1/environ >/dev/null 2>&1; then exit ${PARENT_READABLE}; fi`;
+  const inner = [...execSandbox, '/bin/sh', '-c', readsParent];
   try {
-    await run(bwrap, ['--unshare-all', '--die-with-parent', ...system, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--', ...inner], {
-      timeout: 30_000,
-    });
+    await run(
+      bwrap,
+      ['--unshare-all', '--die-with-parent', ...system, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', EXEC_TMP, '--', ...inner],
+      {
+        timeout: 30_000,
+      },
+    );
     return { ok: true };
   } catch (error) {
-    const failure = error as NodeJS.ErrnoException & { stderr?: string };
+    const failure = error as NodeJS.ErrnoException & { stderr?: string; code?: string | number };
     if (typeof failure.code === 'string') return { ok: false, reason: `${bwrap} cannot run (${failure.code})` };
+    if (failure.code === PARENT_READABLE)
+      return { ok: false, reason: "an exec sandbox can read its parent's /proc entries, so commands could read their agent's secrets" };
     return { ok: false, reason: `${bwrap} failed: ${(failure.stderr || failure.message).trim()}` };
   }
 }
