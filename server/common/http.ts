@@ -123,11 +123,12 @@ export function corsFor(allowedOrigin: string): RequestHandler {
   };
 }
 
-export function createHttpApp(log: Logger, opts: { trustProxy?: string[]; metrics?: ServiceMetrics; tracing?: RequestTracing } = {}): Express {
+/** `trustProxy`: express's `trust proxy` (a hop count, or the proxies believed), checked by the service's config; unset trusts none. */
+export function createHttpApp(log: Logger, opts: { trustProxy?: number | string[]; metrics?: ServiceMetrics; tracing?: RequestTracing } = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.set('trust proxy', opts.trustProxy?.length ? opts.trustProxy : false);
+  app.set('trust proxy', opts.trustProxy ?? false);
   lazyRequestLog(app);
   app.use(requestContext(log, opts.metrics, opts.tracing));
   return app;
