@@ -267,7 +267,9 @@ export const accountEnv = z.object({
     .meta({ description: 'sender of sign-in mail', default: "`Agent Accounts <no-reply@BASE_URL's host>`", values: '`address` or `Name <address>`' }),
   DEV_OUTBOX: optionalString
     .pipe(z.enum(['0', '1']).optional())
-    .describe('`1` serves `GET /dev/outbox` (and `/dev/outbox.json`) listing the local outbox; refused with `NODE_ENV=production` or with `SMTP_URL`'),
+    .describe(
+      '`1` serves `GET /dev/outbox` (and `/dev/outbox.json`) listing the local outbox to callers on this machine only (loopback, no proxy); refused with `NODE_ENV=production` or with `SMTP_URL`',
+    ),
   NODE_ENV: optionalString.describe('`production` refuses development-only settings (`DEV_OUTBOX`)'),
   RATE_LIMIT_MULTIPLIER: z
     .preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000))
