@@ -5,7 +5,8 @@
  *   past the end → 416 with `Content-Range: bytes * /size`; several ranges or a malformed header
  *   → the whole file (200), as RFC 9110 allows;
  * - `Content-Type`, `Content-Length`, `Content-Disposition: inline` with the file name
- *   (RFC 6266/8187), `Accept-Ranges: bytes`; types that can run script get `CSP: sandbox`;
+ *   (RFC 6266/8187), `Accept-Ranges: bytes`; types a browser opens as an active document
+ *   (HTML, any XML, PDF) get `CSP: sandbox`;
  * - HEAD: headers only; the body is streamed with backpressure, and a client that goes away
  *   stops the read (the iterator is returned, which closes the file).
  * The bytes come from `open(range)`, which the route makes call a procedure.
@@ -26,7 +27,13 @@ export interface FileBody {
   open(range?: { start: number; end: number }): Promise<AsyncIterable<Uint8Array>>;
 }
 
-const SCRIPTABLE = /^(?:text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml)\b/i;
+/**
+ * Types a browser opens as an active document: HTML, every XML type (an XML document can name an
+ * XSLT stylesheet that turns it into HTML with script; SVG, XHTML, RSS, Atom, RDF, MathML, XSLT
+ * are all `+xml`), PDF (its viewer runs the file's script and forms) and MHTML. Opened from our
+ * origin they would run there, so they are sandboxed (docs/security.md, Downloads).
+ */
+const ACTIVE_DOCUMENT = /^(?:text\/html|text\/xml|text\/xsl|application\/xml(?:-dtd)?|application\/pdf|message\/rfc822|[\w.+-]+\/[\w.-]+\+xml)\s*(?:;|$)/i;
 
 export async function sendFileBody(req: Request, res: Response, file: FileBody): Promise<void> {
   const lastModified = file.modified.toUTCString();
@@ -53,7 +60,7 @@ export async function sendFileBody(req: Request, res: Response, file: FileBody):
   res.setHeader('Accept-Ranges', 'bytes');
   res.setHeader('Content-Type', file.contentType);
   res.setHeader('Content-Disposition', contentDisposition(file.name));
-  if (SCRIPTABLE.test(file.contentType)) res.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
+  if (ACTIVE_DOCUMENT.test(file.contentType)) res.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
   res.setHeader('Content-Length', String(range ? range.end - range.start + 1 : file.size));
   if (range) res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${file.size}`);
   if (!body) {

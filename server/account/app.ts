@@ -46,7 +46,13 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     },
     services.shutdown,
   );
-  if (config.devOutbox) mountDevOutbox(app, config.outboxDir);
+  if (config.devOutbox) {
+    mountDevOutbox(app, config.outboxDir);
+    log.warn(
+      { path: '/dev/outbox', host: config.host },
+      'DEV_OUTBOX=1: every sign-in mail is listed at /dev/outbox, to callers on this machine only (loopback, no proxy)',
+    );
+  }
   const api = express.Router();
   mountAccountBridge(api, services, contextFor, config.baseUrl);
   app.use('/api/v1', api);

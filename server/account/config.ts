@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -17,6 +18,47 @@ const intSetting = (fallback: number, { min, max }: { min: number; max: number }
  * after 1 GB for the service itself and the system (at least one agent).
  */
 export const defaultMaxRunningAgents = (totalBytes = os.totalmem()): number => Math.max(1, Math.floor((totalBytes - 1024 ** 3) / (100 * 1024 ** 2)));
+
+/** Express's names for address ranges (proxy-addr): 127.0.0.0/8 and ::1, 169.254.0.0/16 and fe80::/10, private ranges and fc00::/7. */
+const TRUSTED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An IP address, or a CIDR block of one (`10.0.0.0/8`, `fd00::/8`); no zone ids, no shorthand like `1` for 0.0.0.1. */
+function isAddressOrBlock(entry: string): boolean {
+  const [address = '', prefix, ...more] = entry.split('/');
+  const family = address.includes('%') ? 0 : isIP(address);
+  if (family === 0 || more.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}
+
+/**
+ * TRUST_PROXY → express's `trust proxy`: a hop count, or the senders whose `X-Forwarded-For` is
+ * believed. Checked here because express reads `1` in a list as the address 0.0.0.1 and fails
+ * only at start on a word it does not know; `true` (believe every sender) would let any client
+ * pick its own address for the rate limits (docs/security.md, Trusted proxies).
+ */
+const trustProxySetting = optionalString
+  .transform((value, ctx): number | string[] | undefined => {
+    if (value === undefined) return undefined;
+    const trimmed = value.trim();
+    if (/^\d{1,2}$/.test(trimmed)) return Number(trimmed) === 0 ? undefined : Number(trimmed);
+    const entries = trimmed
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
+    const wrong = entries.filter((entry) => !TRUSTED_RANGES.has(entry) && !isAddressOrBlock(entry));
+    if (entries.length > 0 && wrong.length === 0) return entries;
+    ctx.addIssue({
+      code: 'custom',
+      message: `${wrong.map((entry) => JSON.stringify(entry)).join(', ')} is not a hop count, \`loopback\`, \`linklocal\`, \`uniquelocal\`, an IP address or a CIDR block${/^(?:true|yes|on|all|\*)$/i.test(trimmed) ? ' (believing every sender would let any client choose its address: name the proxies, or give their number of hops)' : ''}`,
+    });
+    return z.NEVER;
+  })
+  .meta({
+    description:
+      'who may say where a request came from (`X-Forwarded-For`): the number of proxies in front of the service, or the proxies themselves; rate limits and sign-up caps count the address this gives',
+    default: 'unset → the connecting address (no proxy believed)',
+    values: 'a hop count (`1`), or a comma-separated list of `loopback`, `linklocal`, `uniquelocal`, IP addresses and CIDR blocks (`10.0.0.0/8`)',
+  });
 
 /**
  * The account service's environment. Each variable's meaning lives on its schema (`.describe`, or
@@ -54,7 +96,7 @@ export const accountEnv = z.object({
         .optional(),
     )
     .meta({ description: '`redis://…` to share rate limits across instances', default: 'unset → in-memory counters', values: '`redis://` or `rediss://` URL' }),
-  TRUST_PROXY: optionalString.meta({ description: 'comma-separated proxy addresses whose `X-Forwarded-For` is believed', values: 'comma-separated addresses' }),
+  TRUST_PROXY: trustProxySetting,
   METRICS_TOKEN: optionalString
     .pipe(z.string().min(16, 'must be at least 16 characters').optional())
     .meta({ description: '`GET /metrics` then needs `Authorization: Bearer <METRICS_TOKEN>`', default: 'unset → `/metrics` answers loopback callers only' }),
@@ -225,7 +267,9 @@ export const accountEnv = z.object({
     .meta({ description: 'sender of sign-in mail', default: "`Agent Accounts <no-reply@BASE_URL's host>`", values: '`address` or `Name <address>`' }),
   DEV_OUTBOX: optionalString
     .pipe(z.enum(['0', '1']).optional())
-    .describe('`1` serves `GET /dev/outbox` (and `/dev/outbox.json`) listing the local outbox; refused with `NODE_ENV=production` or with `SMTP_URL`'),
+    .describe(
+      '`1` serves `GET /dev/outbox` (and `/dev/outbox.json`) listing the local outbox to callers on this machine only (loopback, no proxy); refused with `NODE_ENV=production` or with `SMTP_URL`',
+    ),
   NODE_ENV: optionalString.describe('`production` refuses development-only settings (`DEV_OUTBOX`)'),
   RATE_LIMIT_MULTIPLIER: z
     .preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000))
@@ -346,11 +390,7 @@ const schema = accountEnv
       outboxDir: path.resolve(env.DATA_DIR, 'outbox'),
       /** GET /dev/outbox lists the local outbox (development only). */
       devOutbox: env.DEV_OUTBOX === '1',
-      trustProxy: env.TRUST_PROXY
-        ? env.TRUST_PROXY.split(',')
-            .map((s) => s.trim())
-            .filter(Boolean)
-        : [],
+      trustProxy: env.TRUST_PROXY,
       /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
       metricsToken: env.METRICS_TOKEN,
       /** Set: every request is traced and exported over OTLP/HTTP (common/tracing.ts). */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Counter, Histogram } from 'prom-client';
 import type { Logger } from '../common/log.js';
 import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
+import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/provisioners/local/launcher.js';
 import { AuthMetrics } from './auth-metrics.js';
@@ -78,6 +79,8 @@ export interface AccountServices {
 }
 
 export async function createAccountServices(config: AccountConfig, log: Logger): Promise<AccountServices> {
+  createFilesPrivately();
+  await privateDir(config.dataDir, log);
   const store = await openAccountStore(config);
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
   const keys = await loadSigningKeys(config.signingKeysFile);

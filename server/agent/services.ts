@@ -2,8 +2,8 @@
  * Everything the agent's procedures work with, built once at start and closed at stop.
  * Domain modules take what they need from here as explicit arguments.
  */
-import { mkdir } from 'node:fs/promises';
 import type { Logger } from '../common/log.js';
+import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { ChatHistory } from './chat/history.js';
 import { createLanguageModel } from './chat/model.js';
 import { ChatRuntime } from './chat/runtime.js';
@@ -44,8 +44,9 @@ export interface AgentServices {
 }
 
 export async function createAgentServices(config: AgentConfig, log: Logger): Promise<AgentServices> {
-  await mkdir(config.workspace, { recursive: true });
-  await mkdir(config.stateDir, { recursive: true });
+  createFilesPrivately();
+  await privateDir(config.workspace, log);
+  await privateDir(config.stateDir, log);
   const store = await openAgentStore(config.stateDir, config.workspace, log);
   log.info({ file: store.file, applied: store.appliedMigrations }, 'agent store open');
   const { chat: chatConfig } = config;

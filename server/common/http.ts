@@ -47,6 +47,23 @@ function lazyRequestLog(app: Express): void {
   });
 }
 
+const PARAMETER_NAME = /^[\w.[\]-]{1,24}$/;
+
+/**
+ * A request's URL as the access log writes it: the path, and of the query only its parameter
+ * names. Query values are where secrets travel (a sign-in link's `token`, an OAuth callback's
+ * `code` and `state`, a tRPC query's `input` with a user's chat text), and a log is read by more
+ * people and kept longer than the request (docs/security.md, Logs hold no secrets).
+ */
+export function loggedUrl(originalUrl: string): string {
+  const mark = originalUrl.indexOf('?');
+  if (mark === -1) return originalUrl;
+  const names = [...new URLSearchParams(originalUrl.slice(mark + 1)).keys()];
+  // A value sent without a name (`?<token>`) arrives as a name: only short, name-like ones are kept.
+  const query = names.map((name) => `${PARAMETER_NAME.test(name) ? name : '…'}=…`).join('&');
+  return query ? `${originalUrl.slice(0, mark)}?${query}` : originalUrl.slice(0, mark);
+}
+
 /** Request id, lazy request logger, access log, metrics, trace span and the security headers every answer carries. */
 function requestContext(log: Logger, metrics: ServiceMetrics | undefined, tracing: RequestTracing | undefined): RequestHandler {
   // The access log line only when it would be written (LOG_LEVEL info or lower): no per-request
@@ -70,7 +87,8 @@ function requestContext(log: Logger, metrics: ServiceMetrics | undefined, tracin
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         if (metrics) observeRequest(metrics, req, res, seconds);
         endSpan?.(routeLabel(req, res), res.statusCode);
-        if (accessLog) req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(seconds * 10_000) / 10 }, 'request');
+        if (accessLog)
+          req.log.info({ method: req.method, url: loggedUrl(req.originalUrl), status: res.statusCode, ms: Math.round(seconds * 10_000) / 10 }, 'request');
       });
     }
     next();
@@ -105,11 +123,12 @@ export function corsFor(allowedOrigin: string): RequestHandler {
   };
 }
 
-export function createHttpApp(log: Logger, opts: { trustProxy?: string[]; metrics?: ServiceMetrics; tracing?: RequestTracing } = {}): Express {
+/** `trustProxy`: express's `trust proxy` (a hop count, or the proxies believed), checked by the service's config; unset trusts none. */
+export function createHttpApp(log: Logger, opts: { trustProxy?: number | string[]; metrics?: ServiceMetrics; tracing?: RequestTracing } = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.set('trust proxy', opts.trustProxy?.length ? opts.trustProxy : false);
+  app.set('trust proxy', opts.trustProxy ?? false);
   lazyRequestLog(app);
   app.use(requestContext(log, opts.metrics, opts.tracing));
   return app;

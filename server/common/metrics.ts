@@ -17,6 +17,7 @@ import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { AGENT_SERIES } from '@contracts/agent/metrics.js';
 import type { ErrorCode } from '@contracts/errors.js';
 import { AppError, mapError } from './errors.js';
+import { cameFromThisMachine } from './net.js';
 
 export interface ServiceMetrics {
   registry: Registry;
@@ -58,7 +59,6 @@ export function observeRequest(metrics: ServiceMetrics, req: Request, res: Respo
   metrics.httpDuration.observe({ method: methodLabel(req.method), route: routeLabel(req, res), status: `${Math.floor(res.statusCode / 100)}xx` }, seconds);
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
 export interface MetricsEndpointOptions {
@@ -80,7 +80,7 @@ export function metricsEndpoint(metrics: ServiceMetrics, token: string | undefin
         const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
         if (!presented || !timingSafeEqual(digest(presented), expected))
           return refuse(401, 'UNAUTHORIZED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
-      } else if (!LOOPBACK.has(req.socket.remoteAddress ?? '') || req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined) {
+      } else if (!cameFromThisMachine(req)) {
         return refuse(403, 'FORBIDDEN', 'Metrics are served to loopback callers only (set METRICS_TOKEN to scrape from elsewhere)');
       }
     }

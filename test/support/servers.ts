@@ -11,6 +11,7 @@ import { loadAccountConfig } from '../../server/account/config.js';
 import { startAgent, type RunningAgent } from '../../server/agent/app.js';
 import { loadAgentConfig } from '../../server/agent/config.js';
 import { createTestDatabase } from './postgres.js';
+import type { Logger } from '../../server/common/log.js';
 import { freePort } from '../../server/common/net.js';
 
 export { freePort };
@@ -29,7 +30,8 @@ export interface TestAgent extends RunningAgent {
   stop(opts?: { keepWorkspace?: boolean }): Promise<void>;
 }
 
-export async function startTestAgent(env: Record<string, string> = {}): Promise<TestAgent> {
+/** `log`: a logger of the test's own (to read what the service logs); by default the service makes its own. */
+export async function startTestAgent(env: Record<string, string> = {}, log?: Logger): Promise<TestAgent> {
   const secret = env.AGENT_SECRET ?? randomBytes(24).toString('hex');
   const workspace = env.AGENT_WORKSPACE ?? (await tempDir('agent-ws'));
   const config = loadAgentConfig({
@@ -41,7 +43,7 @@ export async function startTestAgent(env: Record<string, string> = {}): Promise<
     AGENT_SECRET: secret,
     AGENT_WORKSPACE: workspace,
   });
-  const agent = await startAgent(config);
+  const agent = await startAgent(config, log);
   return {
     ...agent,
     secret,
@@ -60,7 +62,7 @@ export interface TestAccount extends RunningAccount {
   stop(): Promise<void>;
 }
 
-export async function startTestAccount(kind: 'pglite' | 'postgres' = 'pglite', env: Record<string, string> = {}): Promise<TestAccount> {
+export async function startTestAccount(kind: 'pglite' | 'postgres' = 'pglite', env: Record<string, string> = {}, log?: Logger): Promise<TestAccount> {
   const dataDir = await tempDir('account-data');
   const database = kind === 'postgres' ? await createTestDatabase() : undefined;
   const port = String(await freePort());
@@ -75,7 +77,7 @@ export async function startTestAccount(kind: 'pglite' | 'postgres' = 'pglite', e
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...env,
   });
-  const account = await startAccount(config);
+  const account = await startAccount(config, log);
   return {
     ...account,
     dataDir,

@@ -2,10 +2,14 @@
  * GET /dev/outbox (DEV_OUTBOX=1, never in production, only without SMTP_URL; see config.ts):
  * the newest messages of the local outbox as a page, so that a developer can sign in by e-mail
  * with no mail server. GET /dev/outbox.json gives the same list for scripts and e2e tests.
+ * Every sign-in link and code is in it, so it answers callers on this machine only, whatever
+ * HOST the service listens on (docs/security.md, The development outbox).
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Express, RequestHandler } from 'express';
+import { AppError } from '../../../common/errors.js';
+import { cameFromThisMachine } from '../../../common/net.js';
 import type { OutboxEntry } from './mail.js';
 
 const SHOWN = 50;
@@ -51,6 +55,9 @@ ${items || '<p>No mail yet.</p>'}</body></html>`);
     res.setHeader('Cache-Control', 'no-store');
     res.json({ messages: await readOutbox(dir) });
   };
-  app.get('/dev/outbox', page);
-  app.get('/dev/outbox.json', json);
+  const thisMachineOnly: RequestHandler = (req, _res, next) => {
+    next(cameFromThisMachine(req) ? undefined : new AppError(403, 'FORBIDDEN', 'The development outbox is served to callers on this machine only'));
+  };
+  app.get('/dev/outbox', thisMachineOnly, page);
+  app.get('/dev/outbox.json', thisMachineOnly, json);
 }
