@@ -105,13 +105,83 @@ export function corsFor(allowedOrigin: string): RequestHandler {
   };
 }
 
-export function createHttpApp(log: Logger, opts: { trustProxy?: string[]; metrics?: ServiceMetrics; tracing?: RequestTracing } = {}): Express {
+/** Whether a request comes with a body (HTTP/1.1: a length above 0, or chunks). */
+export const hasBody = (req: IncomingMessage): boolean => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+
+/**
+ * How long a request body may take to arrive (docs/security.md, "Stalled bodies"). A client that
+ * sends headers and then a trickle, or nothing, would otherwise hold its request (and whatever
+ * the request holds: an agent, a socket on it) for as long as it liked. Node's own
+ * `requestTimeout` cannot serve: it would cut long uploads too, and answers without our error body.
+ */
+export interface BodyTimeouts {
+  /** A body must be complete this long after its headers (REQUEST_BODY_TIMEOUT): else 408 REQUEST_TIMEOUT. */
+  deadlineMs: number;
+  /** An upload must instead deliver 1 KiB in every window this long (UPLOAD_IDLE_TIMEOUT_SECONDS): else 408 UPLOAD_STALLED. */
+  uploadIdleMs: number;
+  isUpload(req: Request): boolean;
+}
+
+const UPLOAD_MIN_BYTES_PER_WINDOW = 1024;
+
+function bodyTimeouts(timeouts: BodyTimeouts): RequestHandler {
+  return (req, res, next) => {
+    if (!hasBody(req)) return next();
+    const socket = req.socket;
+    // Answered 408 when the route has not answered yet; either way the rest of the body is never
+    // read: the connection ends once the answer is out, and the route sees its request aborted.
+    const cut = (error: AppError) => {
+      clearTimeout(timer);
+      if (!res.headersSent) {
+        res.setHeader('Connection', 'close');
+        sendError(req, res, mapError(error));
+      }
+      socket.destroySoon();
+    };
+    let timer: NodeJS.Timeout;
+    if (timeouts.isUpload(req)) {
+      let seen = socket.bytesRead;
+      const seconds = timeouts.uploadIdleMs / 1000;
+      timer = setInterval(() => {
+        if (req.complete || socket.destroyed) return clearInterval(timer);
+        if (socket.bytesRead - seen >= UPLOAD_MIN_BYTES_PER_WINDOW) {
+          seen = socket.bytesRead;
+          return;
+        }
+        cut(new AppError(408, 'UPLOAD_STALLED', `Upload too slow: under 1 KiB in ${seconds} s`));
+      }, timeouts.uploadIdleMs);
+    } else {
+      timer = setTimeout(() => {
+        if (!req.complete && !socket.destroyed)
+          cut(new AppError(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${timeouts.deadlineMs / 1000} s`));
+      }, timeouts.deadlineMs);
+    }
+    timer.unref();
+    // An answer given before the body is in (a 401, say) leaves the timer to end the connection.
+    res.once('close', () => {
+      if (req.complete) clearTimeout(timer);
+    });
+    next();
+  };
+}
+
+export function createHttpApp(
+  log: Logger,
+  opts: { trustProxy?: string[]; metrics?: ServiceMetrics; tracing?: RequestTracing; bodyTimeouts?: BodyTimeouts; strictRouting?: boolean } = {},
+): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', opts.trustProxy?.length ? opts.trustProxy : false);
+  if (opts.strictRouting) {
+    // One spelling per path: `/CHAT`, `/chat/` are not `/chat` (docs/security.md, "One spelling
+    // per agent path"). Set before the first route: express builds its router with them then.
+    app.enable('case sensitive routing');
+    app.enable('strict routing');
+  }
   lazyRequestLog(app);
   app.use(requestContext(log, opts.metrics, opts.tracing));
+  if (opts.bodyTimeouts) app.use(bodyTimeouts(opts.bodyTimeouts));
   return app;
 }
 
@@ -226,7 +296,7 @@ export async function listen(app: Express, host: string, port: number, socketPat
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  server.requestTimeout = 0; // long SSE streams and large uploads; stalled uploads have their own idle timeout
+  server.requestTimeout = 0; // long SSE streams and large uploads: bodies have their own timeouts (BodyTimeouts)
 
   // Node's own server.close() drops every connection it deems idle — including one whose request
   // has arrived but not yet been parsed — so shutdown tracks connections itself.
