@@ -138,22 +138,30 @@ function bodyTimeouts(timeouts: BodyTimeouts): RequestHandler {
       }
       socket.destroySoon();
     };
+    // Each verdict waits for the next turn of the event loop: a timer that fires late (the loop was
+    // busy) runs before the reads that were waiting, and would take bytes that came for a stall.
     let timer: NodeJS.Timeout;
     if (timeouts.isUpload(req)) {
       let seen = socket.bytesRead;
       const seconds = timeouts.uploadIdleMs / 1000;
       timer = setInterval(() => {
-        if (req.complete || socket.destroyed) return clearInterval(timer);
-        if (socket.bytesRead - seen >= UPLOAD_MIN_BYTES_PER_WINDOW) {
-          seen = socket.bytesRead;
-          return;
-        }
-        cut(new AppError(408, 'UPLOAD_STALLED', `Upload too slow: under 1 KiB in ${seconds} s`));
+        setImmediate(() => {
+          if (req.complete || socket.destroyed) return clearInterval(timer);
+          // A full buffer means this side is not reading (an agent starting, a slow disk): not the client's stall.
+          const ourWait = req.readableLength >= req.readableHighWaterMark;
+          if (ourWait || socket.bytesRead - seen >= UPLOAD_MIN_BYTES_PER_WINDOW) {
+            seen = socket.bytesRead;
+            return;
+          }
+          cut(new AppError(408, 'UPLOAD_STALLED', `Upload too slow: under 1 KiB in ${seconds} s`));
+        });
       }, timeouts.uploadIdleMs);
     } else {
       timer = setTimeout(() => {
-        if (!req.complete && !socket.destroyed)
-          cut(new AppError(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${timeouts.deadlineMs / 1000} s`));
+        setImmediate(() => {
+          if (!req.complete && !socket.destroyed)
+            cut(new AppError(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${timeouts.deadlineMs / 1000} s`));
+        });
       }, timeouts.deadlineMs);
     }
     timer.unref();

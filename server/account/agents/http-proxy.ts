@@ -110,6 +110,13 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
     };
 
     upstream.on('response', (answer) => {
+      if (res.headersSent) {
+        // This service has answered already (408: the body did not arrive in time); the agent's
+        // answer, most likely its own 408, has nowhere to go.
+        upstream.destroy();
+        settle();
+        return;
+      }
       opts.metrics?.proxied('rest', (performance.now() - sent) / 1000);
       const eventStream = String(answer.headers['content-type']).startsWith('text/event-stream');
       if (eventStream) streamClosed = opts.metrics?.streamOpened();
