@@ -129,14 +129,18 @@ function bodyTimeouts(timeouts: BodyTimeouts): RequestHandler {
     if (!hasBody(req)) return next();
     const socket = req.socket;
     // Answered 408 when the route has not answered yet; either way the rest of the body is never
-    // read: the connection ends once the answer is out, and the route sees its request aborted.
+    // read: once the answer is out the request is destroyed, so the route sees it aborted (a
+    // partial upload is removed, a proxied request ends on the agent) and the connection closes.
+    // Closing the socket alone would not do: a request already answered is not aborted with it.
     const cut = (error: AppError) => {
       clearTimeout(timer);
       if (!res.headersSent) {
         res.setHeader('Connection', 'close');
         sendError(req, res, mapError(error));
       }
-      socket.destroySoon();
+      const abort = () => req.destroy();
+      if (res.writableEnded && !res.writableFinished) res.once('finish', abort);
+      else abort();
     };
     // Each verdict waits for the next turn of the event loop: a timer that fires late (the loop was
     // busy) runs before the reads that were waiting, and would take bytes that came for a stall.
