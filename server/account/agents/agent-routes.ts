@@ -4,9 +4,10 @@
  * the agent's router was case-insensitive and trailing-slash tolerant, so `/CHAT`, `/chat/` or
  * `/chat/x/STREAM` reached the guarded routes without their guest rules. Now a path is matched
  * byte for byte against the route templates of contracts/agent/rest-routes.ts: literal segments
- * exactly, parameters as one non-empty segment of URI path characters that does not decode to a
- * dot segment, a `/` or `\`, or a control character. What matches is forwarded as it came (so
- * the agent, whose routing is as strict, lands on the same route); anything else never reaches it.
+ * exactly, parameters as one non-empty segment of URI path characters (a raw `\` is none) that
+ * does not decode to a dot segment, a `/` or a control character. What matches is forwarded as it
+ * came (so the agent, whose routing is as strict, lands on the same route); anything else never
+ * reaches it.
  */
 import { AGENT_REST_ROUTES, type AgentRestRoute } from '@contracts/agent/rest-routes.js';
 
@@ -22,7 +23,7 @@ function isParameterSegment(raw: string): boolean {
     return false; // not UTF-8
   }
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
-  return decoded !== '.' && decoded !== '..' && !/[/\\\u0000-\u001f\u007f]/.test(decoded);
+  return decoded !== '.' && decoded !== '..' && !/[/\u0000-\u001f\u007f]/.test(decoded);
 }
 
 interface CompiledRoute {
