@@ -75,4 +75,6 @@ export function mountApiDocs(table: RouteTable, title: string): void {
   };
   table.add('get', '/docs', [showPage]);
   table.add('get', '/docs/{asset}', [sendAsset]);
+  // A service with strict routing (the agent) does not match `/docs/` to `/docs`: send it there too.
+  table.app.get('/docs/', showPage);
 }

@@ -13,7 +13,7 @@ import type { ProcedureMeta } from '../server/common/trpc.js';
 import { requestSignal, type HttpMethod, type RouteTable } from './routes.js';
 
 /** What `jsonBody` and `requireJsonObject` answer for a body they refuse. */
-const JSON_BODY_ERRORS: ErrorCode[] = ['MALFORMED_JSON', 'BAD_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
+const JSON_BODY_ERRORS: ErrorCode[] = ['MALFORMED_JSON', 'BAD_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'REQUEST_TIMEOUT'];
 
 function hasBody(req: Request): boolean {
   return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;

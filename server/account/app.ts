@@ -3,6 +3,7 @@
  * (rest-bridge/), JWKS at /.well-known/jwks.json, and the shared express shell.
  */
 import express from 'express';
+import { isAgentUpload } from '@contracts/agent/rest-routes.js';
 import { mountAccountBridge } from './rest-routes.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
@@ -17,6 +18,9 @@ import { createAccountServices, type AccountServices } from './services.js';
 import type { AccountContext } from './trpc.js';
 import { serveWebClient } from './web.js';
 
+/** Where the account API's REST paths are served (spec: "Account API"). */
+const API_PREFIX = '/api/v1';
+
 export interface RunningAccount {
   url: string;
   services: AccountServices;
@@ -27,7 +31,17 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   const services = await createAccountServices(config, log);
   const { metrics } = services;
   const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint, 'account', log) : undefined;
-  const app = createHttpApp(log, { trustProxy: config.trustProxy, metrics, tracing });
+  const app = createHttpApp(log, {
+    trustProxy: config.trustProxy,
+    metrics,
+    tracing,
+    bodyTimeouts: {
+      deadlineMs: config.bodyTimeouts.requestSeconds * 1000,
+      uploadIdleMs: config.bodyTimeouts.uploadIdleSeconds * 1000,
+      // Uploads to the user's agent, piped through (agents/http-proxy.ts).
+      isUpload: (req) => req.path.startsWith(`${API_PREFIX}/agent/`) && isAgentUpload(req.method, req.path.slice(`${API_PREFIX}/agent`.length)),
+    },
+  });
   // The web client on another origin (FRONTEND_URL) may call the APIs; no other origin may.
   const frontendOrigin = new URL(config.frontendUrl).origin;
   if (frontendOrigin !== new URL(config.baseUrl).origin) app.use(corsFor(frontendOrigin));
@@ -55,7 +69,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
   }
   const api = express.Router();
   mountAccountBridge(api, services, contextFor, config.baseUrl);
-  app.use('/api/v1', api);
+  app.use(API_PREFIX, api);
   if (!serveWebClient(app, undefined, config.captcha?.provider)) log.warn('web client not built (npm run build:web): only the APIs are served');
   finishHttpApp(app);
   const server = await listen(app, config.host, config.port);

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { httpUrl, logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port } from '../common/config.js';
+import { httpUrl, logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port, requestBodyTimeout, uploadIdleTimeout } from '../common/config.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
 import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js';
@@ -137,6 +137,12 @@ export const accountEnv = z.object({
     .describe(
       'event streams (chat replies, reconnects, subscriptions) one user may have open through this instance at once; more get 429 `TOO_MANY_STREAMS` with `Retry-After`',
     ),
+  AGENT_REQUESTS_PER_USER: intSetting(8, { min: 1, max: 100_000 }).describe(
+    'REST requests one user may have in flight to their agent through this instance at once, event streams aside (`AGENT_STREAMS_PER_USER`); more get 429 `TOO_MANY_AGENT_REQUESTS` with `Retry-After`',
+  ),
+  // Slow request bodies (server/common/http.ts, BodyTimeouts), here and on the local agents.
+  REQUEST_BODY_TIMEOUT: requestBodyTimeout,
+  UPLOAD_IDLE_TIMEOUT_SECONDS: uploadIdleTimeout,
   AGENT_WAKE_POLL: z
     .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.05).max(3600))
     .describe(
@@ -334,8 +340,11 @@ const schema = accountEnv
       /** Local agents running at once; at the cap the least recently used idle one is stopped. */
       agentMaxRunning: env.AGENT_MAX_RUNNING ?? defaultMaxRunningAgents(),
       agentWakePollMs: env.AGENT_WAKE_POLL * 1000,
-      /** Relayed event streams one user may hold open at once (agents/stream-slots.ts). */
+      /** Relayed event streams, and other REST requests in flight, one user may hold at once (agents/user-slots.ts). */
       agentStreamsPerUser: env.AGENT_STREAMS_PER_USER,
+      agentRequestsPerUser: env.AGENT_REQUESTS_PER_USER,
+      /** How long a request body may take; uploads must progress instead (common/http.ts, BodyTimeouts); local agents get the same. */
+      bodyTimeouts: { requestSeconds: env.REQUEST_BODY_TIMEOUT, uploadIdleSeconds: env.UPLOAD_IDLE_TIMEOUT_SECONDS },
       agentSecretsKey: env.AGENT_SECRETS_KEY,
       agentLauncher: {
         sandbox: env.AGENT_SANDBOX,

@@ -10,22 +10,17 @@ import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
 import { proxyToOwnAgent } from './agents/http-proxy.js';
 import type { AccountServices } from './services.js';
-import { badRequest, notFound } from '../common/errors.js';
+import { notFound } from '../common/errors.js';
 import { jsonBody } from '../common/http.js';
 import { mountJsonProcedures } from '../../rest-bridge/json.js';
 import { mountApiDocs } from '../../rest-bridge/api-docs.js';
 import { openApiDocument } from '../../rest-bridge/openapi.js';
 import { RouteTable, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
 
-/** `/x//y?q` as asked, with its leading slashes collapsed; and its path, decoded, for the guest policy. */
+/** The agent path and query as sent (`/chat/c1/stream?x`), and the path alone, which agents/agent-routes.ts matches. */
 function agentTarget(rest: string): { path: string; pathname: string } {
   const query = rest.indexOf('?');
-  const rawPath = `/${(query < 0 ? rest : rest.slice(0, query)).replace(/^\/+/, '')}`;
-  try {
-    return { path: rawPath + (query < 0 ? '' : rest.slice(query)), pathname: decodeURIComponent(rawPath) };
-  } catch {
-    throw badRequest('Malformed path');
-  }
+  return { path: rest, pathname: query < 0 ? rest : rest.slice(0, query) };
 }
 
 /** What any account route can answer, and what a signed-in one adds (tokens/service.ts `authenticate`). */
@@ -41,7 +36,10 @@ export function mountAccountBridge(api: IRouter, services: AccountServices, cont
   // The signed-in user's own agent, at its documented REST paths under /api/v1/agent/.
   api.all('/agent/*path', (req, res) => {
     res.locals.route = '/agent/*';
-    return proxyToOwnAgent(services, req, res, agentTarget(req.originalUrl.slice(`${req.baseUrl}/agent`.length)));
+    // The account's own routing tolerates other spellings of `/agent`; the proxy does not (agent-routes.ts).
+    const prefix = `${req.baseUrl}/agent`;
+    if (!req.originalUrl.startsWith(prefix)) throw notFound('No such agent path', 'ROUTE_NOT_FOUND');
+    return proxyToOwnAgent(services, req, res, agentTarget(req.originalUrl.slice(prefix.length)));
   });
 
   // Telegram's pushes for a user's bot (webhook mode, messenger/bots.ts): authenticated by the

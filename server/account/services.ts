@@ -11,7 +11,7 @@ import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egr
 import { AgentLauncher } from './agents/provisioners/local/launcher.js';
 import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget } from './agents/model-usage.js';
-import { StreamSlots } from './agents/stream-slots.js';
+import { requestSlots, streamSlots, type UserSlots } from './agents/user-slots.js';
 import { LocalProvisioner, agentEnvironment } from './agents/provisioners/local/provisioner.js';
 import type { AgentProvisioner } from './agents/provisioners/provisioner.js';
 import { StaticProvisioner } from './agents/provisioners/static.js';
@@ -67,8 +67,10 @@ export interface AccountServices {
   authMetrics: AuthMetrics;
   /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
   agentMetrics: AgentMetrics;
-  /** Relayed event streams per user, capped (agents/stream-slots.ts). */
-  streamSlots: StreamSlots;
+  /** Relayed event streams per user, capped (agents/user-slots.ts). */
+  streamSlots: UserSlots;
+  /** Other REST requests per user in flight to their agent, capped (agents/user-slots.ts). */
+  requestSlots: UserSlots;
   /** The running local agents' own series, summed into GET /metrics (agents/agent-metrics.ts). */
   localAgentsScrape: LocalAgentsScrape;
   /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
@@ -135,7 +137,13 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
           stopGraceMs: config.agentStopGraceMs,
           maxRunning: config.agentMaxRunning,
-          agentEnv: { ...agentEnvironment(process.env), ...agentModelEnvironment(config.egress) },
+          agentEnv: {
+            ...agentEnvironment(process.env),
+            ...agentModelEnvironment(config.egress),
+            // The agents hold bodies to the same timeouts as this service.
+            REQUEST_BODY_TIMEOUT: String(config.bodyTimeouts.requestSeconds),
+            UPLOAD_IDLE_TIMEOUT_SECONDS: String(config.bodyTimeouts.uploadIdleSeconds),
+          },
           launcher: new AgentLauncher(
             config.agentLauncher,
             new EgressGateway(egressRoutes(config.egress), log, {
@@ -190,7 +198,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     metrics,
     authMetrics,
     agentMetrics,
-    streamSlots: new StreamSlots(config.agentStreamsPerUser),
+    streamSlots: streamSlots(config.agentStreamsPerUser),
+    requestSlots: requestSlots(config.agentRequestsPerUser),
     localAgentsScrape,
     modelBudget,
     mail,

@@ -2,6 +2,7 @@
  * The agent's HTTP server: tRPC at /trpc, the documented REST paths at the root (rest-bridge/),
  * and the shared express shell. `startAgent` is what main.ts and the tests run.
  */
+import { isAgentUpload } from '@contracts/agent/rest-routes.js';
 import { isAgentSecret } from './auth.js';
 import { mountAgentBridge } from './rest-routes.js';
 import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';
@@ -27,7 +28,17 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   const services = await createAgentServices(config, log);
   const { metrics } = services;
   const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint, 'agent', log) : undefined;
-  const app = createHttpApp(log, { metrics, tracing });
+  const app = createHttpApp(log, {
+    metrics,
+    tracing,
+    // The account service's proxy forwards only the documented spellings; the agent serves only them too.
+    strictRouting: true,
+    bodyTimeouts: {
+      deadlineMs: config.requestBodyTimeoutSeconds * 1000,
+      uploadIdleMs: config.uploadIdleTimeoutSeconds * 1000,
+      isUpload: (req) => isAgentUpload(req.method, req.path),
+    },
+  });
   app.use(services.requests.middleware);
   app.use(
     '/trpc',
@@ -38,9 +49,7 @@ export async function startAgent(config: AgentConfig, log: Logger = createLogger
   // The account service scrapes a local agent over its socket with the agent secret (no loopback there).
   app.get('/metrics', metricsEndpoint(metrics, config.metricsToken, { admits: (req) => isAgentSecret(req.headers.authorization, config.secretSha256) }));
   mountHealthRoutes(app, { database: async () => services.store.sql.prepare('SELECT 1').get() });
-  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization), {
-    uploadIdleTimeoutSeconds: config.uploadIdleTimeoutSeconds,
-  });
+  mountAgentBridge(app, (req) => createAgentContext(services, req.log, req.headers.authorization));
   finishHttpApp(app);
   const swept = await sweepPartialUploads(config.workspace);
   if (swept.length) log.warn({ files: swept }, 'removed partial uploads left by a crash');

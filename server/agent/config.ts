@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port } from '../common/config.js';
+import { logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port, requestBodyTimeout, uploadIdleTimeout } from '../common/config.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 
 export const AGENT_VERSION = '0.1.0';
@@ -211,10 +211,9 @@ export const agentEnv = z.object({
       default: '— (required with `TELEGRAM_WEBHOOK_URL`)',
       values: '16..256 of `A-Z a-z 0-9 _ -`',
     }),
-  // Workspace files (server/agent/files/; the slowloris guard in server/agent/rest-routes.ts).
-  UPLOAD_IDLE_TIMEOUT_SECONDS: z
-    .preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().positive().max(3600))
-    .describe('an upload delivering under 1 KiB in this window is cut (408 `UPLOAD_STALLED`)'),
+  // Slow request bodies (server/common/http.ts, BodyTimeouts); the account service passes its own to local agents.
+  REQUEST_BODY_TIMEOUT: requestBodyTimeout,
+  UPLOAD_IDLE_TIMEOUT_SECONDS: uploadIdleTimeout,
 });
 
 const schema = agentEnv
@@ -303,7 +302,8 @@ const schema = agentEnv
       purgeIntervalMs: env.SUBAGENT_PURGE_INTERVAL * 1000,
     },
     /** Set: GET /metrics needs it as a bearer token; unset: loopback callers only. */
-    /** Seconds in which an upload must deliver 1 KiB or be cut (server/agent/rest-routes.ts). */
+    /** Seconds a request body may take in full; uploads must deliver 1 KiB in each window of the second (common/http.ts). */
+    requestBodyTimeoutSeconds: env.REQUEST_BODY_TIMEOUT,
     uploadIdleTimeoutSeconds: env.UPLOAD_IDLE_TIMEOUT_SECONDS,
     metricsToken: env.METRICS_TOKEN,
     /** Set: every request is traced and exported over OTLP/HTTP (common/tracing.ts). */

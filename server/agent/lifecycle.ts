@@ -7,13 +7,19 @@
  */
 import type { RequestHandler } from 'express';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
+import { hasBody } from '../common/http.js';
 import { readHeartbeatFile } from './heartbeat/run.js';
 import type { AgentServices } from './services.js';
 
 /** Paths that ask about the agent rather than use it: they never make it busy. */
 const PROBES = /^\/(health|healthz|readyz|metrics|lifecycle)$|^\/trpc\/health\./;
 
-/** Counts requests in flight (streams count until they end). */
+/**
+ * Counts requests in flight (streams count until they end), each from the moment its body is in:
+ * one still arriving does no work yet, and counting it let a client that sends a few bytes and
+ * then waits keep the agent "busy", so that it was never stopped to make room for another user
+ * (docs/security.md, "Stalled bodies"). Its body has a deadline of its own (REQUEST_BODY_TIMEOUT).
+ */
 export class RequestActivity {
   private count = 0;
 
@@ -23,8 +29,19 @@ export class RequestActivity {
 
   readonly middleware: RequestHandler = (req, res, next) => {
     if (PROBES.test(req.path)) return next();
-    this.count++;
-    res.once('close', () => this.count--);
+    let state: 'receiving' | 'counted' | 'closed' = 'receiving';
+    const count = () => {
+      if (state !== 'receiving') return;
+      state = 'counted';
+      this.count++;
+    };
+    res.once('close', () => {
+      if (state === 'counted') this.count--;
+      state = 'closed';
+    });
+    // 'end' comes once the route has read the whole body.
+    if (hasBody(req)) req.once('end', count);
+    else count();
     next();
   };
 }

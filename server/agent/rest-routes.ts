@@ -4,7 +4,7 @@
  * handler calls an agent procedure (but the API reference, `/docs`: rest-bridge/api-docs.ts).
  * JSON routes come from procedure metadata; the rest are here.
  */
-import type { IRouter, Request, Response } from 'express';
+import type { IRouter, Request } from 'express';
 import { agentRouter, type AgentRouter } from './router.js';
 import { ChatEvent, ChatMessageInput, ChatStreamInput } from '@contracts/agent/chat.js';
 import type { AgentContext } from './trpc.js';
@@ -24,45 +24,10 @@ import { writeEventStream } from '../../rest-bridge/sse.js';
 
 const createCaller = createCallerFactory(agentRouter);
 
-/**
- * Slowloris guard for uploads (the server has no overall request timeout, for long streams): an
- * upload that delivers less than 1 KiB in any window of `seconds` (UPLOAD_IDLE_TIMEOUT_SECONDS) —
- * stalled, or trickling a byte at a time — is answered 408 UPLOAD_STALLED and its connection
- * closed; the partial file is removed like that of any aborted upload.
- */
-const UPLOAD_MIN_BYTES_PER_WINDOW = 1024;
-
-function stopStalledUpload(req: Request, res: Response, seconds: number): void {
-  const socket = req.socket;
-  let seen = socket.bytesRead;
-  const timer = setInterval(() => {
-    if (req.complete) return clearInterval(timer);
-    const now = socket.bytesRead;
-    if (now - seen >= UPLOAD_MIN_BYTES_PER_WINDOW) {
-      seen = now;
-      return;
-    }
-    clearInterval(timer);
-    if (!res.headersSent) {
-      res.setHeader('Connection', 'close');
-      res.status(408).json({ detail: `Upload too slow: under 1 KiB in ${seconds} s`, code: 'UPLOAD_STALLED' });
-    }
-    socket.destroySoon();
-    req.destroy();
-  }, seconds * 1000);
-  timer.unref();
-  res.once('close', () => clearInterval(timer));
-}
-
 /** What any agent route can answer, and what one behind the agent secret adds (trpc.ts). */
 const AGENT_ERRORS: ServiceErrorCodes = { everyRoute: ['INTERNAL', 'METHOD_NOT_ALLOWED'], authenticated: ['INVALID_AGENT_SECRET'] };
 
-export interface AgentBridgeOptions {
-  /** Upload slowloris window (config: UPLOAD_IDLE_TIMEOUT_SECONDS). */
-  uploadIdleTimeoutSeconds: number;
-}
-
-export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => AgentContext, options: AgentBridgeOptions): void {
+export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => AgentContext): void {
   const table = new RouteTable(app, AGENT_ERRORS);
   const callerFor: CallerFor<AgentRouter> = (req, signal) => createCaller(contextFor(req), { signal });
 
@@ -79,7 +44,10 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       },
     ],
     eventStreamDoc('Send a message; the reply streams as SSE and ends with `done`', ChatEvent, ChatMessageInput),
-    { authenticated: true, errors: ['MALFORMED_JSON', 'BAD_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'VALIDATION_FAILED', 'SHUTTING_DOWN'] },
+    {
+      authenticated: true,
+      errors: ['MALFORMED_JSON', 'BAD_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'REQUEST_TIMEOUT', 'VALIDATION_FAILED', 'SHUTTING_DOWN'],
+    },
   );
 
   // Workspace files: multipart upload and raw file body adapters calling files.* procedures.
@@ -88,8 +56,8 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     '/files/upload',
     [
       async (req, res) => {
+        // A stalled upload is cut by the shell (408 UPLOAD_STALLED, server/common/http.ts BodyTimeouts).
         const signal = requestSignal(res);
-        stopStalledUpload(req, res, options.uploadIdleTimeoutSeconds);
         // Room for the multipart envelope around a file of the maximum size; the procedure counts the file itself.
         const form = readMultipart(req, res, { maxBodyBytes: MAX_UPLOAD_BYTES + 1024 * 1024, files: 1 });
         try {

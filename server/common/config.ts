@@ -37,6 +37,17 @@ export const logPretty = optionalString
   .pipe(z.enum(['0', '1']).optional())
   .describe('`1` prints human-readable logs (pino-pretty, a development dependency) instead of JSON lines');
 
+/** Both services' body timeouts (http.ts `BodyTimeouts`; docs/security.md, "Stalled bodies"). */
+export const requestBodyTimeout = z
+  .preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().positive().max(3600))
+  .describe(
+    'seconds a request body may take to arrive in full after its headers; a later one is cut with 408 `REQUEST_TIMEOUT` (uploads instead: `UPLOAD_IDLE_TIMEOUT_SECONDS`)',
+  );
+
+export const uploadIdleTimeout = z
+  .preprocess((v) => (v === '' || v === undefined ? 30 : v), z.coerce.number().positive().max(3600))
+  .describe('an upload delivering under 1 KiB in this window is cut (408 `UPLOAD_STALLED`): a slow upload goes on as long as it progresses');
+
 export const otlpEndpoint = optionalString.pipe(httpUrl.optional()).meta({
   description:
     'OTLP/HTTP collector base URL: each HTTP request is then traced (one span, with the request id) and exported to `<url>/v1/traces`; the SDK is loaded only when set',

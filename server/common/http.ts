@@ -123,14 +123,96 @@ export function corsFor(allowedOrigin: string): RequestHandler {
   };
 }
 
+/** Whether a request comes with a body (HTTP/1.1: a length above 0, or chunks). */
+export const hasBody = (req: IncomingMessage): boolean => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+
+/**
+ * How long a request body may take to arrive (docs/security.md, "Stalled bodies"). A client that
+ * sends headers and then a trickle, or nothing, would otherwise hold its request (and whatever
+ * the request holds: an agent, a socket on it) for as long as it liked. Node's own
+ * `requestTimeout` cannot serve: it would cut long uploads too, and answers without our error body.
+ */
+export interface BodyTimeouts {
+  /** A body must be complete this long after its headers (REQUEST_BODY_TIMEOUT): else 408 REQUEST_TIMEOUT. */
+  deadlineMs: number;
+  /** An upload must instead deliver 1 KiB in every window this long (UPLOAD_IDLE_TIMEOUT_SECONDS): else 408 UPLOAD_STALLED. */
+  uploadIdleMs: number;
+  isUpload(req: Request): boolean;
+}
+
+const UPLOAD_MIN_BYTES_PER_WINDOW = 1024;
+
+function bodyTimeouts(timeouts: BodyTimeouts): RequestHandler {
+  return (req, res, next) => {
+    if (!hasBody(req)) return next();
+    const socket = req.socket;
+    // Answered 408 when the route has not answered yet; either way the rest of the body is never
+    // read: once the answer is out the request is destroyed, so the route sees it aborted (a
+    // partial upload is removed, a proxied request ends on the agent) and the connection closes.
+    // Closing the socket alone would not do: a request already answered is not aborted with it.
+    const cut = (error: AppError) => {
+      clearTimeout(timer);
+      if (!res.headersSent) {
+        res.setHeader('Connection', 'close');
+        sendError(req, res, mapError(error));
+      }
+      const abort = () => req.destroy();
+      if (res.writableEnded && !res.writableFinished) res.once('finish', abort);
+      else abort();
+    };
+    // Each verdict waits for the next turn of the event loop: a timer that fires late (the loop was
+    // busy) runs before the reads that were waiting, and would take bytes that came for a stall.
+    let timer: NodeJS.Timeout;
+    if (timeouts.isUpload(req)) {
+      let seen = socket.bytesRead;
+      const seconds = timeouts.uploadIdleMs / 1000;
+      timer = setInterval(() => {
+        setImmediate(() => {
+          if (req.complete || socket.destroyed) return clearInterval(timer);
+          // A full buffer means this side is not reading (an agent starting, a slow disk): not the client's stall.
+          const ourWait = req.readableLength >= req.readableHighWaterMark;
+          if (ourWait || socket.bytesRead - seen >= UPLOAD_MIN_BYTES_PER_WINDOW) {
+            seen = socket.bytesRead;
+            return;
+          }
+          cut(new AppError(408, 'UPLOAD_STALLED', `Upload too slow: under 1 KiB in ${seconds} s`));
+        });
+      }, timeouts.uploadIdleMs);
+    } else {
+      timer = setTimeout(() => {
+        setImmediate(() => {
+          if (!req.complete && !socket.destroyed)
+            cut(new AppError(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${timeouts.deadlineMs / 1000} s`));
+        });
+      }, timeouts.deadlineMs);
+    }
+    timer.unref();
+    // An answer given before the body is in (a 401, say) leaves the timer to end the connection.
+    res.once('close', () => {
+      if (req.complete) clearTimeout(timer);
+    });
+    next();
+  };
+}
+
 /** `trustProxy`: express's `trust proxy` (a hop count, or the proxies believed), checked by the service's config; unset trusts none. */
-export function createHttpApp(log: Logger, opts: { trustProxy?: number | string[]; metrics?: ServiceMetrics; tracing?: RequestTracing } = {}): Express {
+export function createHttpApp(
+  log: Logger,
+  opts: { trustProxy?: number | string[]; metrics?: ServiceMetrics; tracing?: RequestTracing; bodyTimeouts?: BodyTimeouts; strictRouting?: boolean } = {},
+): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', opts.trustProxy ?? false);
+  if (opts.strictRouting) {
+    // One spelling per path: `/CHAT`, `/chat/` are not `/chat` (docs/security.md, "One spelling
+    // per agent path"). Set before the first route: express builds its router with them then.
+    app.enable('case sensitive routing');
+    app.enable('strict routing');
+  }
   lazyRequestLog(app);
   app.use(requestContext(log, opts.metrics, opts.tracing));
+  if (opts.bodyTimeouts) app.use(bodyTimeouts(opts.bodyTimeouts));
   return app;
 }
 
@@ -245,7 +327,7 @@ export async function listen(app: Express, host: string, port: number, socketPat
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  server.requestTimeout = 0; // long SSE streams and large uploads; stalled uploads have their own idle timeout
+  server.requestTimeout = 0; // long SSE streams and large uploads: bodies have their own timeouts (BodyTimeouts)
 
   // Node's own server.close() drops every connection it deems idle — including one whose request
   // has arrived but not yet been parsed — so shutdown tracks connections itself.

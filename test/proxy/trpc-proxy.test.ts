@@ -217,10 +217,10 @@ describe('guest policy, shared by the REST and tRPC faces', () => {
   } as unknown as RateLimits;
 
   it('names REST calls by action', () => {
-    expect(restAgentAction('POST', '/chat')).toBe('chat.message');
-    expect(restAgentAction('GET', '/telegram/contacts')).toBe('messenger');
-    expect(restAgentAction('GET', '/messenger/status')).toBe('messenger');
-    expect(restAgentAction('GET', '/chat/c1/stream')).toBe('other');
+    expect(restAgentAction({ method: 'POST', path: '/chat' })).toBe('chat.message');
+    expect(restAgentAction({ method: 'GET', path: '/telegram/contacts' })).toBe('messenger');
+    expect(restAgentAction({ method: 'GET', path: '/messenger/status' })).toBe('messenger');
+    expect(restAgentAction({ method: 'GET', path: '/chat/{chat_id}/stream' })).toBe('other');
   });
 
   it('limits guests only: messenger refused, messages counted, quota as GUEST_QUOTA with Retry-After', async () => {

@@ -8,8 +8,10 @@
  * BUDGET_EXCEEDED once their daily model budget is spent (model-usage.ts), before it counts.
  *
  * Both faces of the proxy ask the same question with an action name: the REST proxy derives it
- * from the method and path (`restAgentAction`), the tRPC routers name it per procedure.
+ * from the agent route the request matched (`restAgentAction`; agent-routes.ts matches only the
+ * documented spelling), the tRPC routers name it per procedure.
  */
+import type { AgentRestRoute } from '@contracts/agent/rest-routes.js';
 import { AppError } from '../../common/errors.js';
 import type { RateLimits } from '../ratelimit/limits.js';
 import type { ModelBudget } from './model-usage.js';
@@ -28,22 +30,16 @@ export interface AgentUser {
   userId: string;
 }
 
-export interface AgentRequest extends AgentUser {
-  method: string;
-  /** Agent path without the query, e.g. `/chat` or `/messenger/contacts`. */
-  path: string;
-}
-
-/** The action of a REST call to the agent's documented paths. */
-export function restAgentAction(method: string, path: string): AgentAction {
-  if (/^\/(messenger|telegram)(\/|$)/.test(path)) return 'messenger';
-  if (method === 'POST' && path === '/chat') return 'chat.message';
+/** The action of a REST call to one of the agent's routes. */
+export function restAgentAction(route: AgentRestRoute): AgentAction {
+  if (/^\/(messenger|telegram)\//.test(route.path)) return 'messenger';
+  if (route.method === 'POST' && route.path === '/chat') return 'chat.message';
   return 'other';
 }
 
-/** REST calls whose answer is an event stream the proxy relays: a chat message, a reconnect to its reply. */
-export const opensEventStream = (method: string, path: string): boolean =>
-  (method === 'POST' && path === '/chat') || (method === 'GET' && /^\/chat\/[^/]+\/stream$/.test(path));
+/** REST routes whose answer is an event stream the proxy relays: a chat message, a reconnect to its reply. */
+export const opensEventStream = (route: AgentRestRoute): boolean =>
+  (route.method === 'POST' && route.path === '/chat') || (route.method === 'GET' && route.path === '/chat/{chat_id}/stream');
 
 /** Throws 403 for what guests may not do; counts guest chat messages. Returns the body cap. */
 export async function admitAgentAction(
@@ -68,7 +64,12 @@ export async function admitAgentAction(
   return { maxBodyBytes: GUEST_UPLOAD_BYTES };
 }
 
-/** The REST proxy's entry: the action from method and path. */
-export function admitAgentRequest(request: AgentRequest, rateLimits: RateLimits, budget?: Pick<ModelBudget, 'check'>): Promise<{ maxBodyBytes: number }> {
-  return admitAgentAction(restAgentAction(request.method, request.path), request, rateLimits, budget);
+/** The REST proxy's entry: the action from the matched route. */
+export function admitAgentRequest(
+  route: AgentRestRoute,
+  user: AgentUser,
+  rateLimits: RateLimits,
+  budget?: Pick<ModelBudget, 'check'>,
+): Promise<{ maxBodyBytes: number }> {
+  return admitAgentAction(restAgentAction(route), user, rateLimits, budget);
 }

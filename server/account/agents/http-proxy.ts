@@ -11,6 +11,7 @@ import { RECONNECT } from '@contracts/agent/chat.js';
 import { AppError, notFound } from '../../common/errors.js';
 import { AccountRequest } from '../request.js';
 import type { AccountServices } from '../services.js';
+import { matchAgentRoute } from './agent-routes.js';
 import { admitAgentRequest, opensEventStream } from './guest-policy.js';
 import type { AgentMetrics } from './metrics.js';
 import type { AgentEndpoint } from './registry.js';
@@ -109,6 +110,13 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
     };
 
     upstream.on('response', (answer) => {
+      if (res.headersSent) {
+        // This service has answered already (408: the body did not arrive in time); the agent's
+        // answer, most likely its own 408, has nowhere to go.
+        upstream.destroy();
+        settle();
+        return;
+      }
       opts.metrics?.proxied('rest', (performance.now() - sent) / 1000);
       const eventStream = String(answer.headers['content-type']).startsWith('text/event-stream');
       if (eventStream) streamClosed = opts.metrics?.streamOpened();
@@ -133,6 +141,10 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
       if (!res.writableFinished) upstream.destroy();
       settle();
     });
+    // A body cut short (the client left, or the shell's body timeout ended it) ends the agent's request too.
+    req.once('close', () => {
+      if (!req.complete) upstream.destroy();
+    });
 
     let received = 0;
     req.on('data', (chunk: Buffer) => {
@@ -148,25 +160,27 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
 }
 
 /**
- * `/api/v1/agent/*` for one request: the caller (access token of a live session), the guest
- * policy for what they ask (`pathname`, decoded), their own agent, then the bytes both ways.
+ * `/api/v1/agent/*` for one request: the caller (access token of a live session), the agent route
+ * they name (only in its documented spelling: agent-routes.ts), the guest policy for that route,
+ * their own agent, then the bytes both ways.
  */
 export async function proxyToOwnAgent(services: AccountServices, req: Request, res: Response, target: { path: string; pathname: string }): Promise<void> {
   const user = await services.tokens.authenticate(req.headers.authorization, new AccountRequest(req));
-  // The agent's own tRPC endpoint is proxied as `agent.*` procedures, each under the guest
-  // policy; reached through here, its calls would name no REST path the policy knows.
-  if (/^\/trpc(\/|$)/i.test(target.pathname)) throw notFound('No such agent path', 'ROUTE_NOT_FOUND');
-  // The slot first: a refused stream must not count a guest's message or start an agent.
-  const releaseSlot = opensEventStream(req.method, target.pathname) ? services.streamSlots.claim(user.userId) : undefined;
+  // Anything else (another case, a trailing or doubled slash, dot segments, an encoded letter or
+  // slash, `;params`, the agent's own /trpc) never reaches the agent: its rules are the route's.
+  const match = matchAgentRoute(req.method, target.pathname);
+  if (!match) throw notFound('No such agent path', 'ROUTE_NOT_FOUND');
+  if ('allowed' in match) {
+    const allow = match.allowed.join(', ');
+    throw new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here (allowed: ${allow})`, { Allow: allow });
+  }
+  // The slot first: a refused stream or request must not count a guest's message or start an agent.
+  const release = (opensEventStream(match.route) ? services.streamSlots : services.requestSlots).claim(user.userId);
   try {
-    const { maxBodyBytes } = await admitAgentRequest(
-      { method: req.method, path: target.pathname, guest: user.guest, userId: user.userId },
-      services.rateLimits,
-      services.modelBudget,
-    );
+    const { maxBodyBytes } = await admitAgentRequest(match.route, user, services.rateLimits, services.modelBudget);
     const agent = await services.agents.provisioner.agentFor(user.userId);
     await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes, metrics: services.agentMetrics, shutdown: services.shutdown });
   } finally {
-    releaseSlot?.();
+    release();
   }
 }
