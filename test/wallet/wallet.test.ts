@@ -259,6 +259,7 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
       await expect(verifySignIn({ db: db(), config: config(), input: await sign(), now: lastMoment, rpc: undefined })).resolves.toEqual({
         address: alice.address.toLowerCase(),
         kind: 'eoa',
+        requestedBy: null,
       });
       const expiry = new Date(now.getTime() + CHALLENGE_TTL_MS);
       await expect(verifySignIn({ db: db(), config: config(), input: await sign(), now: expiry, rpc: undefined })).rejects.toMatchObject({
@@ -335,9 +336,12 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
       expect((await userOf(g)).guest).toBe(true);
     });
 
-    it('refuses an invalid Authorization header rather than ignoring it', async () => {
-      const res = await signIn(newWallet(), undefined, { authorization: 'Bearer not.a.token' });
-      expect(res.status).toBe(401);
+    it('refuses an invalid Authorization header rather than ignoring it, on the challenge and on the verify', async () => {
+      const bad = { authorization: 'Bearer not.a.token' };
+      const wallet = newWallet();
+      expect((await post('/auth/wallet/challenge', { address: wallet.address }, bad)).status).toBe(401);
+      const { nonce, message } = await challenge(wallet.address);
+      expect((await verify({ address: wallet.address, signature: await wallet.signMessage({ message }), nonce }, bad)).status).toBe(401);
     });
   });
 
