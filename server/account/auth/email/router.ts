@@ -17,10 +17,11 @@ export const emailRouter = router({
     .use(captchaChecked)
     .output(LoginEmailOutput)
     .mutation(async ({ ctx, input }) => {
+      // A signed-in caller is recorded on the code: only its own verify may join the address to it. A bad token is a 401
+      // before anything is counted or sent.
+      const requester = await signInTarget(signInCall(ctx));
       // Per address too, so that one address cannot be flooded from many clients.
       await admitSignInMail(ctx.services.rateLimits, input.email);
-      // A signed-in caller is recorded on the code: only its own verify may join the address to it.
-      const requester = await signInTarget(signInCall(ctx));
       await ctx.services.email.request(input.email, new Date(), requester?.userId);
       return { message: LOGIN_EMAIL_MESSAGE };
     }),
