@@ -90,7 +90,7 @@ test('an auth code exchanged after its lifetime is refused', async ({ page }) =>
   await page.getByRole('button', { name: 'Sign in with provider A' }).click();
   await loginAtA(page, 'e2e-slowpoke');
   await expect(page.getByTestId('callback-status')).toHaveText('Signing you in…');
-  await expect(page.getByTestId('callback-error')).toHaveText(/This sign-in has expired or was already used/, { timeout: (AUTH_CODE_TTL_SECONDS + 10) * 1000 });
+  await expect(page.getByTestId('callback-error')).toHaveText(/This sign-in has expired, was already used/, { timeout: (AUTH_CODE_TTL_SECONDS + 10) * 1000 });
   expect(held).toBe(1);
 });
 

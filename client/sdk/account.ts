@@ -253,9 +253,13 @@ export function createAccountClient(options: AccountClientOptions) {
     signInAsGuest: async (deviceId: string, options: CaptchaOptions = {}) =>
       signedIn(await trpc.auth.guest.signIn.mutate({ device_id: deviceId }, { context: { auth: 'none', captcha: options.captcha } })),
 
-    /** Always the same message, whether or not the address has an account. */
-    requestEmailSignIn: (email: string, options: CaptchaOptions = {}) =>
-      trpc.auth.email.request.mutate({ email }, { context: { auth: 'none', captcha: options.captcha } }),
+    /**
+     * Always the same message, whether or not the address has an account. A signed-in guest asks with its token, so that its
+     * verify upgrades it in place (only the account that asked for a mail is joined by it); `link: true` asks for whichever
+     * account is signed in, full or guest (see linkEmail).
+     */
+    requestEmailSignIn: (email: string, options: CaptchaOptions & { link?: boolean } = {}) =>
+      trpc.auth.email.request.mutate({ email }, { context: { auth: options.link ? 'user' : 'guest-upgrade', captcha: options.captcha } }),
 
     /** Whether guest and e-mail sign-in need a CAPTCHA token: `{provider: null}` when not. */
     captchaConfig: () => trpc.auth.captcha.config.query(undefined, { context: { auth: 'none' } }),
@@ -267,6 +271,21 @@ export function createAccountClient(options: AccountClientOptions) {
     /** Like verifyEmail, but attaches the address to whichever account is signed in (linking), full or guest. */
     linkEmail: async (input: { token: string } | { email: string; code: string }) =>
       signedIn(await trpc.auth.email.verify.mutate(input, { context: { auth: 'user' } })),
+
+    /**
+     * Trades a link or code with the signed-in account's token but keeps the pair it answers: when it belongs to another
+     * account (a mail this account did not ask for signs in to the address's own account), the caller asks the person before
+     * `useTokens` switches; `discardTokens` ends the held session instead.
+     */
+    verifyEmailHeld: (input: { token: string } | { email: string; code: string }) => trpc.auth.email.verify.mutate(input, { context: { auth: 'user' } }),
+
+    /** Makes `pair` (from verifyEmailHeld) the stored session. */
+    useTokens: (pair: TokenPair) => signedIn(pair),
+
+    /** Ends the session of a held pair that is not used. */
+    discardTokens: async (pair: TokenPair): Promise<void> => {
+      await trpc.tokens.logout.mutate({ refresh_token: pair.refresh_token }, { context: { auth: 'none' } });
+    },
 
     me: () => trpc.tokens.me.query(),
 

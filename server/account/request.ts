@@ -48,7 +48,7 @@ export class AccountRequest {
   }
 
   /** Bound, so it can be handed on (the rate limiter sets RateLimit-* with it). */
-  readonly setHeader = (name: string, value: string): void => {
+  readonly setHeader = (name: string, value: string | string[]): void => {
     const res = this.req.res;
     if (res && !res.headersSent) res.setHeader(name, value);
   };

@@ -31,9 +31,9 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
   let sink: SmtpSink;
   let api: ReturnType<typeof client>;
 
-  /** POST /auth/login/email, then the link token and the code from the real mail. */
-  const requestCode = async (email: string) => {
-    const res = await api.post('/auth/login/email', { email });
+  /** POST /auth/login/email (with `headers`: asked by that account), then the link token and the code from the real mail. */
+  const requestCode = async (email: string, headers: Record<string, string> = {}) => {
+    const res = await api.post('/auth/login/email', { email }, headers);
     expect(res.status).toBe(200);
     return signInSecrets(await sink.next(email));
   };
@@ -306,13 +306,13 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
   describe('guest upgrade', () => {
     const guest = async (deviceId: string) => (await (await api.post('/auth/guest', { device_id: testDeviceId(deviceId) })).json()) as Pair;
 
-    it('attaches the address to the guest in place: same user id, guest flag cleared', async () => {
+    it('attaches the address to the guest that asked for the mail, in place: same user id, guest flag cleared', async () => {
       const device = `dev-${randomBytes(4).toString('hex')}`;
       const g = await guest(device);
       const guestUser = await api.me(g.access_token);
       expect(guestUser.guest).toBe(true);
       const email = unique('upgrade');
-      const { code } = await requestCode(email);
+      const { code } = await requestCode(email, { authorization: `Bearer ${g.access_token}` });
       const res = await verify({ email, code }, { authorization: `Bearer ${g.access_token}` });
       expect(res.status).toBe(200);
       const upgraded = (await res.json()) as Pair;
@@ -330,12 +330,17 @@ describe.each(kinds)('e-mail sign-in on %s', (kind) => {
       const owner = (await (await verify({ email, code: first.code })).json()) as Pair;
       const ownerId = (await api.me(owner.access_token)).user_id;
       const g = await guest(`dev-${randomBytes(4).toString('hex')}`);
-      const { code } = await requestCode(email);
+      const { code } = await requestCode(email, { authorization: `Bearer ${g.access_token}` });
       const res = await verify({ email, code }, { authorization: `Bearer ${g.access_token}` });
       expect(res.status).toBe(409);
       expect(await res.json()).toMatchObject({ code: 'IDENTITY_IN_USE' });
       expect((await api.me(g.access_token)).guest).toBe(true);
       expect((await api.me(owner.access_token)).user_id).toBe(ownerId);
+    });
+
+    it('asking for a mail with a garbage Authorization header is refused with 401, nothing is sent', async () => {
+      const res = await api.post('/auth/login/email', { email: unique('garbage-ask') }, { authorization: 'Bearer not-a-token' });
+      expect(res.status).toBe(401);
     });
 
     it('a garbage Authorization header is refused with 401 before the code is spent', async () => {

@@ -20,19 +20,26 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
   let stack: OAuthStack;
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${stack.api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const exchange = async (code: string | null, headers: Record<string, string> = {}): Promise<Pair> => {
-    expect(code).toEqual(expect.any(String));
-    const res = await post('/auth/exchange', { code }, headers);
+  /** `flow`: a finished browser flow, its code and the exchange cookie its browser holds. */
+  const exchange = async (flow: { code: string | null; cookie: string }, headers: Record<string, string> = {}): Promise<Pair> => {
+    expect(flow.code).toEqual(expect.any(String));
+    const res = await post('/auth/exchange', { code: flow.code }, { cookie: flow.cookie, ...headers });
     expect(res.status).toBe(200);
     return (await res.json()) as Pair;
   };
   const me = async (pair: Pair) =>
     (await (await fetch(`${stack.api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string; guest: boolean };
-  const signIn = async (provider: 'idpa' | 'idpb', login: string) => me(await exchange((await signInThroughBrowser(stack, provider, { login })).code));
+  const signIn = async (provider: 'idpa' | 'idpb', login: string) => me(await exchange(await signInThroughBrowser(stack, provider, { login })));
   const guest = async (device: string) => (await (await post('/auth/guest', { device_id: testDeviceId(device) })).json()) as Pair;
-  const trpc = (authorization?: string) =>
+  const trpc = (authorization?: string, cookie?: string) =>
     createTRPCClient<AccountRouter>({
-      links: [httpLink({ url: `${stack.account.url}/trpc`, transformer: superjson, headers: () => (authorization ? { authorization } : {}) })],
+      links: [
+        httpLink({
+          url: `${stack.account.url}/trpc`,
+          transformer: superjson,
+          headers: () => ({ ...(authorization ? { authorization } : {}), ...(cookie ? { cookie } : {}) }),
+        }),
+      ],
     });
   const db = () => stack.account.services.store.db;
 
@@ -46,10 +53,10 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
   });
 
   it('signs in with provider A: consent screen, callback, one-time code, token pair', async () => {
-    const { code, error, landing } = await signInThroughBrowser(stack, 'idpa', { login: 'ann' });
-    expect(error).toBeNull();
-    expect(landing.startsWith(`${stack.account.services.config.frontendUrl}/auth/callback?code=`)).toBe(true);
-    const pair = await exchange(code);
+    const flow = await signInThroughBrowser(stack, 'idpa', { login: 'ann' });
+    expect(flow.error).toBeNull();
+    expect(flow.landing.startsWith(`${stack.account.services.config.frontendUrl}/auth/callback?code=`)).toBe(true);
+    const pair = await exchange(flow);
     expect(pair).toMatchObject({ token_type: 'bearer', expires_in: 900 });
     const user = await me(pair);
     expect(user.guest).toBe(false);
@@ -120,9 +127,9 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
     const pair = await guest('device-upgrade-a');
     const guestUser = await me(pair);
     const { browser, location } = await startAsGuest(pair, 'idpa');
-    const { code } = await signInThroughBrowser(stack, 'idpa', { login: 'gwen', browser, startUrl: location });
+    const flow = await signInThroughBrowser(stack, 'idpa', { login: 'gwen', browser, startUrl: location });
     // The account is already upgraded at the callback; the code opens a session of the same user.
-    expect(await me(await exchange(code))).toMatchObject({ user_id: guestUser.user_id, guest: false });
+    expect(await me(await exchange(flow))).toMatchObject({ user_id: guestUser.user_id, guest: false });
     expect(await db().identity.count({ where: { userId: guestUser.user_id, provider: 'guest' } })).toBe(0);
   });
 
@@ -142,27 +149,21 @@ describe.each(kinds)('browser OAuth on %s', (kind) => {
     expect((res as TRPCClientError<AccountRouter>).data).toMatchObject({ httpStatus: 401 });
   });
 
-  it("exchange with a guest header: a brand-new identity is adopted by the guest; another account's is 409", async () => {
-    const pair = await guest('device-adopt');
-    const guestUser = await me(pair);
-    const { code } = await signInThroughBrowser(stack, 'idpb', { login: 'ivy' });
-    const adopted = await me(await exchange(code, { authorization: `Bearer ${pair.access_token}` }));
-    expect(adopted).toMatchObject({ user_id: guestUser.user_id, guest: false });
-    expect(await db().user.count({ where: { email: 'ivy@example.test' } })).toBe(1);
-
-    const other = await guest('device-adopt-2');
-    const again = await signInThroughBrowser(stack, 'idpb', { login: 'ivy' });
-    const res = await post('/auth/exchange', { code: again.code }, { authorization: `Bearer ${other.access_token}` });
-    expect(res.status).toBe(409);
-    expect(await res.json()).toMatchObject({ code: 'IDENTITY_IN_USE' });
-    expect(await me(other)).toMatchObject({ guest: true });
+  it('sets an HttpOnly exchange cookie at the callback; the exchange clears it', async () => {
+    const flow = await signInThroughBrowser(stack, 'idpa', { login: 'ivy' });
+    const callback = flow.browser.hops.find((hop) => hop.url.includes('/auth/oauth/idpa/callback'));
+    expect(callback?.location).toContain('code=');
+    expect(flow.cookie).toMatch(/^oauth_exchange=[\w-]{43}$/);
+    const res = await post('/auth/exchange', { code: flow.code }, { cookie: flow.cookie });
+    expect(res.status).toBe(200);
+    expect(res.headers.getSetCookie()).toEqual(['oauth_exchange=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0']);
   });
 
   it('exchanges over tRPC too, with the same error codes', async () => {
-    const { code } = await signInThroughBrowser(stack, 'idpa', { login: 'jo' });
-    const pair = await trpc().auth.oauth.exchange.mutate({ code: code as string });
+    const { code, cookie } = await signInThroughBrowser(stack, 'idpa', { login: 'jo' });
+    const pair = await trpc(undefined, cookie).auth.oauth.exchange.mutate({ code: code as string });
     expect(pair.token_type).toBe('bearer');
-    const replay = await trpc()
+    const replay = await trpc(undefined, cookie)
       .auth.oauth.exchange.mutate({ code: code as string })
       .catch((e: unknown) => e);
     expect(replay).toBeInstanceOf(TRPCClientError);

@@ -163,18 +163,18 @@ describe('provider B without PKCE and without an e-mail list', () => {
       expect(url.searchParams.has('code_challenge')).toBe(false);
       expect(url.searchParams.get('state')).toMatch(/^[\w-]{43}$/);
 
-      const exchange = async (code: string | null) => {
+      const exchange = async ({ code, cookie }: { code: string | null; cookie: string }) => {
         const res = await fetch(`${stack.api}/auth/exchange`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', cookie },
           body: JSON.stringify({ code }),
         });
         const pair = (await res.json()) as { access_token: string };
         return ((await (await fetch(`${stack.api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string })
           .user_id;
       };
-      const viaA = await exchange((await signInThroughBrowser(stack, 'idpa', { login: 'zed' })).code);
-      const viaB = await exchange((await signInThroughBrowser(stack, 'idpb', { login: 'zed' })).code);
+      const viaA = await exchange(await signInThroughBrowser(stack, 'idpa', { login: 'zed' }));
+      const viaB = await exchange(await signInThroughBrowser(stack, 'idpb', { login: 'zed' }));
       expect(viaB).not.toBe(viaA);
       const identity = await stack.account.services.store.db.identity.findFirstOrThrow({ where: { provider: 'idpb', userId: viaB } });
       expect(identity).toMatchObject({ email: 'zed@example.test', emailVerified: false });

@@ -22,8 +22,9 @@ const landingOf = (location: string | undefined) => {
 describe('hostile callbacks and exchanges against the real providers', () => {
   let stack: OAuthStack;
   const db = () => stack.account.services.store.db;
-  const exchange = (code: unknown) =>
-    fetch(`${stack.api}/auth/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+  /** `cookie`: the exchange cookie of the browser that finished the flow. */
+  const exchange = (code: unknown, cookie = '') =>
+    fetch(`${stack.api}/auth/exchange`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ code }) });
   /** Start in `browser` and go through the provider, stopping just before our callback. */
   const upToCallback = async (provider: 'idpa' | 'idpb', browser = new TestBrowser(), login = 'alice') =>
     (await throughProvider(browser, provider, `${stack.api}/auth/oauth/${provider}`, { login, stopAtCallback: true })).location as string;
@@ -111,41 +112,37 @@ describe('hostile callbacks and exchanges against the real providers', () => {
   });
 
   it('an auth code works once: replay → 401 INVALID_AUTH_CODE', async () => {
-    const { code } = await signInThroughBrowser(stack, 'idpa', { login: 'kim' });
-    expect((await exchange(code)).status).toBe(200);
-    const replay = await exchange(code);
+    const { code, cookie } = await signInThroughBrowser(stack, 'idpa', { login: 'kim' });
+    expect((await exchange(code, cookie)).status).toBe(200);
+    const replay = await exchange(code, cookie);
     expect(replay.status).toBe(401);
     expect(await replay.json()).toEqual({ detail: expect.any(String), code: 'INVALID_AUTH_CODE' });
   });
 
   it('of 10 concurrent exchanges of one code exactly one gets a token pair', async () => {
-    const { code } = await signInThroughBrowser(stack, 'idpb', { login: 'lou' });
-    const statuses = (await Promise.all(Array.from({ length: 10 }, () => exchange(code)))).map((r) => r.status).sort();
+    const { code, cookie } = await signInThroughBrowser(stack, 'idpb', { login: 'lou' });
+    const statuses = (await Promise.all(Array.from({ length: 10 }, () => exchange(code, cookie)))).map((r) => r.status).sort();
     expect(statuses).toEqual([200, ...Array(9).fill(401)]);
   });
 
   it('an auth code is stored hashed and dies after 60 s', async () => {
-    const { code } = await signInThroughBrowser(stack, 'idpa', { login: 'max' });
+    const { code, cookie } = await signInThroughBrowser(stack, 'idpa', { login: 'max' });
     const row = await db().authCode.findUniqueOrThrow({ where: { codeHash: sha256(code as string) } });
     expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBeGreaterThan(59_000);
     expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBeLessThanOrEqual(60_500);
     // Time travel: the code was issued 61 s ago.
     await db().authCode.update({ where: { codeHash: row.codeHash }, data: { expiresAt: new Date(Date.now() - 1_000) } });
-    const res = await exchange(code);
+    const res = await exchange(code, cookie);
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ code: 'INVALID_AUTH_CODE' });
 
     // The same rule with an injected clock: valid at 59.9 s, dead at 60 s.
     const t0 = new Date('2030-01-01T00:00:00Z');
     const user = await db().user.create({ data: {} });
-    const c1 = await issueAuthCode(db(), { userId: user.id, provider: 'idpa', createdUser: false, now: t0, ttlSeconds: 60 });
-    await expect(
-      exchangeAuthCode(db(), { code: c1, now: new Date(t0.getTime() + 60_000), linkUserId: undefined, client: { ip: null, userAgent: null } }),
-    ).rejects.toMatchObject({ appCode: 'INVALID_AUTH_CODE' });
-    const c2 = await issueAuthCode(db(), { userId: user.id, provider: 'idpa', createdUser: false, now: t0, ttlSeconds: 60 });
-    await expect(
-      exchangeAuthCode(db(), { code: c2, now: new Date(t0.getTime() + 59_900), linkUserId: undefined, client: { ip: null, userAgent: null } }),
-    ).resolves.toMatchObject({ userId: user.id });
+    const c1 = await issueAuthCode(db(), { userId: user.id, provider: 'idpa', now: t0, ttlSeconds: 60 });
+    await expect(exchangeAuthCode(db(), { ...c1, now: new Date(t0.getTime() + 60_000) })).rejects.toMatchObject({ appCode: 'INVALID_AUTH_CODE' });
+    const c2 = await issueAuthCode(db(), { userId: user.id, provider: 'idpa', now: t0, ttlSeconds: 60 });
+    await expect(exchangeAuthCode(db(), { ...c2, now: new Date(t0.getTime() + 59_900) })).resolves.toMatchObject({ userId: user.id });
   });
 
   it.each([

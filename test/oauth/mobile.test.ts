@@ -41,9 +41,9 @@ describe('native sign-in with a provider-A ID token', () => {
     expect(first.guest).toBe(false);
     expect((await userOf(await mobile({ id_token: await token({ aud: MOBILE_CLIENT_IDS[1] }) }))).user_id).toBe(first.user_id);
     // The web flow's identity for provider A is the same provider + subject.
-    const { code } = await signInThroughBrowser(stack, 'idpa', { login: 'native-web' });
+    const { code, cookie } = await signInThroughBrowser(stack, 'idpa', { login: 'native-web' });
     const web = await userOf(
-      await fetch(`${stack.api}/auth/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) }),
+      await fetch(`${stack.api}/auth/exchange`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ code }) }),
     );
     expect((await userOf(await mobile({ id_token: await token({ sub: 'native-web', email: undefined }) }))).user_id).toBe(web.user_id);
   });

@@ -17,12 +17,12 @@ const ROUNDS = 5;
 describe.each(await accountStoreKinds())('50 concurrent uses of one credential on %s', (kind) => {
   let account: TestAccount;
   let api: string;
-  const post = (p: string, body: unknown) =>
-    fetch(`${api}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (p: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${api}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
   /** Fires BURST copies at once; expects exactly one 200 and the rest 401; returns the winner's body. */
-  async function burst(p: string, body: () => unknown): Promise<Pair> {
-    const answers = await Promise.all(Array.from({ length: BURST }, () => post(p, body())));
+  async function burst(p: string, body: () => unknown, headers: Record<string, string> = {}): Promise<Pair> {
+    const answers = await Promise.all(Array.from({ length: BURST }, () => post(p, body(), headers)));
     const statuses = answers.map((r) => r.status);
     const bodies = await Promise.all(answers.map((r) => r.json() as Promise<Record<string, unknown>>));
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
@@ -52,8 +52,8 @@ describe.each(await accountStoreKinds())('50 concurrent uses of one credential o
     const guest = (await (await post('/auth/guest', { device_id: `race-code-${kind}` })).json()) as Pair;
     const userId = decodeJwt(guest.access_token).sub as string;
     for (let round = 0; round < ROUNDS; round++) {
-      const code = await issueAuthCode(account.services.store.db, { userId, provider: 'idpa', createdUser: false, now: new Date(), ttlSeconds: 60 });
-      await burst('/auth/exchange', () => ({ code }));
+      const { code, browserSecret } = await issueAuthCode(account.services.store.db, { userId, provider: 'idpa', now: new Date(), ttlSeconds: 60 });
+      await burst('/auth/exchange', () => ({ code }), { cookie: `oauth_exchange=${browserSecret}` });
     }
   });
 

@@ -34,17 +34,24 @@ export function accountApi(account: TestAccount) {
     post: (path: string, body: unknown, headers?: Record<string, string>) => call('POST', path, headers, body),
     del: (path: string, headers?: Record<string, string>) => call('DELETE', path, headers),
 
+    /** With an `authorization` header, that account asks for the mail (as POST /auth/login/email with it would) and verifies it. */
     async email(email: string, headers: Record<string, string> = {}): Promise<Pair> {
-      const { code } = await account.services.email.request(email);
+      const requester = await account.services.tokens.linkTarget(headers.authorization);
+      const { code } = await account.services.email.request(email, new Date(), requester?.userId);
       return json<Pair>(await call('POST', '/auth/verify-magic-link', headers, { email, code }));
     },
+    /** With an `authorization` header, that account asks for the challenge and verifies it. */
     async wallet(signer: PrivateKeyAccount, headers: Record<string, string> = {}): Promise<Pair> {
-      const { nonce, message } = await json<{ nonce: string; message: string }>(await call('POST', '/auth/wallet/challenge', {}, { address: signer.address }));
+      const { nonce, message } = await json<{ nonce: string; message: string }>(
+        await call('POST', '/auth/wallet/challenge', headers, { address: signer.address }),
+      );
       const signature = await signer.signMessage({ message });
       return json<Pair>(await call('POST', '/auth/wallet/verify', headers, { address: signer.address, signature, nonce }));
     },
     walletResponse: async (signer: PrivateKeyAccount, headers: Record<string, string> = {}): Promise<Response> => {
-      const { nonce, message } = await json<{ nonce: string; message: string }>(await call('POST', '/auth/wallet/challenge', {}, { address: signer.address }));
+      const { nonce, message } = await json<{ nonce: string; message: string }>(
+        await call('POST', '/auth/wallet/challenge', headers, { address: signer.address }),
+      );
       return call('POST', '/auth/wallet/verify', headers, { address: signer.address, signature: await signer.signMessage({ message }), nonce });
     },
     async guest(headers: Record<string, string> = {}): Promise<Pair> {

@@ -84,9 +84,11 @@ export async function signInThroughBrowser(
   stack: OAuthStack,
   provider: 'idpa' | 'idpb',
   opts: { login?: string; deny?: boolean; browser?: TestBrowser; startUrl?: string } = {},
-): Promise<{ code: string | null; error: string | null; browser: TestBrowser; landing: string }> {
+): Promise<{ code: string | null; error: string | null; browser: TestBrowser; landing: string; cookie: string }> {
   const browser = opts.browser ?? new TestBrowser();
   const landing = await throughProvider(browser, provider, opts.startUrl ?? `${stack.api}/auth/oauth/${provider}`, opts);
   const url = new URL(landing.location as string);
-  return { code: url.searchParams.get('code'), error: url.searchParams.get('error'), browser, landing: url.href };
+  // The exchange cookie the callback set: POST /auth/exchange needs it (the code is bound to this browser).
+  const cookie = `oauth_exchange=${browser.cookies.get('oauth_exchange')?.value ?? ''}`;
+  return { code: url.searchParams.get('code'), error: url.searchParams.get('error'), browser, landing: url.href, cookie };
 }

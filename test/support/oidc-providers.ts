@@ -105,7 +105,10 @@ export async function startProviderA(options: { port?: number; clients: TestClie
     async signIdToken(claims, opts = {}) {
       const now = Math.floor(Date.now() / 1000);
       const key = opts.key === 'foreign' ? foreign.privateKey : privateKey;
-      return new SignJWT({ iss: issuer, iat: now, exp: now + 300, ...claims }).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT', ...opts.header }).sign(key);
+      // A `jti` as real providers send (Google does): two tokens minted in one second differ.
+      return new SignJWT({ iss: issuer, iat: now, exp: now + 300, jti: randomUUID(), ...claims })
+        .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT', ...opts.header })
+        .sign(key);
     },
     close: () => closeServer(server),
   };

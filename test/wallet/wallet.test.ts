@@ -28,8 +28,8 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
 
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${api}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const challenge = async (address: string): Promise<{ nonce: string; message: string }> => {
-    const res = await post('/auth/wallet/challenge', { address });
+  const challenge = async (address: string, headers: Record<string, string> = {}): Promise<{ nonce: string; message: string }> => {
+    const res = await post('/auth/wallet/challenge', { address }, headers);
     expect(res.status).toBe(200);
     return (await res.json()) as { nonce: string; message: string };
   };
@@ -41,9 +41,9 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
   };
   const userOf = async (pair: Pair) =>
     (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${pair.access_token}` } })).json()) as { user_id: string; guest: boolean };
-  /** The whole flow for `signer` claiming `address`. */
+  /** The whole flow for `signer` claiming `address`; `headers` go on the challenge and the verify alike. */
   const signIn = async (signer: PrivateKeyAccount, address: string = signer.address, headers: Record<string, string> = {}) => {
-    const { nonce, message } = await challenge(address);
+    const { nonce, message } = await challenge(address, headers);
     const signature = await signer.signMessage({ message });
     return verify({ address, signature, nonce }, headers);
   };
@@ -259,6 +259,7 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
       await expect(verifySignIn({ db: db(), config: config(), input: await sign(), now: lastMoment, rpc: undefined })).resolves.toEqual({
         address: alice.address.toLowerCase(),
         kind: 'eoa',
+        requestedBy: null,
       });
       const expiry = new Date(now.getTime() + CHALLENGE_TTL_MS);
       await expect(verifySignIn({ db: db(), config: config(), input: await sign(), now: expiry, rpc: undefined })).rejects.toMatchObject({
@@ -335,9 +336,12 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
       expect((await userOf(g)).guest).toBe(true);
     });
 
-    it('refuses an invalid Authorization header rather than ignoring it', async () => {
-      const res = await signIn(newWallet(), undefined, { authorization: 'Bearer not.a.token' });
-      expect(res.status).toBe(401);
+    it('refuses an invalid Authorization header rather than ignoring it, on the challenge and on the verify', async () => {
+      const bad = { authorization: 'Bearer not.a.token' };
+      const wallet = newWallet();
+      expect((await post('/auth/wallet/challenge', { address: wallet.address }, bad)).status).toBe(401);
+      const { nonce, message } = await challenge(wallet.address);
+      expect((await verify({ address: wallet.address, signature: await wallet.signMessage({ message }), nonce }, bad)).status).toBe(401);
     });
   });
 

@@ -3,7 +3,7 @@
  * passkey; remove a method), sessions (this device, sign out another), recent security activity,
  * and deleting the account after a confirmation. Everything goes through `api.account.*`.
  */
-import { account, api, errorCode } from '../api.js';
+import { api, errorCode } from '../api.js';
 import { alertBox, h, pageHeading } from '../dom.js';
 import { navigate } from '../router.js';
 import { loadTokens, saveTokens, type TokenPair } from '../session.js';
@@ -106,7 +106,7 @@ function methodsSection(view: AccountView, alert: ReturnType<typeof alertBox>, r
         ),
     h('h3', {}, 'Add a method'),
     h('h4', {}, 'E-mail'),
-    emailForm(done, 'link-email', account.linkEmail),
+    emailForm(done, 'link-email', true),
     h('h4', {}, 'Provider'),
     oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
     walletMethod.render(done),

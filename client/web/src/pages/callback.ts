@@ -22,8 +22,7 @@ const MESSAGES: Record<string, string> = {
 };
 /** A failed exchange, by its code (contracts/errors.ts). */
 const EXCHANGE_MESSAGES: Partial<Record<ErrorCode, string>> = {
-  INVALID_AUTH_CODE: 'This sign-in has expired or was already used. Please start again.',
-  IDENTITY_IN_USE: 'That provider account already belongs to another user of ours. Sign out, then sign in with it.',
+  INVALID_AUTH_CODE: 'This sign-in has expired, was already used, or was started in another browser. Please start again.',
 };
 const FALLBACK = 'The sign-in did not work. Please try again.';
 

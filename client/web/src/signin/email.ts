@@ -1,15 +1,20 @@
 /**
  * E-mail sign-in: request a message (it holds a link and a 6-digit code), then type the code
  * here, or open the link (pages/verify.ts POSTs its token). A signed-in guest who verifies an
- * address is upgraded in place (the SDK sends a guest's token on verify).
+ * address is upgraded in place (the SDK sends a guest's token on the request and on verify).
  */
 import { account } from '../api.js';
 import { alertBox, h } from '../dom.js';
+import { rememberAsked } from './asked.js';
 import { captchaBox } from './captcha.js';
 import type { SignInMethod } from './method.js';
 
-/** `trade`: the SDK call that trades the code (sign-in by default; linking on the Account page). */
-export function emailForm(done: Parameters<SignInMethod['render']>[0], idPrefix = 'email', trade = account.verifyEmail): HTMLElement {
+/**
+ * `link`: on the Account page the address is linked to whichever account is signed in; on the sign-in page a signed-in guest is
+ * upgraded. Either way the mail is asked for with the same token the code is traded with: only the account that asked is joined.
+ */
+export function emailForm(done: Parameters<SignInMethod['render']>[0], idPrefix = 'email', link = false): HTMLElement {
+  const trade = link ? account.linkEmail : account.verifyEmail;
   const alert = alertBox();
   const email = h('input', { type: 'email', id: `${idPrefix}-address`, name: 'email', required: true, autocomplete: 'email', inputMode: 'email' });
   const request = h('button', { type: 'submit' }, 'Send me a sign-in code');
@@ -38,7 +43,8 @@ export function emailForm(done: Parameters<SignInMethod['render']>[0], idPrefix 
     try {
       const sending = captcha.token();
       captcha.reset(); // spent by this request, whatever its answer
-      const { message } = await account.requestEmailSignIn(email.value.trim(), { captcha: sending });
+      const { message } = await account.requestEmailSignIn(email.value.trim(), { captcha: sending, link });
+      rememberAsked(email.value);
       sent.textContent = `${message} Enter the 6-digit code from the message, or open its link.`;
       codeForm.hidden = false;
       code.focus();

@@ -42,15 +42,24 @@ const tokenHash = (key: Buffer, token: string) => hash(key, 'token', token);
 /** The address is part of the code's hash: a code only ever matches its own address. */
 const codeHash = (key: Buffer, email: string, code: string) => hash(key, 'code', `${email}\0${code}`);
 
-/** Issues a fresh token and code for `email` (already normalised), voiding older ones, in one statement. */
-export async function issueEmailCode(db: AccountDb, config: EmailCodeConfig, email: string, now = new Date()): Promise<IssuedEmailCode> {
+/**
+ * Issues a fresh token and code for `email` (already normalised), voiding older ones, in one statement.
+ * `requestedBy`: the signed-in account that asked, if any (docs/security.md, "Whose account a sign-in joins").
+ */
+export async function issueEmailCode(
+  db: AccountDb,
+  config: EmailCodeConfig,
+  email: string,
+  now = new Date(),
+  requestedBy: string | null = null,
+): Promise<IssuedEmailCode> {
   const token = randomBytes(32).toString('base64url');
   const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
   const expiresAt = new Date(now.getTime() + (config.ttlMs ?? EMAIL_CODE_TTL_MS));
   await db.$executeRaw`
     WITH voided AS (DELETE FROM email_codes WHERE email = ${email})
-    INSERT INTO email_codes (id, email, token_hash, code_hash, attempts, expires_at, created_at)
-    VALUES (${randomUUID()}::uuid, ${email}, ${tokenHash(config.key, token)}, ${codeHash(config.key, email, code)}, 0, ${expiresAt}, ${now})`;
+    INSERT INTO email_codes (id, email, token_hash, code_hash, attempts, requested_by, expires_at, created_at)
+    VALUES (${randomUUID()}::uuid, ${email}, ${tokenHash(config.key, token)}, ${codeHash(config.key, email, code)}, 0, ${requestedBy}::uuid, ${expiresAt}, ${now})`;
   return { token, code, expiresAt };
 }
 
@@ -63,16 +72,23 @@ const LIVE = (alias: 'c') => `
   AND NOT EXISTS (SELECT 1 FROM email_codes AS newer
                    WHERE newer.email = ${alias}.email AND (newer.created_at, newer.id) > (${alias}.created_at, ${alias}.id))`;
 
-/** Consumes a link token; returns the address it was issued for, or undefined. */
-export async function consumeEmailToken(db: AccountDb, config: EmailCodeConfig, token: string, now = new Date()): Promise<string | undefined> {
-  const rows = await db.$queryRawUnsafe<Array<{ email: string }>>(
+/** A consumed code or link: the address it was issued for, and the account that asked for it (null: nobody signed in). */
+export interface ConsumedEmailCode {
+  email: string;
+  requestedBy: string | null;
+}
+
+/** Consumes a link token; returns what it was issued for, or undefined. */
+export async function consumeEmailToken(db: AccountDb, config: EmailCodeConfig, token: string, now = new Date()): Promise<ConsumedEmailCode | undefined> {
+  const rows = await db.$queryRawUnsafe<Array<{ email: string; requested_by: string | null }>>(
     `UPDATE email_codes AS c SET used_at = $1
       WHERE c.token_hash = $2 AND c.expires_at > $1 AND ${LIVE('c')}
-     RETURNING c.email`,
+     RETURNING c.email, c.requested_by::text AS requested_by`,
     now,
     tokenHash(config.key, token),
   );
-  return rows[0]?.email;
+  const row = rows[0];
+  return row && { email: row.email, requestedBy: row.requested_by };
 }
 
 /**
@@ -80,18 +96,25 @@ export async function consumeEmailToken(db: AccountDb, config: EmailCodeConfig, 
  * when the code matches, consumes the row — in one statement, so concurrent guesses cannot
  * exceed the attempt budget and concurrent right answers cannot both win.
  */
-export async function consumeEmailCode(db: AccountDb, config: EmailCodeConfig, email: string, code: string, now = new Date()): Promise<boolean> {
-  const rows = await db.$queryRawUnsafe<Array<{ ok: boolean }>>(
+export async function consumeEmailCode(
+  db: AccountDb,
+  config: EmailCodeConfig,
+  email: string,
+  code: string,
+  now = new Date(),
+): Promise<ConsumedEmailCode | undefined> {
+  const rows = await db.$queryRawUnsafe<Array<{ ok: boolean; requested_by: string | null }>>(
     `UPDATE email_codes AS c
         SET attempts = c.attempts + 1,
             used_at = CASE WHEN c.code_hash = $3 THEN $1 ELSE NULL END
       WHERE c.email = $2 AND c.expires_at > $1 AND ${LIVE('c')}
-     RETURNING (c.used_at IS NOT NULL) AS ok`,
+     RETURNING (c.used_at IS NOT NULL) AS ok, c.requested_by::text AS requested_by`,
     now,
     email,
     codeHash(config.key, email, code),
   );
-  return rows[0]?.ok === true;
+  const row = rows[0];
+  return row?.ok === true ? { email, requestedBy: row.requested_by } : undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { TokenPair } from '@contracts/account/tokens.js';
 import { admitSignInMail } from '../../ratelimit/policy.js';
 import { captchaChecked, publicProcedure, rateLimited, router } from '../../trpc.js';
+import { signInCall, signInTarget } from '../../users/sign-in.js';
 import { LoginEmailInput, LoginEmailOutput, VerifyInput } from './schemas.js';
 import { LOGIN_EMAIL_MESSAGE } from './service.js';
 
@@ -16,13 +17,19 @@ export const emailRouter = router({
     .use(captchaChecked)
     .output(LoginEmailOutput)
     .mutation(async ({ ctx, input }) => {
+      // A signed-in caller is recorded on the code: only its own verify may join the address to it. A bad token is a 401
+      // before anything is counted or sent.
+      const requester = await signInTarget(signInCall(ctx));
       // Per address too, so that one address cannot be flooded from many clients.
       await admitSignInMail(ctx.services.rateLimits, input.email);
-      await ctx.services.email.request(input.email);
+      await ctx.services.email.request(input.email, new Date(), requester?.userId);
       return { message: LOGIN_EMAIL_MESSAGE };
     }),
 
-  /** `{token}` from the link or `{email, code}`; an `Authorization: Bearer` attaches the address to that account (guest upgrade, linking). */
+  /**
+   * `{token}` from the link or `{email, code}`; an `Authorization: Bearer` of the account that asked for this mail attaches the
+   * address to it (guest upgrade, linking); any other presenter signs in to the address's own account.
+   */
   verify: publicProcedure
     .use(rateLimited('auth.verify'))
     .meta({

@@ -9,7 +9,8 @@
  *
  * Verify: consume the link or the code, then sign in with the identity (provider `email`,
  * subject = the normalised address, verified), which creates the account, links it to an
- * account that already holds the verified address, or attaches it to the calling guest.
+ * account that already holds the verified address, or attaches it to the calling account when
+ * that account asked for the mail.
  */
 import { unauthorized } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
@@ -17,7 +18,15 @@ import type { AccountDb } from '../../store.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { TokenService } from '../../tokens/service.js';
 import { completeSignIn, signInTarget, type SignInRequest } from '../../users/sign-in.js';
-import { consumeEmailCode, consumeEmailToken, EMAIL_CODE_TTL_MS, issueEmailCode, sweepEmailCodes, type EmailCodeConfig } from './codes.js';
+import {
+  consumeEmailCode,
+  consumeEmailToken,
+  EMAIL_CODE_TTL_MS,
+  issueEmailCode,
+  sweepEmailCodes,
+  type ConsumedEmailCode,
+  type EmailCodeConfig,
+} from './codes.js';
 import type { MailQueue, OutgoingMail } from './mail.js';
 import type { VerifyCredential } from './schemas.js';
 
@@ -62,9 +71,12 @@ export class EmailSignIn {
 
   constructor(private readonly deps: EmailSignInDeps) {}
 
-  /** `email` is already normalised (schemas.ts). Returns the issued secrets for tests only. */
-  async request(email: string, now = new Date()) {
-    const issued = await issueEmailCode(this.deps.db, this.deps.codes, email, now);
+  /**
+   * `email` is already normalised (schemas.ts); `requestedBy` is the signed-in account that asked,
+   * the only one whose verify may join the address to it. Returns the issued secrets for tests only.
+   */
+  async request(email: string, now = new Date(), requestedBy?: string) {
+    const issued = await issueEmailCode(this.deps.db, this.deps.codes, email, now, requestedBy ?? null);
     const link = `${this.deps.frontendUrl}/auth/verify?token=${issued.token}`;
     this.deps.mail.enqueue(signInMail(email, link, issued.code, this.deps.codes.ttlMs));
     this.sweepNowAndThen(now);
@@ -73,22 +85,24 @@ export class EmailSignIn {
 
   /**
    * The account to attach to (guest upgrade, linking) is settled before the code is touched, so a bad Authorization header
-   * (401) leaves the code usable. A 409 IDENTITY_IN_USE comes after the consume: the code is spent.
+   * (401) leaves the code usable. It is joined only when it asked for this very code (docs/security.md, "Whose account a
+   * sign-in joins"): a link or code someone else asked for signs in to the address's own account, whoever presents it.
+   * A 409 IDENTITY_IN_USE comes after the consume: the code is spent.
    */
   async verify(input: VerifyCredential, request: SignInRequest, now = new Date()): Promise<TokenPair> {
     const call = { db: this.deps.db, tokens: this.deps.tokens, request };
-    const target = await signInTarget(call);
-    let email: string | undefined;
+    const presenter = await signInTarget(call);
+    let consumed: ConsumedEmailCode | undefined;
     if ('token' in input) {
-      email = input.token === null ? undefined : await consumeEmailToken(this.deps.db, this.deps.codes, input.token, now);
-      if (!email) throw unauthorized('The sign-in link is invalid, expired or already used', 'INVALID_LINK');
+      consumed = input.token === null ? undefined : await consumeEmailToken(this.deps.db, this.deps.codes, input.token, now);
+      if (!consumed) throw unauthorized('The sign-in link is invalid, expired or already used', 'INVALID_LINK');
     } else {
       const { email: address, code } = input;
-      if (address === null || code === null || !(await consumeEmailCode(this.deps.db, this.deps.codes, address, code, now))) {
-        throw unauthorized('The code is wrong, expired or already used', 'INVALID_CODE');
-      }
-      email = address;
+      consumed = address === null || code === null ? undefined : await consumeEmailCode(this.deps.db, this.deps.codes, address, code, now);
+      if (!consumed) throw unauthorized('The code is wrong, expired or already used', 'INVALID_CODE');
     }
+    const { email, requestedBy } = consumed;
+    const target = presenter && presenter.userId === requestedBy ? presenter : undefined;
     return completeSignIn(call, { provider: 'email', subject: email, email, emailVerified: true }, target);
   }
 

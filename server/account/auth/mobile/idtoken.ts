@@ -7,8 +7,11 @@
  * - `iss` is provider A's issuer;
  * - `aud` contains one of our client ids (native apps have their own), and with several
  *   audiences `azp` must be one of ours;
- * - `exp` in the future, `iat` present (small clock tolerance);
- * - `nonce` equal to the one the app sent, when it sent one.
+ * - `exp` in the future, `iat` present (small clock tolerance), and `iat` at most 10 minutes ago:
+ *   an app trades its token as soon as the SDK hands it over, so an older one was kept or stolen;
+ * - `nonce`: when the app sent one, the token must carry it; a token that carries one is
+ *   accepted only with it (it was minted for a flow that binds the nonce to that app);
+ * - used once: the token's hash is kept until the token expires (replay.ts).
  */
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { unauthorized } from '../../../common/errors.js';
@@ -16,6 +19,8 @@ import type { IdentityClaim } from '../../users/identities.js';
 import { providerUnavailable, type OAuthProviders } from '../oauth/providers.js';
 
 const CLOCK_TOLERANCE_SECONDS = 30;
+/** The oldest `iat` accepted (docs/security.md, "Native ID tokens"). */
+export const MAX_ID_TOKEN_AGE_SECONDS = 10 * 60;
 const invalid = (why: string) => unauthorized(`The ID token is not valid: ${why}`, 'INVALID_ID_TOKEN');
 
 /** Google issues both spellings of its issuer (its documentation says to accept either). */
@@ -23,7 +28,11 @@ function acceptedIssuers(issuer: string): string[] {
   return issuer === 'https://accounts.google.com' ? [issuer, 'accounts.google.com'] : [issuer];
 }
 
-export async function verifyNativeIdToken(providers: OAuthProviders, input: { idToken: string; nonce: string | undefined; now: Date }): Promise<IdentityClaim> {
+/** The verified token's identity, and when the token expires (how long its use must be remembered). */
+export async function verifyNativeIdToken(
+  providers: OAuthProviders,
+  input: { idToken: string; nonce: string | undefined; now: Date },
+): Promise<{ claim: IdentityClaim; expiresAt: Date }> {
   const { issuer, keys, algorithms } = await providers.idTokenKeysA();
   const audiences = providers.config.idpa.mobileClientIds;
   // A key set that cannot be fetched (network, non-200, not a JWKS) is the provider failing: 502,
@@ -55,8 +64,13 @@ export async function verifyNativeIdToken(providers: OAuthProviders, input: { id
   if (Array.isArray(payload.aud) && payload.aud.length > 1 && !(typeof payload.azp === 'string' && audiences.includes(payload.azp))) {
     throw invalid('azp is not one of our clients');
   }
-  if (input.nonce !== undefined && payload.nonce !== input.nonce) throw invalid('nonce mismatch');
+  if ((payload.iat as number) < input.now.getTime() / 1000 - MAX_ID_TOKEN_AGE_SECONDS - CLOCK_TOLERANCE_SECONDS)
+    throw invalid('issued more than 10 minutes ago');
+  if ((input.nonce !== undefined || payload.nonce !== undefined) && payload.nonce !== input.nonce) throw invalid('nonce mismatch');
   if (typeof payload.sub !== 'string' || payload.sub.length === 0 || payload.sub.length > 255) throw invalid('bad subject');
   const email = typeof payload.email === 'string' ? payload.email : undefined;
-  return { provider: 'idpa', subject: payload.sub, email, emailVerified: email !== undefined && payload.email_verified === true };
+  return {
+    claim: { provider: 'idpa', subject: payload.sub, email, emailVerified: email !== undefined && payload.email_verified === true },
+    expiresAt: new Date((payload.exp as number) * 1000),
+  };
 }

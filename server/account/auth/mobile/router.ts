@@ -4,10 +4,11 @@ import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
 import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
 import { verifyNativeIdToken } from './idtoken.js';
+import { useIdTokenOnce } from './replay.js';
 
 export const MobileIdpaInput = z.object({
   id_token: z.string().min(1).max(16_384),
-  /** The nonce the app passed to the provider's SDK; when given, the token must carry it. */
+  /** The nonce the app passed to the provider's SDK: when given, the token must carry it; a token with a nonce needs it. */
   nonce: z.string().min(1).max(512).optional(),
 });
 
@@ -23,7 +24,9 @@ export const mobileRouter = router({
     .mutation(async ({ ctx, input }) => {
       const call = signInCall(ctx);
       const target = await signInTarget(call);
-      const claim = await verifyNativeIdToken(ctx.services.oauth, { idToken: input.id_token, nonce: input.nonce, now: new Date() });
+      const now = new Date();
+      const { claim, expiresAt } = await verifyNativeIdToken(ctx.services.oauth, { idToken: input.id_token, nonce: input.nonce, now });
+      await useIdTokenOnce(ctx.services.store.db, { idToken: input.id_token, expiresAt, now });
       return completeSignIn(call, claim, target);
     }),
 });

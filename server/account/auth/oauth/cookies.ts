@@ -30,3 +30,16 @@ export function parseCookies(header: string | undefined): Record<string, string>
   }
   return cookies;
 }
+
+/**
+ * The cookie that binds a one-time auth code to the browser the callback answered (codes.ts). Path=/ because the web
+ * client exchanges over tRPC (`/trpc/…`) and API clients at `/api/v1/auth/exchange`; HttpOnly, SameSite=Lax, as long as the code.
+ */
+export const EXCHANGE_COOKIE = 'oauth_exchange';
+
+const exchangeAttributes = (baseUrl: string, maxAge: number) =>
+  ['Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAge}`, ...(baseUrl.startsWith('https:') ? ['Secure'] : [])].join('; ');
+
+export const exchangeCookie = (value: string, baseUrl: string, ttlSeconds: number) => `${EXCHANGE_COOKIE}=${value}; ${exchangeAttributes(baseUrl, ttlSeconds)}`;
+
+export const clearedExchangeCookie = (baseUrl: string) => `${EXCHANGE_COOKIE}=; ${exchangeAttributes(baseUrl, 0)}`;

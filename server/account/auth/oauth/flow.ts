@@ -6,7 +6,8 @@
  *           provider's own error, if any → code exchange by openid-client (provider A: ID token
  *           checked for issuer, audience, nonce, expiry and its signature against the provider's
  *           JWKS) → the identity (provider + subject, e-mail and whether it is verified) →
- *           create or link the account → a one-time auth code.
+ *           create or link the account (linked only to the account that started the flow:
+ *           its token bound the state) → a one-time auth code, bound to this browser by a cookie.
  * The callback answers a redirect to the web client in every case, `?code=` or `?error=`.
  * Nothing is written for the account before the provider has fully answered.
  */
@@ -54,7 +55,7 @@ export type CallbackParams = Record<string, string>;
 export async function finishAuthorization(
   deps: FlowDeps,
   input: { provider: OAuthProvider; params: CallbackParams; browserSecret: string | undefined; now: Date; authCodeTtlSeconds: number },
-): Promise<string> {
+): Promise<{ location: string; exchangeSecret?: string }> {
   // FRONTEND_URL may carry a path (https://example.com/app): append, never resolve.
   const landing = new URL(`${deps.frontendUrl}/auth/callback`);
   try {
@@ -68,14 +69,14 @@ export async function finishAuthorization(
     }
     const claim = await identityFromProvider(deps.providers, input.provider, input.params, state);
     const user = await signInWithIdentity(deps.db, claim, state.linkUserId, deps.client);
-    const code = await issueAuthCode(deps.db, {
+    const { code, browserSecret } = await issueAuthCode(deps.db, {
       userId: user.userId,
       provider: input.provider,
-      createdUser: user.created,
       now: input.now,
       ttlSeconds: input.authCodeTtlSeconds,
     });
     landing.searchParams.set('code', code);
+    return { location: landing.href, exchangeSecret: browserSecret };
   } catch (error) {
     const code = failureCode(error);
     if (code === 'server_error') deps.log.error({ err: error, provider: input.provider }, 'oauth callback failed');
@@ -86,7 +87,7 @@ export async function finishAuthorization(
       );
     landing.searchParams.set('error', code);
   }
-  return landing.href;
+  return { location: landing.href };
 }
 
 /** The web client's /auth/callback page telling why a flow failed (`?error=`). */

@@ -1,6 +1,7 @@
 /**
  * Browser OAuth with provider A (OpenID Connect) and provider B (OAuth 2), and the one-time
- * code exchange. REST: GET /auth/oauth/{idpa,idpb}[/callback] (302s), POST /auth/exchange.
+ * code exchange (in the browser the callback answered: its exchange cookie). REST: GET /auth/oauth/{idpa,idpb}[/callback]
+ * (302s), POST /auth/exchange.
  * tRPC only: `authorizationUrl`, the start for a signed-in user (the Authorization header binds
  * the account — a guest to upgrade or a full account linking — to the state; the client then navigates to the returned URL).
  */
@@ -10,7 +11,7 @@ import { TokenPair } from '@contracts/account/tokens.js';
 import { clientKeyOf, publicProcedure, rateLimited, requestLog, router, type AccountContext } from '../../trpc.js';
 import { openSession, signInCall, signInTarget } from '../../users/sign-in.js';
 import { exchangeAuthCode } from './codes.js';
-import { bindingCookie, bindingCookieName, clearedBindingCookie } from './cookies.js';
+import { bindingCookie, bindingCookieName, clearedBindingCookie, clearedExchangeCookie, EXCHANGE_COOKIE, exchangeCookie } from './cookies.js';
 import { failureLanding, finishAuthorization, startAuthorization, type FlowDeps } from './flow.js';
 import type { OAuthProvider } from './providers.js';
 import { AuthorizationUrlInput, CallbackQuery, ExchangeInput, Redirect } from './schemas.js';
@@ -72,7 +73,8 @@ function providerRoutes(provider: OAuthProvider) {
       .output(Redirect)
       .query(async ({ ctx, input }) => {
         ctx.request.setHeader('Cache-Control', 'no-store');
-        ctx.request.setHeader('Set-Cookie', clearedBindingCookie(provider, ctx.services.config.baseUrl));
+        const { baseUrl } = ctx.services.config;
+        ctx.request.setHeader('Set-Cookie', clearedBindingCookie(provider, baseUrl));
         const params = Object.fromEntries(Object.entries(input).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
         try {
           await ctx.services.rateLimits.consume('auth.oauth', clientKeyOf(ctx), ctx.request.setHeader);
@@ -81,13 +83,17 @@ function providerRoutes(provider: OAuthProvider) {
           if (code === 'server_error') requestLog(ctx).error({ err: error }, 'rate limiter failed');
           return { location: `${ctx.services.config.frontendUrl}/auth/callback?error=${code}` };
         }
-        const location = await finishAuthorization(deps(ctx), {
+        const authCodeTtlSeconds = ctx.services.config.oauth.authCodeTtlSeconds;
+        const { location, exchangeSecret } = await finishAuthorization(deps(ctx), {
           provider,
           params,
           browserSecret: ctx.request.cookie(bindingCookieName(provider)),
           now: new Date(),
-          authCodeTtlSeconds: ctx.services.config.oauth.authCodeTtlSeconds,
+          authCodeTtlSeconds,
         });
+        if (exchangeSecret) {
+          ctx.request.setHeader('Set-Cookie', [clearedBindingCookie(provider, baseUrl), exchangeCookie(exchangeSecret, baseUrl, authCodeTtlSeconds)]);
+        }
         return { location };
       }),
   });
@@ -107,14 +113,13 @@ export const oauthRouter = router({
     .use(rateLimited('auth.exchange'))
     .meta({
       openapi: { method: 'POST', path: '/auth/exchange', protect: false, summary: 'Trade the one-time auth code of an OAuth callback for a token pair' },
-      errors: ['INVALID_AUTH_CODE', 'IDENTITY_IN_USE', 'RATE_LIMITED'],
+      errors: ['INVALID_AUTH_CODE', 'RATE_LIMITED'],
     })
     .input(ExchangeInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
-      const call = signInCall(ctx);
-      const target = await signInTarget(call);
-      const user = await exchangeAuthCode(ctx.services.store.db, { code: input.code, now: new Date(), linkUserId: target?.userId, client: ctx.request.client });
-      return openSession(call, user, user.method);
+      const user = await exchangeAuthCode(ctx.services.store.db, { code: input.code, browserSecret: ctx.request.cookie(EXCHANGE_COOKIE), now: new Date() });
+      ctx.request.setHeader('Set-Cookie', clearedExchangeCookie(ctx.services.config.baseUrl));
+      return openSession(signInCall(ctx), user, user.method);
     }),
 });

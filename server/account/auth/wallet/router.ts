@@ -13,9 +13,22 @@ export const walletRouter = router({
     })
     .input(WalletChallengeInput)
     .output(WalletChallenge)
-    .mutation(({ ctx, input }) => issueChallenge({ db: ctx.services.store.db, config: ctx.services.config, address: input.address, now: new Date() })),
+    .mutation(async ({ ctx, input }) => {
+      // A signed-in caller is recorded on the challenge: only its own verify may join the wallet to it.
+      const requester = await signInTarget(signInCall(ctx));
+      return issueChallenge({
+        db: ctx.services.store.db,
+        config: ctx.services.config,
+        address: input.address,
+        now: new Date(),
+        requestedBy: requester?.userId,
+      });
+    }),
 
-  /** `Authorization: Bearer <access token>` attaches the wallet to that account: guest upgrade or linking (users/sign-in.ts). */
+  /**
+   * `Authorization: Bearer <access token>` attaches the wallet to that account (guest upgrade or linking, users/sign-in.ts)
+   * when that account asked for the challenge; any other presenter signs in to the wallet's own account.
+   */
   verify: publicProcedure
     .use(rateLimited('auth.wallet.verify'))
     .meta({
@@ -37,8 +50,9 @@ export const walletRouter = router({
     .mutation(async ({ ctx, input }) => {
       const { services } = ctx;
       const call = signInCall(ctx);
-      const target = await signInTarget(call);
+      const presenter = await signInTarget(call);
       const wallet = await verifySignIn({ db: services.store.db, config: services.config, input, now: new Date(), rpc: services.walletRpc });
+      const target = presenter && presenter.userId === wallet.requestedBy ? presenter : undefined;
       return completeSignIn(call, { provider: 'wallet', subject: wallet.address }, target);
     }),
 });

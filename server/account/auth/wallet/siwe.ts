@@ -65,15 +65,19 @@ export interface IssueChallenge {
   /** A valid EVM address in any EIP-55-acceptable case (schemas.ts). */
   address: string;
   now: Date;
+  /** The signed-in account that asks, if any: only its verify joins the wallet to it. */
+  requestedBy?: string;
 }
 
-export async function issueChallenge({ db, config, address, now }: IssueChallenge): Promise<{ nonce: string; message: string }> {
+export async function issueChallenge({ db, config, address, now, requestedBy }: IssueChallenge): Promise<{ nonce: string; message: string }> {
   // 128 bits from the CSPRNG; hex is alphanumeric as EIP-4361 requires. (viem's generateSiweNonce uses Math.random.)
   const nonce = randomBytes(16).toString('hex');
   const message = buildMessage(config, { address, nonce, issuedAt: now });
   // Challenges nobody answered would pile up: each new one sweeps the expired.
   await db.walletNonce.deleteMany({ where: { expiresAt: { lt: now } } });
-  await db.walletNonce.create({ data: { nonce, address: address.toLowerCase(), message, expiresAt: new Date(now.getTime() + CHALLENGE_TTL_MS) } });
+  await db.walletNonce.create({
+    data: { nonce, address: address.toLowerCase(), message, requestedBy: requestedBy ?? null, expiresAt: new Date(now.getTime() + CHALLENGE_TTL_MS) },
+  });
   return { nonce, message };
 }
 
@@ -114,6 +118,8 @@ export interface VerifiedWallet {
   /** Lowercase: the identity subject. */
   address: string;
   kind: SignatureKind;
+  /** The account that asked for the challenge (null: nobody signed in). */
+  requestedBy: string | null;
 }
 
 export async function verifySignIn({ db, config, input, now, rpc }: VerifySignIn): Promise<VerifiedWallet> {
@@ -125,5 +131,5 @@ export async function verifySignIn({ db, config, input, now, rpc }: VerifySignIn
   if (!challengeHolds(config, challenge, now)) throw unauthorized('The challenge is no longer valid for this service: request a new one', 'CHALLENGE_INVALID');
   const kind = await checkWalletSignature({ address: getAddress(address) as Address, message: challenge.message, signature: input.signature as Hex, rpc });
   if (!kind) throw unauthorized('The signature does not prove ownership of this address', 'INVALID_SIGNATURE');
-  return { address, kind };
+  return { address, kind, requestedBy: challenge.requestedBy };
 }
