@@ -2,6 +2,8 @@
  * What the sign-in endpoints admit on top of their per-minute limits (docs/api.md, "Abuse limits"):
  * - sign-in mail: 5 a minute and 10 an hour per address, whatever the client, so that nobody
  *   floods an inbox (or our sender reputation) from rotating addresses;
+ * - e-mail codes: 10 tries an hour per address across all its codes, whatever the client; then
+ *   code entry pauses for the address (links still work);
  * - new guest accounts: GUEST_SIGNUPS_PER_DAY per client, and GUEST_SIGNUPS_PER_HOUR for the whole
  *   service (guests are free; each one can cost an agent and model calls).
  * Counted in `RateLimits`, so in Redis when REDIS_URL is set.
@@ -13,6 +15,34 @@ export async function admitSignInMail(rateLimits: RateLimits, email: string): Pr
   // Before any lookup of the address: the answer is the same for known and unknown addresses.
   await rateLimits.consume('auth.login.email.address', email);
   await rateLimits.consume('auth.login.email.address.hourly', email);
+}
+
+/** A code being tried; a right one gives its count back (only wrong guesses are budgeted). */
+export interface CodeGuess {
+  right(): Promise<void>;
+}
+
+/**
+ * Counts one code tried for `email` before it is checked, so that concurrent guesses cannot pass
+ * the budget; over it → 429 CODE_ENTRY_PAUSED with Retry-After, the same for known and unknown
+ * addresses. A new mail does not reset the count (docs/security.md, "E-mail codes: no lockout,
+ * no guessing").
+ */
+export async function admitCodeGuess(rateLimits: RateLimits, email: string): Promise<CodeGuess> {
+  const name = 'auth.verify.code.address.hourly';
+  try {
+    await rateLimits.consume(name, email);
+  } catch (error) {
+    if (!(error instanceof AppError) || error.status !== 429) throw error;
+    const retryAfter = error.headers['Retry-After'] ?? '60';
+    throw new AppError(
+      429,
+      'CODE_ENTRY_PAUSED',
+      `Too many wrong codes for this address: code entry is paused for ${retryAfter} s. The link in the sign-in mail still works.`,
+      { 'Retry-After': retryAfter },
+    );
+  }
+  return { right: () => rateLimits.refund(name, email) };
 }
 
 const otherMethods = 'Signing in with e-mail, a provider or a wallet still works, and a device that already has a guest account can still sign in.';

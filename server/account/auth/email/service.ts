@@ -13,6 +13,8 @@
  */
 import { unauthorized } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
+import { admitCodeGuess } from '../../ratelimit/policy.js';
+import type { RateLimits } from '../../ratelimit/limits.js';
 import type { AccountDb } from '../../store.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { TokenService } from '../../tokens/service.js';
@@ -31,6 +33,8 @@ export interface EmailSignInDeps {
   tokens: TokenService;
   mail: MailQueue;
   codes: EmailCodeConfig;
+  /** Counts codes tried per address (admitCodeGuess). */
+  rateLimits: RateLimits;
   frontendUrl: string;
   log: Logger;
 }
@@ -84,9 +88,13 @@ export class EmailSignIn {
       if (!email) throw unauthorized('The sign-in link is invalid, expired or already used', 'INVALID_LINK');
     } else {
       const { email: address, code } = input;
-      if (address === null || code === null || !(await consumeEmailCode(this.deps.db, this.deps.codes, address, code, now))) {
-        throw unauthorized('The code is wrong, expired or already used', 'INVALID_CODE');
-      }
+      const wrongCode = () => unauthorized('The code is wrong, expired or already used', 'INVALID_CODE');
+      // A code we could never have issued tests nothing, so it costs no guess.
+      if (address === null || code === null) throw wrongCode();
+      const guess = await admitCodeGuess(this.deps.rateLimits, address);
+      if (!(await consumeEmailCode(this.deps.db, this.deps.codes, address, code, now))) throw wrongCode();
+      // Only wrong guesses are budgeted; a failed refund leaves one guess too many counted.
+      await guess.right().catch(() => undefined);
       email = address;
     }
     return completeSignIn(call, { provider: 'email', subject: email, email, emailVerified: true }, target);
