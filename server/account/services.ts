@@ -32,6 +32,7 @@ import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
 import { pruneActivity } from './users/activity.js';
+import { onGuestTerms } from './users/identities.js';
 import { GuestRetention } from './users/retention.js';
 
 export interface AccountServices {
@@ -97,7 +98,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     labelNames: ['direction', 'user'],
     registers: [metrics.registry],
   });
-  const isGuest = async (userId: string) => (await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } }))?.isGuest ?? true;
+  // Guest terms (budgets, quota) for every account not `full` (users/identities.ts); an unknown user gets them too.
+  const isGuest = async (userId: string) => onGuestTerms((await store.db.user.findUnique({ where: { id: userId }, select: { tier: true } }))?.tier ?? 'guest');
   const modelCalls = new Histogram({
     name: 'model_call_duration_seconds',
     help: "Local agents' model calls through the egress gateway, from request to the answer's end, by status class",

@@ -80,7 +80,7 @@ export class EmailSignIn {
    * (401) leaves the code usable. A 409 IDENTITY_IN_USE comes after the consume: the code is spent.
    */
   async verify(input: VerifyCredential, request: SignInRequest, now = new Date()): Promise<TokenPair> {
-    const call = { db: this.deps.db, tokens: this.deps.tokens, request };
+    const call = { db: this.deps.db, tokens: this.deps.tokens, request, rateLimits: this.deps.rateLimits };
     const target = await signInTarget(call);
     let email: string | undefined;
     if ('token' in input) {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { unauthorized } from '../../../common/errors.js';
 import type { AccountDb } from '../../store.js';
 import type { ClientInfo } from '../../users/activity.js';
-import { attachIdentity, identityInUse, type IdentityProvider, type SignedInUser } from '../../users/identities.js';
+import { attachIdentity, identityInUse, onGuestTerms, type IdentityProvider, type SignedInUser } from '../../users/identities.js';
 import { sha256 } from './state.js';
 
 export async function issueAuthCode(
@@ -55,9 +55,9 @@ export async function exchangeAuthCode(
     await adoptFreshAccount(db, { freshUserId: row.userId, linkUserId: input.linkUserId, client: input.client });
     return { userId: input.linkUserId, guest: false, method };
   }
-  const user = await db.user.findUnique({ where: { id: row.userId }, select: { isGuest: true } });
+  const user = await db.user.findUnique({ where: { id: row.userId }, select: { tier: true } });
   if (!user) throw invalidCode();
-  return { userId: row.userId, guest: user.isGuest, method };
+  return { userId: row.userId, guest: onGuestTerms(user.tier), method };
 }
 
 async function adoptFreshAccount(db: AccountDb, ids: { freshUserId: string; linkUserId: string; client: ClientInfo }): Promise<void> {
@@ -66,7 +66,7 @@ async function adoptFreshAccount(db: AccountDb, ids: { freshUserId: string; link
       where: { id: ids.freshUserId },
       select: { identities: { select: { provider: true, subject: true, email: true, emailVerified: true } }, _count: { select: { sessions: true } } },
     });
-    const target = await tx.user.findUnique({ where: { id: ids.linkUserId }, select: { id: true, isGuest: true, email: true } });
+    const target = await tx.user.findUnique({ where: { id: ids.linkUserId }, select: { id: true, tier: true, email: true } });
     const identity = fresh?.identities[0];
     // Anything but an untouched one-identity account means somebody else uses it: do not move.
     if (!fresh || !identity || fresh.identities.length !== 1 || fresh._count.sessions > 0 || !target) throw identityInUse();

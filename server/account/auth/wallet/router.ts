@@ -30,6 +30,7 @@ export const walletRouter = router({
         'SMART_WALLET_UNSUPPORTED',
         'IDENTITY_IN_USE',
         'RATE_LIMITED',
+        'GUEST_SIGNUPS_PAUSED',
       ],
     })
     .input(WalletVerifyInput)
@@ -39,6 +40,7 @@ export const walletRouter = router({
       const call = signInCall(ctx);
       const target = await signInTarget(call);
       const wallet = await verifySignIn({ db: services.store.db, config: services.config, input, now: new Date(), rpc: services.walletRpc });
-      return completeSignIn(call, { provider: 'wallet', subject: wallet.address }, target);
+      // WALLET_ACCOUNTS=full: the operator lets a wallet vouch for a full account (users/identities.ts).
+      return completeSignIn(call, { provider: 'wallet', subject: wallet.address, vouches: services.config.walletAccounts === 'full' }, target);
     }),
 });
