@@ -108,6 +108,7 @@ const ACCOUNT = {
   RATE_LIMITED: { status: 429, message: 'Too many requests; see Retry-After' },
   GUEST_SIGNUPS_PAUSED: { status: 429, message: 'New guest accounts are paused for a while; see Retry-After' },
   GUEST_QUOTA: { status: 429, message: "The guest's daily messages are used up" },
+  CODE_ENTRY_PAUSED: { status: 429, message: 'Too many wrong codes for this address: code entry is paused; see Retry-After (the link still works)' },
   BUDGET_EXCEEDED: { status: 429, message: 'The model budget is spent until it resets; see Retry-After' },
   AGENT_UNREACHABLE: { status: 502, message: 'Your agent did not answer; try again in a moment' },
   PROVIDER_UNAVAILABLE: { status: 502, message: 'The sign-in provider could not be reached' },

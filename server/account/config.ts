@@ -287,11 +287,16 @@ export const accountEnv = z.object({
     'guests with no sign-in, refresh or session use for this many days are deleted with their agent and workspace by an hourly sweep; `0`: kept forever',
   ),
   GUEST_SIGNUPS_PER_DAY: count(30, 1, 1_000_000).describe(
-    'new guest accounts per client (IPv4 address or IPv6 prefix) per day; a returning device id is never refused',
+    'new accounts that no verified e-mail or provider vouches for (guests, and wallet accounts unless `WALLET_ACCOUNTS=full`) per client (IPv4 address or IPv6 prefix) per day; a returning device id or wallet is never refused',
   ),
   GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000).describe(
-    'new guest accounts per hour, service-wide; past it new guests get 429 `GUEST_SIGNUPS_PAUSED` (other sign-in methods and returning devices still work)',
+    'new accounts that nothing vouches for (as `GUEST_SIGNUPS_PER_DAY`) per hour, service-wide; past it they get 429 `GUEST_SIGNUPS_PAUSED` (other sign-in methods, returning devices and wallets still work)',
   ),
+  WALLET_ACCOUNTS: z
+    .preprocess((v) => (v === '' || v === undefined ? 'unverified' : v), z.enum(['unverified', 'full']))
+    .describe(
+      '`unverified`: an account created by a wallet is on guest terms (counted under `GUEST_SIGNUPS_PER_*`, guest quotas and budgets) until a verified e-mail or a provider account is linked; `full`: a wallet vouches for a full account (a fresh key is one, so only where accounts cost nothing worth abusing). Applies to accounts created, and guests upgraded, while it is set ([security](security.md#accounts-nothing-vouches-for))',
+    ),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
   ...oauthEnv,
@@ -332,6 +337,7 @@ const schema = accountEnv
       /** New guests per client per day and service-wide per hour (ratelimit/policy.ts). */
       guestSignupsPerDay: env.GUEST_SIGNUPS_PER_DAY,
       guestSignupsPerHour: env.GUEST_SIGNUPS_PER_HOUR,
+      walletAccounts: env.WALLET_ACCOUNTS,
       /** Unset: no CAPTCHA (captcha/). */
       captcha: captchaConfig(env),
       agentProvisioner: env.AGENT_PROVISIONER,

@@ -33,6 +33,7 @@ import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
 import { pruneActivity } from './users/activity.js';
+import { onGuestTerms } from './users/identities.js';
 import { GuestRetention } from './users/retention.js';
 
 export interface AccountServices {
@@ -102,7 +103,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     labelNames: ['direction', 'user'],
     registers: [metrics.registry],
   });
-  const isGuest = async (userId: string) => (await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true } }))?.isGuest ?? true;
+  // Guest terms (budgets, quota) for every account not `full` (users/identities.ts); an unknown user gets them too.
+  const isGuest = async (userId: string) => onGuestTerms((await store.db.user.findUnique({ where: { id: userId }, select: { tier: true } }))?.tier ?? 'guest');
   const modelCalls = new Histogram({
     name: 'model_call_duration_seconds',
     help: "Local agents' model calls through the egress gateway, from request to the answer's end, by status class",
@@ -180,7 +182,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     60 * 60 * 1000,
   );
   pruning.unref();
-  const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, frontendUrl: config.frontendUrl, log });
+  const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, rateLimits, frontendUrl: config.frontendUrl, log });
   const guestRetention =
     config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
   guestRetention?.start();

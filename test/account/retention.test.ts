@@ -69,7 +69,7 @@ describe.each(kinds)('guest retention on %s', (kind) => {
     await account.services.store.db.session.update({ where: { id: back!.id }, data: { lastUsedAt: new Date(Date.now() - DAY) } });
 
     const full = await signIn();
-    await account.services.store.db.user.update({ where: { id: full.userId }, data: { isGuest: false } });
+    await account.services.store.db.user.update({ where: { id: full.userId }, data: { tier: 'full' } });
     await age(full.userId, 400);
 
     expect(await account.services.guestRetention!.sweep()).toBe(1);

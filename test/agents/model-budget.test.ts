@@ -166,7 +166,7 @@ describe('the service-wide guest budget', () => {
       const deviceId = randomUUID();
       const first = await signIn(deviceId);
       const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${first}` } })).json()) as { user_id: string };
-      await account.services.store.db.user.update({ where: { id: me.user_id }, data: { isGuest: false } });
+      await account.services.store.db.user.update({ where: { id: me.user_id }, data: { tier: 'full' } });
       const full = await chat(await signIn(deviceId));
       expect(full.status).toBe(200);
       expect(await full.text()).toContain('"type":"text"');

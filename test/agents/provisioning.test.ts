@@ -14,7 +14,7 @@ const run = promisify(execFile);
 const silentLog = { info: () => undefined, warn: () => undefined, error: () => undefined } as never;
 
 async function newUser(account: TestAccount): Promise<string> {
-  return (await account.services.store.db.user.create({ data: { isGuest: false } })).id;
+  return (await account.services.store.db.user.create({ data: { tier: 'full' } })).id;
 }
 
 async function agentAnswers(url: string, secret: string): Promise<number> {

@@ -69,7 +69,7 @@ async function startRig(env: Record<string, string> = {}): Promise<Rig> {
     async fullUser(label) {
       const token = await guest(label);
       const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${token}` } })).json()) as { user_id: string };
-      await account.services.store.db.user.update({ where: { id: me.user_id }, data: { isGuest: false } });
+      await account.services.store.db.user.update({ where: { id: me.user_id }, data: { tier: 'full' } });
       return guest(label);
     },
     async call(token, method, path, body) {

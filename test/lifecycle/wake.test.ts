@@ -102,7 +102,7 @@ describe('wake claims on PostgreSQL', () => {
 /** Two schedulers on one database: one wake; a failure backs off; a success clears the schedule. */
 async function claimsOnce(account: TestAccount): Promise<void> {
   const db = account.services.store.db;
-  const user = await db.user.create({ data: { isGuest: false } });
+  const user = await db.user.create({ data: { tier: 'full' } });
   const agent = await account.services.agents.registry.add({
     name: `claim-${user.id}`,
     url: 'http://127.0.0.1:0',

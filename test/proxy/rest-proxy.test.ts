@@ -19,7 +19,7 @@ describe('REST proxy to the user own agent', () => {
   const fullUser = async (deviceId: string): Promise<string> => {
     const token = await guest(deviceId);
     const me = (await (await fetch(`${api}/auth/me`, { headers: asUser(token) })).json()) as { user_id: string };
-    await account.services.store.db.user.update({ where: { id: me.user_id }, data: { isGuest: false } });
+    await account.services.store.db.user.update({ where: { id: me.user_id }, data: { tier: 'full' } });
     const res = await fetch(`${api}/auth/guest`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -198,7 +198,7 @@ describe('subagents, pending and messenger through the tRPC proxy', () => {
     await expect(client.agent.messenger.status.query()).rejects.toMatchObject({ data: { code: 'GUEST_LIMITED' } });
 
     const me = decodeJwt(pair.access_token).sub as string;
-    await account.services.store.db.user.update({ where: { id: me }, data: { isGuest: false } });
+    await account.services.store.db.user.update({ where: { id: me }, data: { tier: 'full' } });
     const full = await guest('trpc-areas');
     const fullClient = clientFor(() => full.access_token);
     expect(await fullClient.agent.messenger.status.query()).toEqual({ connected: false, bot_username: '', bot_name: '' });

@@ -78,7 +78,7 @@ async function fullAccount(): Promise<{ token: string; userId: string }> {
       .access_token;
   const first = await guest();
   const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${first}` } })).json()) as { user_id: string };
-  await account.services.store.db.user.update({ where: { id: me.user_id }, data: { isGuest: false } });
+  await account.services.store.db.user.update({ where: { id: me.user_id }, data: { tier: 'full' } });
   return { token: await guest(), userId: me.user_id };
 }
 

@@ -71,7 +71,7 @@ async function fullAccount(): Promise<string> {
     await fetch(`${api}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: deviceId }) })
   ).json()) as TokenPair;
   const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${first.access_token}` } })).json()) as { user_id: string };
-  await account.services.store.db.user.update({ where: { id: me.user_id }, data: { isGuest: false } });
+  await account.services.store.db.user.update({ where: { id: me.user_id }, data: { tier: 'full' } });
   const again = await fetch(`${api}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: deviceId }) });
   return ((await again.json()) as TokenPair).access_token;
 }

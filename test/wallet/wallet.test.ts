@@ -119,14 +119,14 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
   });
 
   describe('verify', () => {
-    it('signs an EOA in with the documented token pair, as a full (non-guest) account', async () => {
+    it('signs an EOA in with the documented token pair, as an unverified account on guest terms (WALLET_ACCOUNTS=unverified)', async () => {
       const wallet = newWallet();
       const res = await signIn(wallet);
       expect(res.status).toBe(200);
       const pair = (await res.json()) as Pair;
       expect(pair).toEqual({ access_token: expect.any(String), refresh_token: expect.any(String), token_type: 'bearer', expires_in: 900 });
       const me = await userOf(pair);
-      expect(me.guest).toBe(false);
+      expect(me.guest).toBe(true);
       const again = (await (await signIn(wallet)).json()) as Pair;
       expect((await userOf(again)).user_id).toBe(me.user_id);
       const identity = await account.services.store.db.identity.findFirst({ where: { userId: me.user_id } });
@@ -315,7 +315,7 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
   describe('guest upgrade', () => {
     const guest = async (deviceId: string) => (await (await post('/auth/guest', { device_id: testDeviceId(deviceId) })).json()) as Pair;
 
-    it('attaches the wallet to the signed-in guest in place', async () => {
+    it('attaches the wallet to the signed-in guest in place (still on guest terms: a wallet vouches for nobody)', async () => {
       const g = await guest(`wallet-upgrade-${kind}`);
       const before = await userOf(g);
       expect(before.guest).toBe(true);
@@ -323,7 +323,8 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
       const res = await signIn(wallet, wallet.address, { authorization: `Bearer ${g.access_token}` });
       expect(res.status).toBe(200);
       const after = await userOf((await res.json()) as Pair);
-      expect(after).toMatchObject({ user_id: before.user_id, guest: false });
+      expect(after).toMatchObject({ user_id: before.user_id, guest: true });
+      expect((await account.services.store.db.user.findUniqueOrThrow({ where: { id: before.user_id } })).tier).toBe('unverified');
       // The wallet alone now signs into the same (former guest) account.
       expect((await userOf((await (await signIn(wallet)).json()) as Pair)).user_id).toBe(before.user_id);
     });
@@ -357,7 +358,7 @@ describe.each(kinds)('wallet sign-in on %s', (kind) => {
       const pair = await trpc.auth.wallet.verify.mutate({ address: wallet.address, signature, nonce });
       expect(pair.token_type).toBe('bearer');
       const me = await client({ authorization: `Bearer ${pair.access_token}` }).tokens.me.query();
-      expect(me.guest).toBe(false);
+      expect(me.guest).toBe(true);
       const replay = await trpc.auth.wallet.verify.mutate({ address: wallet.address, signature, nonce }).catch((e: unknown) => e);
       expect(replay).toBeInstanceOf(TRPCClientError);
       expect((replay as TRPCClientError<AccountRouter>).data).toMatchObject({ code: 'INVALID_NONCE', httpStatus: 401 });

@@ -89,6 +89,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   RATE_LIMITED: 'Too many attempts.',
   GUEST_SIGNUPS_PAUSED: 'New guest accounts are paused for a while. Signing in with e-mail, a provider or a wallet still works.',
   GUEST_QUOTA: null,
+  CODE_ENTRY_PAUSED: 'Too many wrong codes for this address. Use the link in the sign-in mail, or try a code again later.',
   BUDGET_EXCEEDED: null,
   AGENT_UNREACHABLE: 'Your agent is not answering right now. Try again in a moment.',
   PROVIDER_UNAVAILABLE: null,

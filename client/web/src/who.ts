@@ -114,13 +114,16 @@ export function isGuest(): boolean {
 
 /**
  * Who is signed in, in words: the first linked method's label (an address, a provider login, a
- * wallet) instead of an id; for a guest, what is left of today's messages.
+ * wallet) instead of an id; for an account on guest terms (a guest, or an `unverified` wallet or
+ * passkey account: docs/security.md), what is left of today's messages.
  */
 export async function accountSummary(): Promise<string> {
   try {
     const account = await accountInfo();
     const { messages_left_today: left, messages_per_day: perDay } = account.usage;
-    if (account.guest) return `Signed in as a guest${left === null ? '' : ` · ${left} of ${perDay} messages left today`}`;
+    const quota = left === null ? '' : ` · ${left} of ${perDay} messages left today`;
+    if (account.tier === 'unverified') return `Signed in as ${account.identities[0]?.label ?? 'your account'} (unverified)${quota}`;
+    if (account.guest) return `Signed in as a guest${quota}`;
     return `Signed in as ${account.identities[0]?.label ?? 'your account'}`;
   } catch {
     return isGuest() ? 'Signed in as a guest' : 'Signed in';

@@ -1,6 +1,7 @@
 /**
  * What a guest may do with their agent until they upgrade (spec: "Guest accounts have limited
- * functionality until upgraded"):
+ * functionality until upgraded"). "Guest" here is every account on guest terms: guests, and
+ * accounts no verified e-mail or provider vouches for (users/identities.ts):
  * - no messenger integration (a bot speaking for an anonymous account invites abuse);
  * - uploads up to 5 MB instead of 50 MB;
  * - 50 chat messages per day (a reconnect to a running reply is not a message).
@@ -20,7 +21,7 @@ export const GUEST_UPLOAD_BYTES = 5 * 1024 * 1024;
 export const FULL_UPLOAD_BYTES = 50 * 1024 * 1024 + 1024 * 1024; // the agent enforces 50 MB of file; room for the multipart envelope
 export const GUEST_DAILY_MESSAGES = 50;
 
-const upgradeHint = 'Sign in with e-mail, a provider or a wallet to lift guest limits';
+const upgradeHint = 'Link a verified e-mail address or a provider account to lift guest limits';
 
 /** What a call to the agent does, as far as the guest policy cares. */
 export type AgentAction = 'chat.message' | 'messenger' | 'other';

@@ -20,6 +20,8 @@ export const RATE_LIMITS = {
   /** Sign-in mails per address per hour, whatever the client: 5 a minute alone is 7,200 a day. */
   'auth.login.email.address.hourly': 10,
   'auth.verify': 10,
+  /** Codes tried per address per hour, across all its codes, whatever the client (policy.ts, admitCodeGuess). */
+  'auth.verify.code.address.hourly': 10,
   'auth.exchange': 10,
   'auth.wallet.challenge': 10,
   'auth.wallet.verify': 10,
@@ -51,6 +53,7 @@ const DAY = 24 * HOUR;
 /** Limits whose window is not a minute. */
 const WINDOW_SECONDS: Partial<Record<RateLimitName, number>> = {
   'auth.login.email.address.hourly': HOUR,
+  'auth.verify.code.address.hourly': HOUR,
   'guest.signups.client.daily': DAY,
   'guest.signups.hourly': HOUR,
   'guest.chat.daily': DAY,

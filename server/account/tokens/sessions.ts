@@ -74,16 +74,16 @@ export type RotationOutcome = { ok: true; generation: number; guest: boolean } |
 export async function rotateSession({ sql }: SessionStore, rotation: Rotation, now = new Date()): Promise<RotationOutcome> {
   const { sessionId, userId, generation, presented, next } = rotation;
   if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false };
-  const rows = await sql<{ is_guest: boolean }>`
+  const rows = await sql<{ guest: boolean }>`
     UPDATE sessions AS s
        SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}, refresh_digest = ${next}
       FROM users AS u
      WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id
        AND s.generation = ${generation} AND s.refresh_digest IS NOT DISTINCT FROM ${presented}::text
        AND s.revoked_at IS NULL AND s.expires_at > ${now}
-    RETURNING u.is_guest`;
+    RETURNING u.tier <> 'full' AS guest`;
   const row = rows[0];
-  return row ? { ok: true, generation: generation + 1, guest: row.is_guest } : { ok: false };
+  return row ? { ok: true, generation: generation + 1, guest: row.guest } : { ok: false };
 }
 
 /**

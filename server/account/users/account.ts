@@ -6,7 +6,7 @@
 import { conflict, notFound } from '../../common/errors.js';
 import type { AccountDb } from '../store.js';
 import { activityRow, type ClientInfo } from './activity.js';
-import { identityLabel } from './identities.js';
+import { identityLabel, onGuestTerms } from './identities.js';
 
 /** Every provider but `guest`, which is never listed. */
 export type ListedMethod = 'email' | 'idpa' | 'idpb' | 'wallet' | 'passkey';
@@ -34,12 +34,13 @@ export const identityNotFound = () => notFound('No such sign-in method on this a
 export async function getAccount(db: AccountDb, userId: string) {
   const user = await db.user.findUnique({
     where: { id: userId },
-    select: { id: true, isGuest: true, createdAt: true, identities: { where: listed, select: identitySelect, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
+    select: { id: true, tier: true, createdAt: true, identities: { where: listed, select: identitySelect, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
   });
   if (!user) throw notFound('No such account', 'ACCOUNT_NOT_FOUND');
   return {
     user_id: user.id,
-    guest: user.isGuest,
+    guest: onGuestTerms(user.tier),
+    tier: user.tier,
     created_at: utc(user.createdAt),
     identities: user.identities.map((identity) => ({
       id: identity.id,

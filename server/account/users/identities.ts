@@ -8,11 +8,15 @@
  * - a new identity that asserts a *verified* e-mail joins the account holding that verified
  *   address; an unverified address never links;
  * - otherwise a new account is created.
+ * And the account's tier (docs/security.md, "Accounts nothing vouches for"): an account is `full`
+ * once an identity that vouches for a person (a verified e-mail, a provider's account) is on it;
+ * until then a guest (device id only) or `unverified` (a wallet, a passkey), on guest terms. The
+ * tier only rises.
  */
 import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { conflict, unauthorized } from '../../common/errors.js';
-import { Prisma } from '../../generated/account/client.js';
+import { Prisma, type AccountTier } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
 import { activityRow, type ClientInfo } from './activity.js';
 
@@ -25,6 +29,8 @@ export interface IdentityClaim {
   emailVerified?: boolean | undefined;
   /** A passkey being registered: its credential is stored with its identity (auth/passkey). */
   passkey?: NewPasskey | undefined;
+  /** The operator lets this method's identities vouch for a person (WALLET_ACCOUNTS=full). */
+  vouches?: boolean | undefined;
 }
 
 export interface NewPasskey {
@@ -37,9 +43,19 @@ export interface NewPasskey {
 
 export interface SignedInUser {
   userId: string;
+  /** Guest terms apply (the access token's `guest` claim): any tier but `full`. */
   guest: boolean;
   created: boolean;
 }
+
+/** Whether an identity vouches for a person: a verified e-mail, a provider's account, or the operator says so. */
+export const identityVouches = (claim: Pick<IdentityClaim, 'provider' | 'emailVerified' | 'vouches'>): boolean =>
+  claim.vouches === true || claim.emailVerified === true || claim.provider === 'idpa' || claim.provider === 'idpb';
+
+export const onGuestTerms = (tier: AccountTier): boolean => tier !== 'full';
+
+/** The tier of a new account whose first identity is `claim`. */
+const tierOf = (claim: IdentityClaim): AccountTier => (claim.provider === 'guest' ? 'guest' : identityVouches(claim) ? 'full' : 'unverified');
 
 export const identityInUse = () => conflict('This sign-in method already belongs to another account', 'IDENTITY_IN_USE');
 
@@ -76,12 +92,13 @@ const identityData = (claim: IdentityClaim, now: Date) => ({
 
 /**
  * Attaches a new identity to an existing account, in the caller's transaction, and logs it. A
- * guest becomes a full account (its device identity is dropped: a device id is no credential for
- * a full account). An identity that asserts a verified address held by another account → 409.
+ * guest's device identity is dropped (a device id is no credential beside a real one); the
+ * account becomes `full` when the identity vouches, else a guest becomes `unverified`. An
+ * identity that asserts a verified address held by another account → 409.
  */
 export async function attachIdentity(
   tx: Prisma.TransactionClient,
-  target: { id: string; isGuest: boolean; email: string | null },
+  target: { id: string; tier: AccountTier; email: string | null },
   claim: IdentityClaim,
   client: ClientInfo,
   now = new Date(),
@@ -108,42 +125,60 @@ export async function attachIdentity(
     });
     await tx.activityEvent.create({ data: activityRow(target.id, { type: 'passkey_added', detail: { name } }, client, now) });
   }
-  if (target.isGuest) await tx.identity.deleteMany({ where: { userId: target.id, provider: 'guest' } });
-  if (target.isGuest || (verifiedEmail && !target.email)) {
-    await tx.user.update({ where: { id: target.id }, data: { isGuest: false, ...(verifiedEmail && !target.email ? { email: verifiedEmail } : {}) } });
+  if (target.tier === 'guest') await tx.identity.deleteMany({ where: { userId: target.id, provider: 'guest' } });
+  const tier: AccountTier = identityVouches(claim) ? 'full' : target.tier === 'guest' ? 'unverified' : target.tier;
+  if (tier !== target.tier || (verifiedEmail && !target.email)) {
+    await tx.user.update({ where: { id: target.id }, data: { tier, ...(verifiedEmail && !target.email ? { email: verifiedEmail } : {}) } });
   }
   const label = identityLabel({ ...claim, email: claim.email ?? null, passkeyName: claim.passkey?.name });
   await tx.activityEvent.create({ data: activityRow(target.id, { type: 'identity_linked', detail: { method: claim.provider, label } }, client, now) });
-  return { userId: target.id, guest: false, created: false };
+  return { userId: target.id, guest: onGuestTerms(tier), created: false };
 }
 
-async function attempt(db: AccountDb, claim: IdentityClaim, targetUserId: string | undefined, client: ClientInfo): Promise<SignedInUser> {
+/** `create: false` signs in only to an account that exists (undefined when none would be found). */
+async function attempt(
+  db: AccountDb,
+  claim: IdentityClaim,
+  targetUserId: string | undefined,
+  client: ClientInfo,
+  create: boolean,
+): Promise<SignedInUser | undefined> {
   return db.$transaction(async (tx) => {
     const now = new Date();
     const known = await tx.identity.findUnique({
       where: { provider_subject: { provider: claim.provider, subject: claim.subject } },
-      select: { id: true, user: { select: { id: true, isGuest: true } } },
+      select: { id: true, user: { select: { id: true, tier: true } } },
     });
     if (known) {
       if (targetUserId && known.user.id !== targetUserId) throw identityInUse();
       await tx.identity.update({ where: { id: known.id }, data: { lastUsedAt: now } });
-      return { userId: known.user.id, guest: known.user.isGuest, created: false };
+      return { userId: known.user.id, guest: onGuestTerms(known.user.tier), created: false };
     }
     if (targetUserId) {
-      const target = await tx.user.findUnique({ where: { id: targetUserId }, select: { id: true, isGuest: true, email: true } });
+      const target = await tx.user.findUnique({ where: { id: targetUserId }, select: { id: true, tier: true, email: true } });
       // The token was valid a moment ago; an account deleted since has nothing to link to.
       if (!target) throw unauthorized('The session has ended', 'SESSION_REVOKED');
       return attachIdentity(tx, target, claim, client, now);
     }
     const verifiedEmail = claim.emailVerified ? claim.email?.toLowerCase() : undefined;
-    const holder = verifiedEmail ? await tx.user.findUnique({ where: { email: verifiedEmail }, select: { id: true, isGuest: true, email: true } }) : null;
+    const holder = verifiedEmail ? await tx.user.findUnique({ where: { email: verifiedEmail }, select: { id: true, tier: true, email: true } }) : null;
     if (holder) return attachIdentity(tx, holder, claim, client, now);
+    if (!create) return undefined;
     const user = await tx.user.create({
-      data: { isGuest: claim.provider === 'guest', email: verifiedEmail ?? null, identities: { create: identityData(claim, now) } },
-      select: { id: true, isGuest: true },
+      data: { tier: tierOf(claim), email: verifiedEmail ?? null, identities: { create: identityData(claim, now) } },
+      select: { id: true, tier: true },
     });
-    return { userId: user.id, guest: user.isGuest, created: true };
+    return { userId: user.id, guest: onGuestTerms(user.tier), created: true };
   });
+}
+
+async function retried(db: AccountDb, claim: IdentityClaim, targetUserId: string | undefined, client: ClientInfo, create: boolean) {
+  try {
+    return await attempt(db, claim, targetUserId, client, create);
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    return attempt(db, claim, targetUserId, client, create);
+  }
 }
 
 /**
@@ -153,10 +188,9 @@ async function attempt(db: AccountDb, claim: IdentityClaim, targetUserId: string
  * (or, when linking, 409 if the winner is someone else).
  */
 export async function signInWithIdentity(db: AccountDb, claim: IdentityClaim, targetUserId: string | undefined, client: ClientInfo): Promise<SignedInUser> {
-  try {
-    return await attempt(db, claim, targetUserId, client);
-  } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
-    return attempt(db, claim, targetUserId, client);
-  }
+  return (await retried(db, claim, targetUserId, client, true))!;
 }
+
+/** `signInWithIdentity` without a target, that never creates an account: undefined when it would have. */
+export const signInExisting = (db: AccountDb, claim: IdentityClaim, client: ClientInfo): Promise<SignedInUser | undefined> =>
+  retried(db, claim, undefined, client, false);

@@ -30,7 +30,7 @@ export class GuestRetention {
     const cutoff = new Date(now.getTime() - this.retentionDays * 24 * 60 * 60 * 1000);
     const rows = await this.services.store.sql<{ id: string }>`
       SELECT u.id FROM users u
-       WHERE u.is_guest AND u.created_at < ${cutoff}
+       WHERE u.tier = 'guest' AND u.created_at < ${cutoff}
          AND NOT EXISTS (
            SELECT 1 FROM sessions s
             WHERE s.user_id = u.id

@@ -24,8 +24,21 @@ export const AccountUsage = z
   })
   .meta({ id: 'AccountUsage' });
 
+/** What vouches for the account (docs/security.md, "Accounts nothing vouches for"). */
+export const AccountTier = z.enum(['guest', 'unverified', 'full']).meta({
+  description:
+    '`guest`: a device id only; `unverified`: a wallet or passkey but no verified e-mail or provider account; `full`: one of those. Guest terms apply until `full`',
+});
+
 export const Account = z
-  .object({ user_id: z.string(), guest: z.boolean(), created_at: Timestamp, identities: z.array(Identity), usage: AccountUsage })
+  .object({
+    user_id: z.string(),
+    guest: z.boolean().meta({ description: 'Guest terms apply (quotas and budgets of guests): true for every tier but `full`' }),
+    tier: AccountTier,
+    created_at: Timestamp,
+    identities: z.array(Identity),
+    usage: AccountUsage,
+  })
   .meta({ id: 'Account' });
 
 export const Session = z

@@ -5,28 +5,46 @@
  * before any single-use credential is consumed, so a bad header (401) spends nothing; 2. the
  * method verifies its credential into an identity claim; 3. `completeSignIn` finds, creates or
  * links the account and opens a session. Guest upgrade and linking are therefore the same code.
+ * A new account that nothing vouches for (a wallet's) is created under the new-guest caps.
  */
+import type { RateLimits } from '../ratelimit/limits.js';
+import { signUpCapped } from '../ratelimit/policy.js';
 import type { AccountRequest } from '../request.js';
 import type { AccountDb } from '../store.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LinkTarget, TokenService } from '../tokens/service.js';
 import type { AccountContext } from '../trpc.js';
-import { signInWithIdentity, type IdentityClaim, type SignedInUser } from './identities.js';
+import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from './identities.js';
 
-export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client'>;
+export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip'>;
 
 export interface SignInCall {
   db: AccountDb;
   tokens: TokenService;
   request: SignInRequest;
+  /** The new-account caps (GUEST_SIGNUPS_PER_*), counted per client. */
+  rateLimits: RateLimits;
 }
 
-export const signInCall = (ctx: AccountContext): SignInCall => ({ db: ctx.services.store.db, tokens: ctx.services.tokens, request: ctx.request });
+export const signInCall = (ctx: AccountContext): SignInCall => ({
+  db: ctx.services.store.db,
+  tokens: ctx.services.tokens,
+  request: ctx.request,
+  rateLimits: ctx.services.rateLimits,
+});
 
 export const signInTarget = (call: SignInCall): Promise<LinkTarget | undefined> => call.tokens.linkTarget(call.request.authorization);
 
 export async function completeSignIn(call: SignInCall, claim: IdentityClaim, target: LinkTarget | undefined): Promise<TokenPair> {
-  const user = await signInWithIdentity(call.db, claim, target?.userId, call.request.client);
+  const { db, request, rateLimits } = call;
+  // Without a target and a vouching identity, this sign-in may create an account on guest terms: it counts as a new guest.
+  // (Only a wallet creates one: a passkey signs in only to the account that registered it.)
+  const user =
+    target || identityVouches(claim)
+      ? await signInWithIdentity(db, claim, target?.userId, request.client)
+      : await signUpCapped(rateLimits, rateLimits.clientKey(request.ip), 'wallet', (create) =>
+          create ? signInWithIdentity(db, claim, undefined, request.client) : signInExisting(db, claim, request.client),
+        );
   return openSession(call, user, claim.provider);
 }
 

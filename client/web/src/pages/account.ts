@@ -101,7 +101,7 @@ function methodsSection(view: AccountView, alert: ReturnType<typeof alertBox>, r
           'p',
           {},
           view.guest
-            ? 'You are using a guest account. Add a sign-in method to keep it: your agent and its files stay, and the guest limits are lifted.'
+            ? 'You are using a guest account. Add a sign-in method to keep it: your agent and its files stay; an e-mail address or a provider also lifts the guest limits.'
             : 'No sign-in methods.',
         ),
     h('h3', {}, 'Add a method'),
@@ -216,7 +216,7 @@ export function accountPage(): HTMLElement {
       const summary = h(
         'p',
         { 'data-testid': 'account-summary' },
-        `${view.guest ? 'Guest account' : 'Account'} ${view.user_id}, created ${when(view.created_at)}.`,
+        `${view.tier === 'guest' ? 'Guest account' : view.tier === 'unverified' ? 'Unverified account (guest limits until an e-mail address or a provider is linked)' : 'Account'} ${view.user_id}, created ${when(view.created_at)}.`,
       );
       body.replaceChildren(summary, methodsSection(view, alert, reload), await sessionsSection(alert, reload), await activitySection(), deleteSection());
     } catch (error) {

@@ -98,7 +98,7 @@ export function layout(page: () => HTMLElement): HTMLElement {
       showAccount();
       if (user.guest) {
         guestBanner.hidden = false;
-        const more = h('a', { href: '/account' }, 'e-mail or wallet');
+        const more = h('a', { href: '/account' }, 'e-mail address');
         more.onclick = (e) => {
           e.preventDefault();
           go('/account');
@@ -107,7 +107,7 @@ export function layout(page: () => HTMLElement): HTMLElement {
           h(
             'p',
             {},
-            'You are using a guest account: 50 messages a day, uploads up to 5 MB, no messenger. Keep this account and lift the limits by linking a provider, or with your ',
+            'Your account has guest limits until a provider or a verified e-mail vouches for it: 50 messages a day, uploads up to 5 MB, no messenger. Keep this account and lift the limits by linking a provider, or your ',
             more,
             ':',
           ),

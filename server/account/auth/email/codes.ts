@@ -1,11 +1,16 @@
 /**
  * E-mail sign-in codes (docs/api.md, "E-mail sign-in"). One row per request carries both secrets:
  * the link token (32 random bytes) and the 6-digit code. Rules:
- * - lifetime 10 minutes; single use; a newer request for the address voids every older one;
- * - at most 5 wrong codes per issued code: every attempt by code counts, and once 5 have been
- *   wrong the row is dead (its link too) — the person asks for a new mail;
- * - both are consumed by one conditional UPDATE, so of two concurrent verifies of one code or
- *   link exactly one gets a row back.
+ * - lifetime 10 minutes; single use;
+ * - a new request does not void the mails already sent: the newest 5 rows of an address stay
+ *   valid for their 10 minutes and older ones are dropped. A stranger who asks for mail to
+ *   someone's address only adds working codes to that inbox, never takes one away
+ *   (docs/security.md, "E-mail codes: no lockout, no guessing");
+ * - wrong codes do not kill a row (that let anyone void someone's live code with 5 guesses):
+ *   guessing is bounded per address across all its codes, by the caller (ratelimit/policy.ts,
+ *   admitCodeGuess), before a code is tried here;
+ * - a code or link is consumed by one conditional UPDATE, so of two concurrent verifies of one
+ *   code or link exactly one gets a row back.
  *
  * Only keyed hashes are stored: HMAC-SHA256 under a server key kept in the data directory
  * (`email-code-key`), never in the database. A 6-digit code has 20 bits of entropy, so an
@@ -20,7 +25,8 @@ import path from 'node:path';
 import type { AccountDb } from '../../store.js';
 
 export const EMAIL_CODE_TTL_MS = 10 * 60 * 1000;
-export const MAX_CODE_ATTEMPTS = 5;
+/** Mails of one address whose link and code work at once (the newest ones). */
+export const LIVE_CODES_PER_ADDRESS = 5;
 
 export interface EmailCodeConfig {
   /** HMAC key for tokens and codes (see loadEmailCodeKey). */
@@ -43,7 +49,9 @@ const tokenHash = (key: Buffer, token: string) => hash(key, 'token', token);
 const codeHash = (key: Buffer, email: string, code: string) => hash(key, 'code', `${email}\0${code}`);
 
 /**
- * Issues a fresh token and code for `email` (already normalised), voiding older ones, in one statement.
+ * Issues a fresh token and code for `email` (already normalised) and drops the rows of the
+ * address older than the newest LIVE_CODES_PER_ADDRESS, in one statement (the DELETE sees the
+ * rows as they were before the INSERT, so it keeps one fewer).
  * `requestedBy`: the signed-in account that asked, if any (docs/security.md, "Whose account a sign-in joins").
  */
 export async function issueEmailCode(
@@ -57,20 +65,22 @@ export async function issueEmailCode(
   const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
   const expiresAt = new Date(now.getTime() + (config.ttlMs ?? EMAIL_CODE_TTL_MS));
   await db.$executeRaw`
-    WITH voided AS (DELETE FROM email_codes WHERE email = ${email})
-    INSERT INTO email_codes (id, email, token_hash, code_hash, attempts, requested_by, expires_at, created_at)
-    VALUES (${randomUUID()}::uuid, ${email}, ${tokenHash(config.key, token)}, ${codeHash(config.key, email, code)}, 0, ${requestedBy}::uuid, ${expiresAt}, ${now})`;
+    WITH dropped AS (
+      DELETE FROM email_codes WHERE email = ${email} AND id NOT IN (
+        SELECT id FROM email_codes WHERE email = ${email} ORDER BY created_at DESC, id DESC LIMIT ${LIVE_CODES_PER_ADDRESS - 1}))
+    INSERT INTO email_codes (id, email, token_hash, code_hash, requested_by, expires_at, created_at)
+    VALUES (${randomUUID()}::uuid, ${email}, ${tokenHash(config.key, token)}, ${codeHash(config.key, email, code)}, ${requestedBy}::uuid, ${expiresAt}, ${now})`;
   return { token, code, expiresAt };
 }
 
 /**
- * A row is live when unused, unexpired, not dead from wrong codes, and the newest for its
- * address (two requests racing can both insert; only the later one counts).
+ * A row is live when unused, unexpired and among the newest LIVE_CODES_PER_ADDRESS of its
+ * address (requests racing can each insert before the other prunes; only the newest count).
  */
 const LIVE = (alias: 'c') => `
-      ${alias}.used_at IS NULL AND ${alias}.attempts < ${MAX_CODE_ATTEMPTS}
-  AND NOT EXISTS (SELECT 1 FROM email_codes AS newer
-                   WHERE newer.email = ${alias}.email AND (newer.created_at, newer.id) > (${alias}.created_at, ${alias}.id))`;
+      ${alias}.used_at IS NULL AND ${alias}.expires_at > $1
+  AND (SELECT count(*) FROM email_codes AS newer
+        WHERE newer.email = ${alias}.email AND (newer.created_at, newer.id) > (${alias}.created_at, ${alias}.id)) < ${LIVE_CODES_PER_ADDRESS}`;
 
 /** A consumed code or link: the address it was issued for, and the account that asked for it (null: nobody signed in). */
 export interface ConsumedEmailCode {
@@ -82,7 +92,7 @@ export interface ConsumedEmailCode {
 export async function consumeEmailToken(db: AccountDb, config: EmailCodeConfig, token: string, now = new Date()): Promise<ConsumedEmailCode | undefined> {
   const rows = await db.$queryRawUnsafe<Array<{ email: string; requested_by: string | null }>>(
     `UPDATE email_codes AS c SET used_at = $1
-      WHERE c.token_hash = $2 AND c.expires_at > $1 AND ${LIVE('c')}
+      WHERE c.token_hash = $2 AND ${LIVE('c')}
      RETURNING c.email, c.requested_by::text AS requested_by`,
     now,
     tokenHash(config.key, token),
@@ -92,9 +102,10 @@ export async function consumeEmailToken(db: AccountDb, config: EmailCodeConfig, 
 }
 
 /**
- * Tries a code for `email` (already normalised) against the live row: counts the attempt and,
- * when the code matches, consumes the row — in one statement, so concurrent guesses cannot
- * exceed the attempt budget and concurrent right answers cannot both win.
+ * Tries a code for `email` (already normalised) against the live rows of the address and
+ * consumes the newest that matches. The guess is counted by the caller first (admitCodeGuess).
+ * Two concurrent right answers cannot both win: the UPDATE re-checks `used_at` on the row it
+ * waited for.
  */
 export async function consumeEmailCode(
   db: AccountDb,
@@ -103,23 +114,22 @@ export async function consumeEmailCode(
   code: string,
   now = new Date(),
 ): Promise<ConsumedEmailCode | undefined> {
-  const rows = await db.$queryRawUnsafe<Array<{ ok: boolean; requested_by: string | null }>>(
-    `UPDATE email_codes AS c
-        SET attempts = c.attempts + 1,
-            used_at = CASE WHEN c.code_hash = $3 THEN $1 ELSE NULL END
-      WHERE c.email = $2 AND c.expires_at > $1 AND ${LIVE('c')}
-     RETURNING (c.used_at IS NOT NULL) AS ok, c.requested_by::text AS requested_by`,
+  const rows = await db.$queryRawUnsafe<Array<{ email: string; requested_by: string | null }>>(
+    `UPDATE email_codes AS c SET used_at = $1
+      WHERE c.id = (SELECT m.id FROM email_codes AS m WHERE m.email = $2 AND m.code_hash = $3 ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
+        AND ${LIVE('c')}
+     RETURNING c.email, c.requested_by::text AS requested_by`,
     now,
     email,
     codeHash(config.key, email, code),
   );
   const row = rows[0];
-  return row?.ok === true ? { email, requestedBy: row.requested_by } : undefined;
+  return row ? { email, requestedBy: row.requested_by } : undefined;
 }
 
 /**
- * Drops expired rows; returns how many. (Used and dead rows stay until they expire: they keep
- * an older row of a raced pair of requests from counting as the newest.)
+ * Drops expired rows; returns how many. (Used rows stay until they expire: they still count
+ * among the newest of their address, so a used mail never brings an older one back to life.)
  */
 export async function sweepEmailCodes(db: AccountDb, now = new Date()): Promise<number> {
   return db.$executeRaw`DELETE FROM email_codes WHERE expires_at <= ${now}`;

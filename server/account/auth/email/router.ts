@@ -34,7 +34,7 @@ export const emailRouter = router({
     .use(rateLimited('auth.verify'))
     .meta({
       openapi: { method: 'POST', path: '/auth/verify-magic-link', protect: false, summary: 'Exchange a sign-in link token or code for a token pair' },
-      errors: ['INVALID_LINK', 'INVALID_CODE', 'IDENTITY_IN_USE', 'RATE_LIMITED'],
+      errors: ['INVALID_LINK', 'INVALID_CODE', 'CODE_ENTRY_PAUSED', 'IDENTITY_IN_USE', 'RATE_LIMITED'],
     })
     .input(VerifyInput)
     .output(TokenPair)

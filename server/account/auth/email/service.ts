@@ -14,6 +14,8 @@
  */
 import { unauthorized } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
+import { admitCodeGuess } from '../../ratelimit/policy.js';
+import type { RateLimits } from '../../ratelimit/limits.js';
 import type { AccountDb } from '../../store.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { TokenService } from '../../tokens/service.js';
@@ -40,6 +42,8 @@ export interface EmailSignInDeps {
   tokens: TokenService;
   mail: MailQueue;
   codes: EmailCodeConfig;
+  /** Counts codes tried per address (admitCodeGuess). */
+  rateLimits: RateLimits;
   frontendUrl: string;
   log: Logger;
 }
@@ -90,7 +94,7 @@ export class EmailSignIn {
    * A 409 IDENTITY_IN_USE comes after the consume: the code is spent.
    */
   async verify(input: VerifyCredential, request: SignInRequest, now = new Date()): Promise<TokenPair> {
-    const call = { db: this.deps.db, tokens: this.deps.tokens, request };
+    const call = { db: this.deps.db, tokens: this.deps.tokens, request, rateLimits: this.deps.rateLimits };
     const presenter = await signInTarget(call);
     let consumed: ConsumedEmailCode | undefined;
     if ('token' in input) {
@@ -98,8 +102,14 @@ export class EmailSignIn {
       if (!consumed) throw unauthorized('The sign-in link is invalid, expired or already used', 'INVALID_LINK');
     } else {
       const { email: address, code } = input;
-      consumed = address === null || code === null ? undefined : await consumeEmailCode(this.deps.db, this.deps.codes, address, code, now);
-      if (!consumed) throw unauthorized('The code is wrong, expired or already used', 'INVALID_CODE');
+      const wrongCode = () => unauthorized('The code is wrong, expired or already used', 'INVALID_CODE');
+      // A code we could never have issued tests nothing, so it costs no guess.
+      if (address === null || code === null) throw wrongCode();
+      const guess = await admitCodeGuess(this.deps.rateLimits, address);
+      consumed = await consumeEmailCode(this.deps.db, this.deps.codes, address, code, now);
+      if (!consumed) throw wrongCode();
+      // Only wrong guesses are budgeted; a failed refund leaves one guess too many counted.
+      await guess.right().catch(() => undefined);
     }
     const { email, requestedBy } = consumed;
     const target = presenter && presenter.userId === requestedBy ? presenter : undefined;

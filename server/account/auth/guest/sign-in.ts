@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { isUniqueViolation, type HotSql } from '../../hot-sql.js';
 import type { RateLimits } from '../../ratelimit/limits.js';
-import { claimNewGuest, type NewGuestClaim } from '../../ratelimit/policy.js';
+import { signUpCapped } from '../../ratelimit/policy.js';
 import { REFRESH_TTL_SECONDS } from '../../tokens/jwt.js';
 
 export interface GuestSession {
@@ -32,34 +32,35 @@ export interface GuestSession {
 async function attempt(sql: HotSql, deviceId: string, now: Date, create: boolean): Promise<GuestSession | undefined> {
   const sessionId = randomUUID();
   const expiresAt = new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
-  const rows = await sql<{ user_id: string; is_guest: boolean; created: boolean }>`
+  // `guest`: guest terms apply (any tier but `full`: users/identities.ts).
+  const rows = await sql<{ user_id: string; guest: boolean; created: boolean }>`
     WITH existing AS (
-      SELECT u.id, u.is_guest FROM identities AS i JOIN users AS u ON u.id = i.user_id
+      SELECT u.id, u.tier <> 'full' AS guest FROM identities AS i JOIN users AS u ON u.id = i.user_id
        WHERE i.provider = 'guest' AND i.subject = ${deviceId}
     ), new_user AS (
-      INSERT INTO users (id, is_guest, created_at, updated_at)
-      SELECT ${randomUUID()}::uuid, true, ${now}, ${now} WHERE NOT EXISTS (SELECT 1 FROM existing) AND ${create}::boolean
-      RETURNING id, is_guest
+      INSERT INTO users (id, tier, created_at, updated_at)
+      SELECT ${randomUUID()}::uuid, 'guest', ${now}, ${now} WHERE NOT EXISTS (SELECT 1 FROM existing) AND ${create}::boolean
+      RETURNING id, true AS guest
     ), new_identity AS (
       INSERT INTO identities (id, user_id, provider, subject, email_verified, created_at)
       SELECT ${randomUUID()}::uuid, id, 'guest', ${deviceId}, false, ${now} FROM new_user
       RETURNING user_id
     ), target AS (
-      SELECT id, is_guest, false AS created FROM existing
+      SELECT id, guest, false AS created FROM existing
       UNION ALL
-      SELECT nu.id, nu.is_guest, true FROM new_user AS nu JOIN new_identity AS ni ON ni.user_id = nu.id
+      SELECT nu.id, nu.guest, true FROM new_user AS nu JOIN new_identity AS ni ON ni.user_id = nu.id
     ), opened AS (
       INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
       SELECT ${sessionId}::uuid, id, 0, ${now}, ${expiresAt}, ${now} FROM target
       RETURNING user_id
     )
-    SELECT t.id AS user_id, t.is_guest, t.created FROM target AS t JOIN opened AS o ON o.user_id = t.id`;
+    SELECT t.id AS user_id, t.guest, t.created FROM target AS t JOIN opened AS o ON o.user_id = t.id`;
   const row = rows[0];
   if (!row) {
     if (create) throw new Error('guest sign-in opened no session');
     return undefined;
   }
-  return { userId: row.user_id, sessionId, guest: row.is_guest, generation: 0, created: row.created };
+  return { userId: row.user_id, sessionId, guest: row.guest, generation: 0, created: row.created };
 }
 
 /** Signs the device's guest in, creating it when the device has none. No caps: see `signInGuestCapped`. */
@@ -72,22 +73,7 @@ export async function signInGuest(sql: HotSql, deviceId: string, now = new Date(
   }
 }
 
-/** `signInGuest` under the new-guest caps of this client (`clientKey`) and of the service. */
-export async function signInGuestCapped(sql: HotSql, rateLimits: RateLimits, deviceId: string, clientKey: string, now = new Date()): Promise<GuestSession> {
-  let claim: NewGuestClaim;
-  try {
-    claim = await claimNewGuest(rateLimits, clientKey);
-  } catch (refusal) {
-    const returning = await attempt(sql, deviceId, now, false);
-    if (returning) return returning;
-    throw refusal;
-  }
-  let session: GuestSession | undefined;
-  try {
-    session = await signInGuest(sql, deviceId, now);
-    return session;
-  } finally {
-    // A refund that fails leaves one guest too many counted; the sign-in itself stands.
-    if (!session?.created) await claim.release().catch(() => undefined);
-  }
+/** `signInGuest` under the new-account caps of this client (`clientKey`) and of the service. */
+export function signInGuestCapped(sql: HotSql, rateLimits: RateLimits, deviceId: string, clientKey: string, now = new Date()): Promise<GuestSession> {
+  return signUpCapped(rateLimits, clientKey, 'guest', (create) => (create ? signInGuest(sql, deviceId, now) : attempt(sql, deviceId, now, false)));
 }

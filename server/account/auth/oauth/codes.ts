@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { unauthorized } from '../../../common/errors.js';
 import type { AccountDb } from '../../store.js';
-import type { SignedInUser } from '../../users/identities.js';
+import { onGuestTerms, type SignedInUser } from '../../users/identities.js';
 import { sha256 } from './state.js';
 
 export interface IssuedAuthCode {
@@ -56,7 +56,7 @@ export async function exchangeAuthCode(
   });
   if (count !== 1) throw invalidCode();
   const row = await db.authCode.findUniqueOrThrow({ where: { codeHash }, select: { userId: true, provider: true } });
-  const user = await db.user.findUnique({ where: { id: row.userId }, select: { isGuest: true } });
+  const user = await db.user.findUnique({ where: { id: row.userId }, select: { tier: true } });
   if (!user) throw invalidCode();
-  return { userId: row.userId, guest: user.isGuest, method: row.provider || 'oauth' };
+  return { userId: row.userId, guest: onGuestTerms(user.tier), method: row.provider || 'oauth' };
 }

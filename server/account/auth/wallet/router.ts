@@ -43,6 +43,7 @@ export const walletRouter = router({
         'SMART_WALLET_UNSUPPORTED',
         'IDENTITY_IN_USE',
         'RATE_LIMITED',
+        'GUEST_SIGNUPS_PAUSED',
       ],
     })
     .input(WalletVerifyInput)
@@ -53,6 +54,7 @@ export const walletRouter = router({
       const presenter = await signInTarget(call);
       const wallet = await verifySignIn({ db: services.store.db, config: services.config, input, now: new Date(), rpc: services.walletRpc });
       const target = presenter && presenter.userId === wallet.requestedBy ? presenter : undefined;
-      return completeSignIn(call, { provider: 'wallet', subject: wallet.address }, target);
+      // WALLET_ACCOUNTS=full: the operator lets a wallet vouch for a full account (users/identities.ts).
+      return completeSignIn(call, { provider: 'wallet', subject: wallet.address, vouches: services.config.walletAccounts === 'full' }, target);
     }),
 });

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "email_codes" DROP COLUMN "attempts";
