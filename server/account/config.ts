@@ -242,6 +242,25 @@ export const accountEnv = z.object({
   GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000).describe(
     'new guest accounts per hour, service-wide; past it new guests get 429 `GUEST_SIGNUPS_PAUSED` (other sign-in methods and returning devices still work)',
   ),
+  ADMIN_EMAILS: optionalString.meta({
+    description:
+      'comma-separated e-mail addresses: an account whose verified address is listed becomes an admin at start and whenever it signs up or in (docs/admin.md); removing an address does not demote (use `npm run admin -- revoke`)',
+    values: 'comma-separated addresses',
+  }),
+  TOKEN_METADATA_CLAIM: optionalString
+    .pipe(
+      z
+        .string()
+        .regex(/^[a-z][a-z0-9_]{0,31}$/, 'must be a lowercase claim name')
+        .refine((name) => !['iss', 'aud', 'sub', 'sid', 'jti', 'typ', 'iat', 'exp', 'nbf', 'guest', 'gen'].includes(name), 'names a registered claim')
+        .optional(),
+    )
+    .meta({
+      description:
+        "claim name under which access tokens carry the user's operator metadata (`PATCH /admin/users/{id}`); minted tokens carry it as it was at sign-in or the last refresh",
+      default: 'unset → tokens carry no metadata',
+      values: 'lowercase claim name, not a registered one',
+    }),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
   ...oauthEnv,
@@ -279,6 +298,12 @@ const schema = accountEnv
       /** Rate limits count an IPv6 client on this prefix length (ratelimit/client-key.ts). */
       ipv6Subnet: env.IPV6_SUBNET,
       guestRetentionDays: env.GUEST_RETENTION_DAYS,
+      /** Verified addresses made admins at start and at sign-in (admin/roles.ts), lowercase. */
+      adminEmails: (env.ADMIN_EMAILS ?? '')
+        .split(',')
+        .map((email) => email.trim().toLowerCase())
+        .filter(Boolean),
+      tokenMetadataClaim: env.TOKEN_METADATA_CLAIM,
       /** New guests per client per day and service-wide per hour (ratelimit/policy.ts). */
       guestSignupsPerDay: env.GUEST_SIGNUPS_PER_DAY,
       guestSignupsPerHour: env.GUEST_SIGNUPS_PER_HOUR,

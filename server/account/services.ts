@@ -8,6 +8,8 @@ import type { Logger } from '../common/log.js';
 import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/provisioners/local/launcher.js';
+import { AdminAccess } from './admin/access.js';
+import { promoteAdminEmails } from './admin/roles.js';
 import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget } from './agents/model-usage.js';
 import { StreamSlots } from './agents/stream-slots.js';
@@ -62,6 +64,8 @@ export interface AccountServices {
   stopAgents(): Promise<void>;
   /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
   metrics: ServiceMetrics;
+  /** Who may call the admin API, checked on every call (admin/access.ts). */
+  adminAccess: AdminAccess;
   /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
   authMetrics: AuthMetrics;
   /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
@@ -80,8 +84,12 @@ export interface AccountServices {
 export async function createAccountServices(config: AccountConfig, log: Logger): Promise<AccountServices> {
   const store = await openAccountStore(config);
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
+  await promoteAdminEmails(store.db, config.adminEmails);
   const keys = await loadSigningKeys(config.signingKeysFile);
-  const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
+  const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log, {
+    metadataClaim: config.tokenMetadataClaim,
+    adminEmails: config.adminEmails,
+  });
   const metrics = createMetrics('account');
   const authMetrics = new AuthMetrics(metrics.registry);
   const rateLimits = new RateLimits({
@@ -186,6 +194,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     bots,
     metrics,
     authMetrics,
+    adminAccess: new AdminAccess(store.db, tokens, metrics.registry),
     agentMetrics,
     streamSlots: new StreamSlots(config.agentStreamsPerUser),
     localAgentsScrape,
