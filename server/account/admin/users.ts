@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { conflict, notFound } from '../../common/errors.js';
-import { Prisma } from '../../generated/account/client.js';
+import type { Prisma } from '../../generated/account/client.js';
 import type { AccountServices } from '../services.js';
 import { listSessions } from '../tokens/sessions.js';
 import { listActivity } from '../users/activity.js';
