@@ -9,6 +9,8 @@ import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/provisioners/local/launcher.js';
+import { AdminAccess } from './admin/access.js';
+import { promoteAdminEmails } from './admin/roles.js';
 import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget } from './agents/model-usage.js';
 import { requestSlots, streamSlots, type UserSlots } from './agents/user-slots.js';
@@ -64,6 +66,8 @@ export interface AccountServices {
   stopAgents(): Promise<void>;
   /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
   metrics: ServiceMetrics;
+  /** Who may call the admin API, checked on every call (admin/access.ts). */
+  adminAccess: AdminAccess;
   /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
   authMetrics: AuthMetrics;
   /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
@@ -86,8 +90,12 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   await privateDir(config.dataDir, log);
   const store = await openAccountStore(config);
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
+  await promoteAdminEmails(store.db, config.adminEmails);
   const keys = await loadSigningKeys(config.signingKeysFile);
-  const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
+  const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log, {
+    metadataClaim: config.tokenMetadataClaim,
+    adminEmails: config.adminEmails,
+  });
   const metrics = createMetrics('account');
   const authMetrics = new AuthMetrics(metrics.registry);
   const rateLimits = new RateLimits({
@@ -103,8 +111,6 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     labelNames: ['direction', 'user'],
     registers: [metrics.registry],
   });
-  // Guest terms (budgets, quota) for every account not `full` (users/identities.ts); an unknown user gets them too.
-  const isGuest = async (userId: string) => onGuestTerms((await store.db.user.findUnique({ where: { id: userId }, select: { tier: true } }))?.tier ?? 'guest');
   const modelCalls = new Histogram({
     name: 'model_call_duration_seconds',
     help: "Local agents' model calls through the egress gateway, from request to the answer's end, by status class",
@@ -118,7 +124,13 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     labelNames: ['limit'],
     registers: [metrics.registry],
   });
-  const modelBudget = new ModelBudget(store.sql, config.modelBudget, isGuest, (usage, guest) => {
+  // Guest terms (budgets, quota) for every account not `full` (users/identities.ts); an unknown user gets them too.
+  const budgetUser = async (userId: string) => {
+    const user = await store.db.user.findUnique({ where: { id: userId }, select: { tier: true, modelDailyTokens: true, guestMessagesPerDay: true } });
+    return { guest: onGuestTerms(user?.tier ?? 'guest'), dailyTokens: user?.modelDailyTokens, guestMessagesPerDay: user?.guestMessagesPerDay };
+  };
+  const isGuest = async (userId: string) => (await budgetUser(userId)).guest;
+  const modelBudget = new ModelBudget(store.sql, config.modelBudget, budgetUser, (usage, guest) => {
     modelTokens.inc({ direction: 'in', user: guest ? 'guest' : 'account' }, usage.tokensIn);
     modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
   });
@@ -199,6 +211,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     bots,
     metrics,
     authMetrics,
+    adminAccess: new AdminAccess(store.db, tokens, metrics.registry),
     agentMetrics,
     streamSlots: streamSlots(config.agentStreamsPerUser),
     requestSlots: requestSlots(config.agentRequestsPerUser),

@@ -11,6 +11,7 @@ import { h } from './dom.js';
 import { chatPage } from './pages/chat.js';
 import { filesPage } from './pages/files.js';
 import { accountPage } from './pages/account.js';
+import { adminPage } from './pages/admin.js';
 import { layout, signedOut } from './pages/layout.js';
 import { messengerPage } from './pages/messenger.js';
 import { signInPage } from './pages/signin.js';
@@ -24,6 +25,8 @@ const PAGES: Record<string, () => HTMLElement> = {
   '/subagents': subagentsPage,
   '/messenger': messengerPage,
   '/account': accountPage,
+  /** Operators only: the service refuses everyone else and the page says so. */
+  '/admin': adminPage,
 };
 
 const notFound = () => h('div', {}, h('h1', { class: 'page-title', tabIndex: -1 }, 'Not found'), h('p', {}, 'There is no page here.'));

@@ -1,0 +1,65 @@
+import { expect, test, type Page } from '@playwright/test';
+import { mailTo } from './support/outbox.js';
+
+/**
+ * The admin page in Chromium against the product: the operator (ADMIN_EMAILS in
+ * playwright.config.ts, so an admin at sign-in) finds a user, bans them (confirmed), the user's
+ * next sign-in is refused, unbans them and the user signs in again; and creates an API key.
+ */
+
+async function signInByEmail(page: Page, address: string, previousCode?: string): Promise<string> {
+  const section = page.getByRole('region', { name: 'E-mail' });
+  await section.getByLabel('E-mail address').fill(address);
+  await section.getByRole('button', { name: 'Send me a sign-in code' }).click();
+  const { code } = await mailTo(address, previousCode);
+  await section.getByLabel('6-digit code').fill(code);
+  await section.getByRole('button', { name: 'Sign in' }).click();
+  return code;
+}
+
+test('an admin finds a user, bans them (their sign-in is refused), unbans them, and creates a key', async ({ browser }) => {
+  const suffix = Date.now().toString(36);
+  const userAddress = `member-${suffix}@e2e.example`;
+  const userContext = await browser.newContext();
+  const user = await userContext.newPage();
+  await user.goto('/');
+  let userCode = await signInByEmail(user, userAddress);
+  await expect(user.getByTestId('signed-in')).toContainText('Signed in');
+
+  const adminContext = await browser.newContext();
+  const admin = await adminContext.newPage();
+  await admin.goto('/');
+  await signInByEmail(admin, 'operator@e2e.example');
+  await expect(admin.getByTestId('signed-in')).toContainText('Signed in');
+  await admin.goto('/admin');
+  const users = admin.getByRole('region', { name: 'Users' });
+  await users.getByLabel('Search users').fill(userAddress);
+  await users.getByRole('button', { name: 'Search' }).click();
+  await users.getByTestId('admin-users').getByRole('button', { name: userAddress }).click();
+  await expect(admin.getByTestId('admin-user-state')).toHaveText('Active');
+  admin.once('dialog', (dialog) => void dialog.accept());
+  await admin.getByLabel('Ban reason').fill('e2e');
+  await admin.getByRole('button', { name: 'Ban' }).click();
+  await expect(admin.getByTestId('admin-user-state')).toHaveText('Banned: e2e');
+
+  // The banned user's next sign-in is refused.
+  await userContext.clearCookies();
+  await user.evaluate(() => localStorage.clear());
+  await user.goto('/');
+  userCode = await signInByEmail(user, userAddress, userCode);
+  await expect(user.getByRole('region', { name: 'E-mail' }).getByRole('alert')).toContainText('banned');
+
+  await admin.getByRole('button', { name: 'Unban' }).click();
+  await expect(admin.getByTestId('admin-user-state')).toHaveText('Active');
+  await user.goto('/');
+  await signInByEmail(user, userAddress, userCode);
+  await expect(user.getByTestId('signed-in')).toContainText('Signed in');
+
+  const keys = admin.getByRole('region', { name: 'API keys' });
+  await keys.getByLabel('Key name').fill(`backend-${suffix}`);
+  await keys.getByRole('button', { name: 'Create key' }).click();
+  await expect(keys.getByTestId('admin-new-key')).toContainText(/ak_[0-9a-f]{24}_/);
+  await expect(keys.getByTestId('admin-keys')).toContainText(`backend-${suffix}`);
+  await userContext.close();
+  await adminContext.close();
+});
