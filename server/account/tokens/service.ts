@@ -79,6 +79,11 @@ export class TokenService {
   readonly sessions: SessionStatusCache;
   readonly usage: SessionUsage;
   private readonly verified = new VerifiedAccessTokens();
+  /**
+   * Called after every sign-in opened a session (each method, guests included, linking too): what
+   * should be ready before the user's first call. services.ts starts their agent there.
+   */
+  signedIn: (userId: string) => void = () => {};
 
   constructor(
     private readonly store: SessionStore,
@@ -91,7 +96,9 @@ export class TokenService {
 
   async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<TokenPair> {
     const { sessionId, generation } = await createSession(this.store, user.userId, origin);
-    return signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest }, generation);
+    const pair = await signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest }, generation);
+    this.signedIn(user.userId);
+    return pair;
   }
 
   /**
