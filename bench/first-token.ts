@@ -117,9 +117,7 @@ export function printFirstTokenTables(results: FirstTokenResults): void {
       results.rows.map((r) => [r.name, Math.round(r.medianMs), Math.round(r.p90Ms)]),
     ),
   );
-  console.log(
-    `new guest ÷ running agent (medians): pool on ${results.ratios.poolOn.toFixed(2)}×, pool off ${results.ratios.poolOff.toFixed(2)}× (goal ≤ 2×)`,
-  );
+  console.log(`new guest ÷ running agent (medians): pool on ${results.ratios.poolOn.toFixed(2)}×, pool off ${results.ratios.poolOff.toFixed(2)}× (goal ≤ 2×)`);
 }
 
 await runIfEntry(import.meta.url, 'first-token.json', firstTokenBench, printFirstTokenTables);
