@@ -23,6 +23,8 @@
  *    event, replay time to `done`, MB/s ratio.
  * 6. Idle agents (bench/agents.ts): 20 agent processes of this build and 20 of the baseline's
  *    (before lighter agents), cold start and idle RSS (mean, max) side by side.
+ * 7. First token (bench/first-token.ts): sign-in to the first word of the reply for a new guest
+ *    with the warm pool on and off, and for a returning guest whose agent runs; ratios (goal ≤ 2×).
  * Without PostgreSQL everything runs on PGlite and says so; scale-out, which needs a shared
  * server, is skipped with a note. BENCH_QUICK=1 makes every part smaller (about 4 minutes).
  */
@@ -38,6 +40,7 @@ import { freePort } from '../server/common/net.js';
 import { growthBench, printGrowthTables } from './growth.js';
 import { printProxyTables, proxyBench } from './proxy.js';
 import { agentsBench, printAgentsTables } from './agents.js';
+import { firstTokenBench, printFirstTokenTables } from './first-token.js';
 import { jsonHeaders, ourWorkload as ourAccountWorkload, startAccountService } from './lib/account.js';
 import { baselineTree, shortCommit } from './lib/baseline.js';
 import { type Conditions, conditionsProbe } from './lib/conditions.js';
@@ -51,8 +54,8 @@ const CONNECTIONS = 32;
 const run = (name: string, opts: autocannon.Options) => load(name, { connections: CONNECTIONS, duration: SECONDS, ...opts });
 const json = jsonHeaders;
 const runId = Date.now().toString(36);
-/** BENCH_ONLY=peer,scale,growth,agent,proxy,agents runs a subset (all by default). */
-const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent,proxy,agents').split(','));
+/** BENCH_ONLY=peer,scale,growth,agent,proxy,agents,first-token runs a subset (all by default). */
+const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent,proxy,agents,first-token').split(','));
 
 /**
  * The account service before session bookkeeping (sessions' last use, the activity log): main
@@ -377,6 +380,10 @@ async function main() {
       ? { rows: agents.rows, ratios: agents.ratios, count: agents.count, idleSeconds: agents.idleSeconds, baseline: agents.baseline }
       : { skipped: 'not selected (BENCH_ONLY)' };
     if (agents) await writeResults('agents.json', agents);
+    console.log('\n== first token, warm pool on and off (bench/first-token.ts)');
+    const firstToken = only.has('first-token') ? await firstTokenBench() : undefined;
+    results.firstToken = firstToken ? { rows: firstToken.rows, ratios: firstToken.ratios } : { skipped: 'not selected (BENCH_ONLY)' };
+    if (firstToken) await writeResults('first-token.json', firstToken);
 
     // The tables.
     console.log('\n');
@@ -486,6 +493,7 @@ async function main() {
     }
     if (proxy) printProxyTables(proxy);
     if (agents) printAgentsTables(agents);
+    if (firstToken) printFirstTokenTables(firstToken);
     console.log(`\ntotal ${Math.round((Date.now() - started) / 1000)} s`);
     await mkdir(path.join(root, 'bench/results'), { recursive: true });
     await writeFile(path.join(root, 'bench/results/run.json'), `${JSON.stringify(results, null, 2)}\n`);

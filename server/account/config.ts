@@ -61,6 +61,12 @@ const trustProxySetting = optionalString
   });
 
 /**
+ * AGENT_WARM_POOL's default: two pre-started agents, fewer when the memory free right now holds
+ * fewer agents at their limit (AGENT_MEMORY_MB); a pool must never be what pushes a host into swap.
+ */
+export const defaultWarmPool = (memoryMb: number, freeBytes = os.freemem()): number => Math.max(0, Math.min(2, Math.floor(freeBytes / (memoryMb * 1024 ** 2))));
+
+/**
  * The account service's environment. Each variable's meaning lives on its schema (`.describe`, or
  * `.meta` when the default or the allowed values need words): `npm run docs` turns them into
  * docs/configuration.md and .env.example.
@@ -127,6 +133,14 @@ export const accountEnv = z.object({
       description:
         'local agents running at once; at the cap the least recently used idle agent is stopped (state on disk, back on its next call); when all are busy a call that needs another agent gets 503 `AGENT_CAPACITY` with `Retry-After`',
       default: 'host memory ÷ 100 MB, after 1 GB for the service (at least 1)',
+    }),
+  // No schema default: it depends on the host's free memory, and the generated docs must not.
+  AGENT_WARM_POOL: z
+    .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(1000).optional())
+    .meta({
+      description:
+        "local agents kept started ahead of need, each with a fresh empty workspace, so that a new user's first request is served by one at once (it becomes theirs); counted in `AGENT_MAX_RUNNING`, refilled in the background only while a slot is free, and the first stopped when a user needs the slot; `0` turns the pool off",
+      default: '2, fewer when free memory ÷ `AGENT_MEMORY_MB` holds fewer',
     }),
   AGENT_STREAMS_PER_USER: z.coerce
     .number()
@@ -371,6 +385,8 @@ const schema = accountEnv
       agentStopGraceMs: env.AGENT_STOP_GRACE * 1000,
       /** Local agents running at once; at the cap the least recently used idle one is stopped. */
       agentMaxRunning: env.AGENT_MAX_RUNNING ?? defaultMaxRunningAgents(),
+      /** Local agents started ahead of need for new users (agents/provisioners/local/warm-pool.ts). */
+      agentWarmPool: env.AGENT_WARM_POOL ?? defaultWarmPool(env.AGENT_MEMORY_MB),
       agentWakePollMs: env.AGENT_WAKE_POLL * 1000,
       /** Relayed event streams, and other REST requests in flight, one user may hold at once (agents/user-slots.ts). */
       agentStreamsPerUser: env.AGENT_STREAMS_PER_USER,

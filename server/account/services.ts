@@ -171,8 +171,11 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
           workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
           onColdStart: (seconds) => agentMetrics.coldStart(seconds),
+          warmPool: { size: config.agentWarmPool, workspaceQuotaMb: config.workspaceQuotaMb.guest },
         });
   agentMetrics.watch(provisioner);
+  // A returning user's sleeping agent starts at sign-in, a new one's comes from the warm pool: ready before the first message.
+  if (provisioner instanceof LocalProvisioner) tokens.signedIn = (userId) => void provisioner.warmUp(userId);
   const localAgentsScrape = new LocalAgentsScrape(metrics, () => (provisioner instanceof LocalProvisioner ? provisioner.runningAgents() : []));
   if (provisioner instanceof LocalProvisioner) {
     bots = new MessengerBots(store.db, box, provisioner, log, {

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type EgressLimit, type EgressLimits, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
+import { EgressGateway, type EgressLimit, type EgressLimits, type GatewayOwner, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
 
 const OPERATOR_KEY = 'sk-operator-egress-test';
 
@@ -70,7 +70,10 @@ afterEach(async () => {
 const roomy: EgressLimits = { maxConnections: 32, idleTimeoutMs: 10_000, maxDurationMs: 60_000, maxBodyBytes: 1024 * 1024 };
 
 /** A gateway to the upstream (as the model origin, with the operator's key), its log lines and the limits it reported. */
-async function startGateway(limits: Partial<EgressLimits> = {}): Promise<{ logs: string[]; limited: EgressLimit[] }> {
+async function startGateway(
+  limits: Partial<EgressLimits> = {},
+  owner: GatewayOwner = { agentId: 'agent-1' },
+): Promise<{ logs: string[]; limited: EgressLimit[] }> {
   const logs: string[] = [];
   const limited: EgressLimit[] = [];
   const log = pino(
@@ -90,7 +93,7 @@ async function startGateway(limits: Partial<EgressLimits> = {}): Promise<{ logs:
     log,
     { limits: { ...roomy, ...limits }, onLimited: (limit) => limited.push(limit) },
   );
-  open = await gateway.open(sockets, { agentId: 'agent-1' });
+  open = await gateway.open(sockets, owner);
   return { logs, limited };
 }
 
@@ -189,6 +192,28 @@ describe("the operator's key", () => {
       expect(seen.at(-1)?.headers.authorization).toBe('Bearer command-own');
       expect(own.body).not.toContain(OPERATOR_KEY);
     }
+  });
+});
+
+describe('a warm-pool agent nobody has claimed', () => {
+  it('reaches nothing: not its model with the operator key, not a tunnel, not on the exec socket; once claimed, it does', async () => {
+    const owner: GatewayOwner = { agentId: 'pooled', unclaimed: true };
+    await startGateway({}, owner);
+    const before = seen.length;
+    for (const socket of [sockets.agent, sockets.exec]) {
+      const answer = await request(socket, { headers: { authorization: 'Bearer agent-sent' } });
+      expect(answer.status).toBe(403);
+      expect(answer.body).toContain('EGRESS_DENIED');
+      const tunnel = await connect(socket);
+      expect(tunnel.status).toBe(403);
+      tunnel.socket.destroy();
+    }
+    expect(seen.length).toBe(before);
+    // What LaunchedAgent.claim does: the same gateway, read at each request.
+    owner.userId = 'claimant';
+    owner.unclaimed = false;
+    expect((await request(sockets.agent)).status).toBe(200);
+    expect(seen.at(-1)?.headers.authorization).toBe(`Bearer ${OPERATOR_KEY}`);
   });
 });
 

@@ -74,6 +74,8 @@ export async function startTestAccount(kind: 'pglite' | 'postgres' = 'pglite', e
     // Suites about other things sign in many times a minute from one address; the rate-limit
     // suite sets RATE_LIMIT_MULTIPLIER back to 1.
     RATE_LIMIT_MULTIPLIER: '1000',
+    // Suites about other things start no agents ahead of need (test/lifecycle/warm-pool.test.ts turns the pool on).
+    AGENT_WARM_POOL: '0',
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...env,
   });

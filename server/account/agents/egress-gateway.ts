@@ -47,7 +47,14 @@ export interface EgressRoute {
 export interface GatewayOwner {
   agentId: string;
   userId?: string;
+  /**
+   * A pre-started agent of the warm pool that no user has claimed yet: it has no budget to meter
+   * against and nothing to do, so it reaches nothing. Claiming sets `userId` and clears this.
+   */
+  unclaimed?: boolean;
 }
+
+const UNCLAIMED_DETAIL = 'This agent belongs to no user yet: it reaches nothing until one claims it';
 
 /** The budget the gateway holds model calls against (model-usage.ts), and where call times go (metrics). */
 export interface ModelMeter {
@@ -280,6 +287,10 @@ export class EgressGateway {
    */
   private tunnel(req: http.IncomingMessage, client: net.Socket, head: Buffer, caller: Caller): void {
     const target = req.url ?? '';
+    if (caller.owner.unclaimed) {
+      client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_DENIED: ${UNCLAIMED_DETAIL}\n`);
+      return;
+    }
     const route = /^[^\s/]+:\d+$/.test(target) ? this.routeFor(target) : undefined;
     if (!route) {
       this.log.warn({ agentId: caller.owner.agentId, host: target, method: 'CONNECT' }, 'egress refused: host not on the allowlist');
@@ -326,6 +337,7 @@ export class EgressGateway {
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, caller: Caller): Promise<void> {
     const { owner } = caller;
     const { agentId } = owner;
+    if (owner.unclaimed) return deny(res, 403, 'EGRESS_DENIED', UNCLAIMED_DETAIL);
     // Origin form from the agent itself (destination in Host); absolute form from exec's proxy clients.
     const absolute = req.url && !req.url.startsWith('/') ? URL.parse(req.url) : null;
     const host = absolute ? `${absolute.hostname}:${absolute.port || (absolute.protocol === 'https:' ? 443 : 80)}` : (req.headers.host ?? '');

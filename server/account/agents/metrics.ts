@@ -1,7 +1,8 @@
 /**
  * Agents in /metrics. Local agents: `agents_running`, `agents_starting` (launched, /health not yet
  * answering), `agents_crashed_total` (exits we did not ask for), `agents_evicted_total` (idle
- * agents stopped to make room under AGENT_MAX_RUNNING), all read from the provisioner when
+ * agents stopped to make room under AGENT_MAX_RUNNING), `agents_pooled` (warm-pool agents waiting for
+ * a new user), `agent_pool_claims_total` (new users served by one), all read from the provisioner when
  * scraped, and `agent_cold_start_seconds` (spawn to the first healthy answer). Every provisioner:
  * `agent_proxy_seconds`, how long the agent takes to answer what the proxy forwards (REST: to
  * its answer's headers, a stream's first byte; tRPC queries and mutations: to their result).
@@ -33,7 +34,7 @@ export class AgentMetrics {
   /** The gauges and counters the provisioner keeps itself, read at each scrape. */
   watch(provisioner: AgentProvisioner): void {
     const { registry } = this.metrics;
-    const stats = () => provisioner.stats?.() ?? { running: 0, starting: 0, evicted: 0, crashed: 0 };
+    const stats = () => provisioner.stats?.() ?? { running: 0, starting: 0, evicted: 0, crashed: 0, pooled: 0, poolClaims: 0 };
     new Gauge({
       name: 'agents_running',
       help: 'Local agent processes running (starting ones included)',
@@ -50,7 +51,24 @@ export class AgentMetrics {
         this.set(stats().starting);
       },
     });
+    new Gauge({
+      name: 'agents_pooled',
+      help: 'Warm-pool agents started and waiting for a new user (counted in agents_running)',
+      registers: [registry],
+      collect() {
+        this.set(stats().pooled);
+      },
+    });
     // Counters mirrored from the provisioner's own counts, which only grow.
+    new Counter({
+      name: 'agent_pool_claims_total',
+      help: 'New users whose first call was served by a warm-pool agent (no cold start)',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(stats().poolClaims);
+      },
+    });
     new Counter({
       name: 'agents_evicted_total',
       help: 'Idle agents stopped to make room under AGENT_MAX_RUNNING',

@@ -29,10 +29,18 @@ export class AgentRegistry {
     return { id: row.id, name: row.name, url: row.url, secret: this.box.open(row.secretEncrypted), kind: row.kind, userId: row.userId };
   }
 
-  async add(input: { name: string; url: string; secret: string; kind: string; userId?: string }): Promise<AgentEndpoint> {
+  /** `id`: one chosen ahead (a warm-pool agent's, whose directory is named by it); otherwise the store makes one. */
+  async add(input: { id?: string; name: string; url: string; secret: string; kind: string; userId?: string }): Promise<AgentEndpoint> {
     try {
       const row = await this.db.agent.create({
-        data: { name: input.name, url: input.url, secretEncrypted: this.box.seal(input.secret), kind: input.kind, userId: input.userId ?? null },
+        data: {
+          ...(input.id ? { id: input.id } : {}),
+          name: input.name,
+          url: input.url,
+          secretEncrypted: this.box.seal(input.secret),
+          kind: input.kind,
+          userId: input.userId ?? null,
+        },
       });
       return this.endpoint(row);
     } catch (error) {
@@ -50,6 +58,10 @@ export class AgentRegistry {
   async byName(name: string): Promise<AgentEndpoint | undefined> {
     const row = await this.db.agent.findUnique({ where: { name } });
     return row ? this.endpoint(row) : undefined;
+  }
+
+  async exists(id: string): Promise<boolean> {
+    return (await this.db.agent.count({ where: { id } })) > 0;
   }
 
   async list(): Promise<Array<Omit<AgentEndpoint, 'secret'>>> {

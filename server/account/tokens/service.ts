@@ -89,6 +89,11 @@ export class TokenService {
   readonly sessions: SessionStatusCache;
   readonly usage: SessionUsage;
   private readonly verified = new VerifiedAccessTokens();
+  /**
+   * Called after every sign-in opened a session (each method, guests included, linking too): what
+   * should be ready before the user's first call. services.ts starts their agent there.
+   */
+  signedIn: (userId: string) => void = () => {};
 
   constructor(
     private readonly store: SessionStore,
@@ -104,7 +109,9 @@ export class TokenService {
   async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<TokenPair> {
     const { sessionId, generation, metadata } = await createSession(this.store, user.userId, origin);
     if (this.extras.adminEmails?.length) await promoteAdminEmails(this.store.db, this.extras.adminEmails, user.userId);
-    return signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, metadata: this.metadataOf(metadata) }, generation);
+    const pair = await signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, metadata: this.metadataOf(metadata) }, generation);
+    this.signedIn(user.userId);
+    return pair;
   }
 
   private metadataOf(value: unknown): TokenSubject['metadata'] {

@@ -247,15 +247,24 @@ export function chatPage(): HTMLElement {
     }
   }
 
-  // Send waits while the chat loads (history and a running reply arriving after a new message
-  // would be shown twice) and while a message is on its way.
+  // A message sent while the chat loads (its agent may be starting) waits in `queued` and goes
+  // once the chat has loaded (history and a running reply arriving after a new message would be
+  // shown twice); Send waits only while a message is on its way.
   let loading = 0;
   let sending = false;
   let fits = true;
+  let queued: string | undefined;
   /** Why nothing can be sent today (a guest's messages or the model budget are used up), if so. */
   let spent: string | undefined;
   const updateSend = () => {
-    send.disabled = loading > 0 || sending || !fits || spent !== undefined;
+    send.disabled = sending || !fits || spent !== undefined;
+  };
+  const sendQueued = () => {
+    if (loading > 0 || sending || queued === undefined) return;
+    const message = queued;
+    queued = undefined;
+    queuedNote.textContent = '';
+    void sendMessage(message);
   };
   const showSpent = (why: string) => {
     spent = why;
@@ -272,6 +281,7 @@ export function chatPage(): HTMLElement {
     } finally {
       loading--;
       updateSend();
+      sendQueued();
     }
   }
 
@@ -325,12 +335,14 @@ export function chatPage(): HTMLElement {
   const inputError = h('p', { id: 'chat-input-error', class: 'field-error', 'data-testid': 'message-error', 'aria-live': 'polite' });
   const hint = h('p', { id: 'chat-input-hint', class: 'hint' }, 'Enter sends, Shift+Enter starts a new line, Escape stops the reply.');
   const send = h('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
+  const queuedNote = h('p', { class: 'hint', 'data-testid': 'queued', 'aria-live': 'polite' });
   const form = h(
     'form',
     { class: 'composer', 'aria-label': 'Send a message' },
     h('label', { for: 'chat-input' }, 'Message'),
     input,
     inputError,
+    queuedNote,
     hint,
     h('div', { class: 'row' }, send, stop),
   );
@@ -365,13 +377,24 @@ export function chatPage(): HTMLElement {
     }
     // The message stays in the composer until it can go.
     if (send.disabled) return;
+    if (loading > 0) {
+      // Typing never waits for the agent: this goes as soon as the chat has loaded.
+      queued = queued === undefined ? message : `${queued}\n\n${message}`;
+      input.value = '';
+      queuedNote.textContent = 'Your message will be sent as soon as your agent is ready.';
+      return;
+    }
+    input.value = '';
+    await sendMessage(message);
+  };
+
+  async function sendMessage(message: string): Promise<void> {
     alert.clear();
     // A new message cancels a running reply (the agent does that); its stream ends with `done`.
     const id = chatId;
     end();
     const shown = transcript.user(message);
     shown.dataset.state = 'sending';
-    input.value = '';
     sending = true;
     updateSend();
     status.textContent = 'Sending…';
@@ -399,7 +422,7 @@ export function chatPage(): HTMLElement {
     // After updateSend: a rate limit's countdown keeps Send disabled until it may be retried.
     if (isTransient(failure)) alert.show(`Not sent: ${errorMessage(failure)} Your message is still in the box; send it again when the connection is back.`);
     else alert.fail(failure, send);
-  };
+  }
 
   // ----- stop, rename, clear and delete -----
   async function stopReply(): Promise<void> {

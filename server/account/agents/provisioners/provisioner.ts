@@ -43,6 +43,10 @@ export interface AgentStats {
   starting: number;
   evicted: number;
   crashed: number;
+  /** Warm-pool agents started and waiting for a new user (counted in `running` too). */
+  pooled: number;
+  /** New users served by a warm-pool agent. */
+  poolClaims: number;
 }
 
 /** Seconds a caller refused for capacity is told to wait (about one idle-sweep round). */

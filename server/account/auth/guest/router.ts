@@ -30,6 +30,8 @@ export const guestRouter = router({
     .mutation(async ({ ctx, input }) => {
       // One statement: find or create the guest and open its session, under the new-guest caps (sign-in.ts).
       const session = await signInGuestCapped(ctx.services.store.sql, ctx.services.rateLimits, input.device_id, clientKeyOf(ctx));
-      return signTokenPair(ctx.services.tokens.issuer, session, session.generation);
+      const pair = await signTokenPair(ctx.services.tokens.issuer, session, session.generation);
+      ctx.services.tokens.signedIn(session.userId);
+      return pair;
     }),
 });

@@ -17,7 +17,7 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import type { Logger } from '../../../../common/log.js';
 import { agentEntry } from './agent-entry.js';
-import type { EgressGateway, OpenGateway } from '../../egress-gateway.js';
+import type { EgressGateway, GatewayOwner, OpenGateway } from '../../egress-gateway.js';
 import {
   EXEC_PROXY,
   EXEC_SANDBOX_ARGS,
@@ -55,6 +55,8 @@ export type LaunchMode = 'sandboxed' | 'no-exec' | 'unsandboxed';
 export interface LaunchedAgent {
   child: ChildProcess;
   url: string;
+  /** Binds an agent launched unclaimed (the warm pool) to its user: its gateway meters and forwards from now on. */
+  claim(userId: string): void;
 }
 
 interface Launch {
@@ -136,17 +138,22 @@ export class AgentLauncher {
     return { mode: 'sandboxed', cgroupMode: cgroups.mode };
   }
 
-  /** Starts one agent; `env` is its configuration (secret, name …) without paths. */
-  async launch(agentId: string, workspace: string, env: NodeJS.ProcessEnv, userId?: string): Promise<LaunchedAgent> {
+  /**
+   * Starts one agent; `env` is its configuration (secret, name …) without paths. `owner.unclaimed`:
+   * a warm-pool agent, whose gateway lets nothing out until `claim` names its user.
+   */
+  async launch(agentId: string, workspace: string, env: NodeJS.ProcessEnv, owner: Omit<GatewayOwner, 'agentId'> = {}): Promise<LaunchedAgent> {
     const { mode, cgroupMode } = await this.plan;
     const name = `${agentId}.${++this.launchCount}`;
     const runDir = path.join(this.runRoot, name);
     mkdirSync(runDir, { mode: 0o700 });
     const sandboxed = mode === 'sandboxed';
     const execNetwork = sandboxed && this.options.execNetwork === 'allowlist';
+    // Read by the gateway at each request, so that claiming takes effect at once.
+    const gatewayOwner: GatewayOwner = { agentId, ...owner };
     const gateway = await this.gateway.open(
       { agent: path.join(runDir, EGRESS_SOCKET), exec: execNetwork ? path.join(runDir, EXEC_EGRESS_SOCKET) : undefined },
-      { agentId, userId },
+      gatewayOwner,
     );
     // agent.db beside the workspace (…/agents/<id>/state), where exec commands do not reach it.
     const stateDir = path.join(path.dirname(workspace), 'state');
@@ -180,6 +187,9 @@ export class AgentLauncher {
         child = spawn(command[0] as string, command.slice(1), { env: agentEnv, stdio: ['ignore', 'inherit', 'inherit', 'ignore', 'pipe'] });
       }
       (child.stdio[SECRETS_FD] as Writable).end(JSON.stringify(secrets));
+      // An agent stopped before it read them (a warm-pool agent making room while it starts, a
+      // shutdown) resets these pipes: that is its exit, which onExit handles, not our error.
+      for (const fd of [SANDBOX_ARGS_FD, SECRETS_FD]) child.stdio[fd]?.on('error', () => undefined);
     } catch (error) {
       cgroup.remove();
       await gateway.close();
@@ -187,7 +197,14 @@ export class AgentLauncher {
     }
     this.launches.set(child, { runDir, gateway, cgroup });
     child.once('exit', () => void this.release(child));
-    return { child, url: unixAgentUrl(path.join(runDir, SOCKET)) };
+    return {
+      child,
+      url: unixAgentUrl(path.join(runDir, SOCKET)),
+      claim(userId) {
+        gatewayOwner.userId = userId;
+        gatewayOwner.unclaimed = false;
+      },
+    };
   }
 
   /** How a sandboxed agent runs exec: the nested sandbox, and its proxy when commands may use the allowlist. */

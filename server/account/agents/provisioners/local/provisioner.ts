@@ -6,14 +6,25 @@
  * subagent run, heartbeat, request or Telegram polling in flight: the agent's GET /lifecycle).
  * Every stop we ask for is graceful: SIGTERM, and the agent gets AGENT_STOP_GRACE to finish
  * (what it must abandon ends with an `error` saying it was interrupted) before SIGKILL.
+ *
+ * The warm pool (AGENT_WARM_POOL): a few agents started ahead of need, each with a fresh id, a
+ * fresh secret and a new empty directory, launched exactly as a new guest's agent would be, and
+ * reachable by nobody: no registry row, and a gateway that lets nothing out. A new user's first
+ * call takes one (taken from the pool synchronously, so two users never get the same) and the
+ * registry row is written with that id and secret: its directory, its process and its secret are
+ * that user's from then on, as if started for them. A pooled agent is never handed back or on;
+ * one that fails to be claimed is stopped and deleted. Pooled agents count in AGENT_MAX_RUNNING,
+ * the pool refills in the background only into a free slot, and they are the first stopped when
+ * a user needs the slot.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../../../../common/errors.js';
 import type { Logger } from '../../../../common/log.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from '../../registry.js';
-import type { AgentLauncher } from './launcher.js';
+import type { AgentLauncher, LaunchedAgent } from './launcher.js';
 import { agentFetch, releaseAgentConnections } from '../../transport.js';
 import { agentClient } from '../../client.js';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
@@ -37,6 +48,9 @@ async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number
 
 interface Running {
   agent: AgentEndpoint;
+  launched: LaunchedAgent;
+  /** A warm-pool agent nobody has claimed: it belongs to no user, holds nothing, and is the first stopped for room. */
+  pooled: boolean;
   /** The next wake time the agent last reported (ISO), as stored. */
   reportedWake?: string | null;
   child: ChildProcess;
@@ -80,7 +94,27 @@ export interface LocalProvisionerOptions {
   startTimeoutMs?: number;
   /** Each start that became healthy: seconds from spawn to the first healthy answer. */
   onColdStart?: (seconds: number) => void;
+  /**
+   * AGENT_WARM_POOL: how many agents to keep started for new users, and the workspace quota they
+   * start with (a guest's: most new users are guests; a user who would get another quota starts cold).
+   */
+  warmPool?: { size: number; workspaceQuotaMb?: number };
 }
+
+/**
+ * How a start may get its slot: `userCall` (a user's own request) may stop another user's idle
+ * agent and may create a new user's agent; a sign-in warm-up may do neither (a new user gets a
+ * pooled agent or waits for their first call).
+ */
+type Admission = 'userCall' | 'warmUp';
+
+/** What a warm-up ends with when it would start nothing: the user's first call starts the agent. */
+const NOT_WARMED = new Error('not started at sign-in');
+
+/** Sign-in warm-ups starting at once; more are skipped (the user's first call starts the agent anyway). */
+const MAX_WARMUPS_IN_FLIGHT = 2;
+/** Beside a warm-pool agent's workspace until it is claimed: what start-up clean-up may delete. */
+const UNCLAIMED_MARKER = 'unclaimed';
 
 export class LocalProvisioner implements AgentProvisioner {
   private readonly running = new Map<string, Running>();
@@ -98,6 +132,15 @@ export class LocalProvisioner implements AgentProvisioner {
   private reserved = 0;
   private evicted = 0;
   private crashed = 0;
+  /** Warm-pool agents ready to be claimed, oldest first. */
+  private readonly pool: Running[] = [];
+  private poolStarting = 0;
+  private poolClaims = 0;
+  /** Pooled starts that failed in a row: the next fill waits 1 s, 2 s … 30 s. */
+  private poolFailures = 0;
+  private poolRetry: NodeJS.Timeout | undefined;
+  /** Users whose agent a sign-in is starting (`warmUp`). */
+  private readonly warming = new Set<string>();
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -108,26 +151,58 @@ export class LocalProvisioner implements AgentProvisioner {
       this.sweeper = setInterval(() => void this.sweep(), Math.min(30_000, options.idleTimeoutSeconds * 500));
       this.sweeper.unref();
     }
+    if ((options.warmPool?.size ?? 0) > 0) void this.removeUnclaimedLeftovers().finally(() => this.fillPool());
   }
 
   async agentFor(userId: string): Promise<AgentEndpoint> {
     if (this.closed) throw agentUnavailable('The service is shutting down');
     const pending = this.starting.get(userId);
-    if (pending) return pending;
-    const start = this.ensure(userId).finally(() => this.starting.delete(userId));
+    // A sign-in's warm-up may not make room at another user's cost; this call may.
+    if (pending) return this.warming.has(userId) ? pending.catch(() => this.agentFor(userId)) : pending;
+    return this.begin(userId, 'userCall');
+  }
+
+  private begin(userId: string, admission: Admission): Promise<AgentEndpoint> {
+    const start = this.ensure(userId, admission).finally(() => this.starting.delete(userId));
     this.starting.set(userId, start);
     return start;
   }
 
-  private async ensure(userId: string): Promise<AgentEndpoint> {
-    const agent = (await this.registry.forUser(userId)) ?? (await this.create(userId));
+  /**
+   * After a sign-in: a new user takes a pooled agent if one is ready; a returning user's sleeping
+   * agent starts, into a free slot or one a pooled agent yields, never by stopping another user's
+   * agent, and at most MAX_WARMUPS_IN_FLIGHT at once, so a flood of sign-ins cannot churn agents or
+   * start more than the host holds. Never rejects.
+   */
+  warmUp(userId: string): Promise<void> {
+    if (this.closed || this.starting.has(userId) || this.warming.size >= MAX_WARMUPS_IN_FLIGHT) return Promise.resolve();
+    this.warming.add(userId);
+    return this.begin(userId, 'warmUp').then(
+      () => void this.warming.delete(userId),
+      (error: unknown) => {
+        this.warming.delete(userId);
+        if (error !== NOT_WARMED && !(error instanceof AppError && error.appCode === 'AGENT_CAPACITY'))
+          this.log.warn({ err: error, userId }, 'starting the agent at sign-in failed');
+      },
+    );
+  }
+
+  private async ensure(userId: string, admission: Admission): Promise<AgentEndpoint> {
+    const existing = await this.registry.forUser(userId);
+    if (!existing) {
+      const claimed = await this.claimPooled(userId);
+      if (claimed) return claimed;
+      // A cold start for a brand-new user at sign-in would be a process per sign-up, used or not.
+      if (admission === 'warmUp') throw NOT_WARMED;
+    }
+    const agent = existing ?? (await this.create(userId));
     if (agent.kind !== 'local') return agent;
     const running = this.running.get(agent.id);
     if (running) {
       running.lastUsed = Date.now();
       return { ...agent, url: running.url };
     }
-    return this.start(agent);
+    return this.start(agent, admission);
   }
 
   private async create(userId: string): Promise<AgentEndpoint> {
@@ -141,46 +216,90 @@ export class LocalProvisioner implements AgentProvisioner {
       });
   }
 
-  private workspaceOf(agentId: string): string {
-    return path.join(this.options.dataDir, 'agents', agentId, 'workspace');
+  /** Everything of one agent: its workspace, its state directory (launcher.ts). */
+  private agentDirOf(agentId: string): string {
+    return path.join(this.options.dataDir, 'agents', agentId);
   }
 
-  private async start(agent: AgentEndpoint): Promise<AgentEndpoint> {
+  private workspaceOf(agentId: string): string {
+    return path.join(this.agentDirOf(agentId), 'workspace');
+  }
+
+  private async start(agent: AgentEndpoint, admission: Admission): Promise<AgentEndpoint> {
     await this.stopping.get(agent.id);
-    const turn = this.admission.then(() => this.makeRoom());
+    await this.admit(() => this.makeRoom(admission));
+    const running = await this.spawn(agent, () => this.settingsOf(agent), { userId: agent.userId ?? undefined });
+    await this.ready(running);
+    if (agent.url !== running.url) await this.registry.moveTo(agent.id, running.url);
+    this.log.info({ agent: agent.name, url: running.url, pid: running.child.pid }, 'agent started');
+    return { ...agent, url: running.url };
+  }
+
+  /** Admissions run one at a time (capacity checks and evictions), so two starts never share a slot. */
+  private admit<T>(step: () => Promise<T>): Promise<T> {
+    const turn = this.admission.then(step);
     this.admission = turn.catch(() => undefined);
-    await turn;
-    let launched: Awaited<ReturnType<AgentLauncher['launch']>>;
-    const spawning = performance.now();
+    return turn;
+  }
+
+  /** Launches an admitted agent (its slot reserved); `ready` then waits until it answers /health. */
+  private async spawn(agent: AgentEndpoint, settings: () => Promise<NodeJS.ProcessEnv>, owner: { userId?: string; unclaimed?: boolean }): Promise<Running> {
+    let launched: LaunchedAgent;
     try {
+      const env = await settings();
       const workspace = this.workspaceOf(agent.id);
       await mkdir(workspace, { recursive: true });
-      launched = await this.launch(agent, workspace);
+      launched = await this.options.launcher.launch(agent.id, workspace, env, owner);
     } finally {
       this.reserved--;
     }
     const { child, url } = launched;
-    const running: Running = { agent, child, url, reportedWake: undefined, lastUsed: Date.now(), startedAt: Date.now(), stopRequested: false, ready: false };
+    if (this.closed) {
+      // Shutdown began while it launched: close() did not see it.
+      child.kill('SIGKILL');
+      throw agentUnavailable('The service is shutting down');
+    }
+    const running: Running = {
+      agent,
+      launched,
+      pooled: owner.unclaimed === true,
+      child,
+      url,
+      reportedWake: undefined,
+      lastUsed: Date.now(),
+      startedAt: Date.now(),
+      stopRequested: false,
+      ready: false,
+    };
     this.running.set(agent.id, running);
-    child.once('exit', (code, signal) => this.onExit(agent, running, code, signal));
-    await waitForHealth(url, child, this.options.startTimeoutMs ?? 30_000);
+    child.once('exit', (code, signal) => this.onExit(running, code, signal));
+    return running;
+  }
+
+  private async ready(running: Running): Promise<void> {
+    await waitForHealth(running.url, running.child, this.options.startTimeoutMs ?? 30_000);
     running.ready = true;
-    this.options.onColdStart?.((performance.now() - spawning) / 1000);
+    this.options.onColdStart?.((Date.now() - running.startedAt) / 1000);
     running.lastUsed = Date.now();
-    if (agent.url !== url) await this.registry.moveTo(agent.id, url);
-    this.log.info({ agent: agent.name, url, pid: child.pid }, 'agent started');
-    return { ...agent, url };
   }
 
   /**
-   * Reserves a slot for one more agent. At the cap, the least recently used agent that says it
-   * is idle is stopped (its state is on disk; its next call starts it again); when every running
-   * agent is busy, 503 AGENT_CAPACITY.
+   * Reserves a slot for one more agent. At the cap, a pooled agent is stopped first, then (for a
+   * user's own call) the least recently used agent that says it is idle (its state is on disk; its
+   * next call starts it again); when nothing can go, 503 AGENT_CAPACITY.
    */
-  private async makeRoom(): Promise<void> {
+  private async makeRoom(admission: Admission): Promise<void> {
     const max = this.options.maxRunning;
     while (max !== undefined && this.running.size + this.reserved >= max) {
-      const candidates = [...this.running].filter(([, r]) => r.ready).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+      // A ready one, else one still starting (it would take the slot this user needs).
+      const pooled = this.pool[0] ?? [...this.running.values()].find((r) => r.pooled);
+      if (pooled) {
+        this.log.info({ agentId: pooled.agent.id, running: this.running.size, max }, 'at the running-agent cap: a warm-pool agent makes room');
+        await this.discard(pooled);
+        continue;
+      }
+      const candidates =
+        admission === 'userCall' ? [...this.running].filter(([, r]) => r.ready && !r.pooled).sort(([, a], [, b]) => a.lastUsed - b.lastUsed) : [];
       let freed = false;
       for (const [id, running] of candidates) {
         const seen = running.lastUsed;
@@ -205,32 +324,165 @@ export class LocalProvisioner implements AgentProvisioner {
     this.reserved++;
   }
 
-  private async launch(agent: AgentEndpoint, workspace: string) {
+  /** The agent's settings; a warm-pool agent gets what a new guest's would (no user settings, no wake, the pool's quota). */
+  private async settingsOf(agent: AgentEndpoint): Promise<NodeJS.ProcessEnv> {
+    const { userId } = agent;
     // A heartbeat that fell due while it slept runs right after start.
-    const nextWake = await this.registry.nextWake(agent.id);
-    return this.options.launcher.launch(
-      agent.id,
-      workspace,
-      {
-        ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
-        ...(this.options.userEnv && agent.userId ? await this.options.userEnv(agent.userId) : {}),
-        ...this.options.agentEnv,
-        AGENT_SECRET: agent.secret,
-        AGENT_SECRET_SHA256: '',
-        AGENT_NAME: agent.name,
-        AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
-        ...(this.options.workspaceQuotaMb && agent.userId ? { AGENT_WORKSPACE_QUOTA_MB: String(await this.options.workspaceQuotaMb(agent.userId)) } : {}),
+    const nextWake = userId ? await this.registry.nextWake(agent.id) : null;
+    const quotaMb = userId ? await this.options.workspaceQuotaMb?.(userId) : this.options.warmPool?.workspaceQuotaMb;
+    return {
+      ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
+      ...(this.options.userEnv && userId ? await this.options.userEnv(userId) : {}),
+      ...this.options.agentEnv,
+      AGENT_SECRET: agent.secret,
+      AGENT_SECRET_SHA256: '',
+      // By the agent's id, which it has from its start, so a pooled agent names itself as it will once claimed.
+      AGENT_NAME: `local-${agent.id}`,
+      AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
+      ...(quotaMb !== undefined ? { AGENT_WORKSPACE_QUOTA_MB: String(quotaMb) } : {}),
+    };
+  }
+
+  // --- The warm pool ---
+
+  /**
+   * Starts pooled agents, one after another, until the pool is full or no slot is free; never
+   * stops anything for it. Called whenever that may have changed (a claim, a stop).
+   */
+  private fillPool(): void {
+    const size = this.options.warmPool?.size ?? 0;
+    if (this.closed || this.poolRetry || this.poolStarting > 0 || this.pool.length >= size) return;
+    this.poolStarting++;
+    this.startPooled().then(
+      (started) => {
+        this.poolStarting--;
+        if (!started) return;
+        this.poolFailures = 0;
+        this.fillPool();
       },
-      agent.userId ?? undefined,
+      (error: unknown) => {
+        this.poolStarting--;
+        if (this.closed) return;
+        const delay = Math.min(30_000, 1_000 * 2 ** this.poolFailures++);
+        this.log.warn({ err: error, retryInMs: delay }, 'starting a warm-pool agent failed');
+        this.poolRetry = setTimeout(() => {
+          this.poolRetry = undefined;
+          this.fillPool();
+        }, delay);
+        this.poolRetry.unref();
+      },
     );
   }
 
+  /** One pooled agent into a free slot; false when there is none. */
+  private async startPooled(): Promise<boolean> {
+    const admitted = await this.admit(async () => {
+      const max = this.options.maxRunning;
+      if (this.closed || (max !== undefined && this.running.size + this.reserved >= max)) return false;
+      this.reserved++;
+      return true;
+    });
+    if (!admitted) return false;
+    const id = randomUUID();
+    const agent: AgentEndpoint = { id, name: `pool-${id}`, url: '', secret: newAgentSecret(), kind: 'local', userId: null };
+    const running = await this.spawn(
+      agent,
+      async () => {
+        // Marked before anything runs in it: a directory still marked at start-up belongs to nobody.
+        await mkdir(this.agentDirOf(id), { recursive: true });
+        await writeFile(path.join(this.agentDirOf(id), UNCLAIMED_MARKER), '');
+        return this.settingsOf(agent);
+      },
+      { unclaimed: true },
+    ).catch(async (error: unknown) => {
+      await rm(this.agentDirOf(id), { recursive: true, force: true });
+      throw error;
+    });
+    try {
+      await this.ready(running);
+    } catch (error) {
+      // Stopped while starting to make room for a user (or shutdown): not a failure.
+      if (running.stopRequested) return true;
+      throw error;
+    }
+    if (this.running.get(id) === running) this.pool.push(running);
+    return true;
+  }
+
+  /**
+   * The new user's own agent from the pool, or undefined when none is ready or this user's agent
+   * would start with other settings (a larger quota, a bot): those start cold, as before.
+   */
+  private async claimPooled(userId: string): Promise<AgentEndpoint | undefined> {
+    const pool = this.options.warmPool;
+    if (!pool || this.pool.length === 0) return undefined;
+    const [quotaMb, userEnv] = await Promise.all([this.options.workspaceQuotaMb?.(userId), this.options.userEnv?.(userId)]);
+    if (quotaMb !== pool.workspaceQuotaMb || Object.keys(userEnv ?? {}).length > 0) return undefined;
+    // Synchronous from here to the registry write: no other claim or eviction can take the same one.
+    const running = this.pool.shift();
+    if (!running) return undefined;
+    const agent: AgentEndpoint = { ...running.agent, name: `local-${userId}`, url: running.url, userId };
+    // The user's from here: a crash while the row is written restarts it for them (onExit).
+    running.pooled = false;
+    running.agent = agent;
+    running.lastUsed = Date.now();
+    try {
+      await this.registry.add({ id: agent.id, name: agent.name, url: agent.url, secret: agent.secret, kind: 'local', userId });
+    } catch (error) {
+      // Another instance made this user's agent first, or the store failed: this one goes, unused.
+      this.log.info({ err: error, agentId: agent.id }, 'a warm-pool agent could not be claimed; it is discarded');
+      await this.discard(running);
+      return undefined;
+    }
+    running.launched.claim(userId);
+    await rm(path.join(this.agentDirOf(agent.id), UNCLAIMED_MARKER), { force: true });
+    this.poolClaims++;
+    this.log.info({ agent: agent.name, agentId: agent.id }, 'new user served by a warm-pool agent');
+    this.fillPool();
+    return agent;
+  }
+
+  /** Stops a pooled (or just unclaimable) agent and deletes its directory: it never served anyone. */
+  private async discard(running: Running): Promise<void> {
+    const { id } = running.agent;
+    const inPool = this.pool.indexOf(running);
+    if (inPool >= 0) this.pool.splice(inPool, 1);
+    if (this.running.get(id) === running) this.running.delete(id);
+    await this.stopProcess(running);
+    await rm(this.agentDirOf(id), { recursive: true, force: true });
+  }
+
+  /** Directories of pooled agents a previous run left behind (it did not shut down cleanly); a claimed one only loses its mark. */
+  private async removeUnclaimedLeftovers(): Promise<void> {
+    const root = path.join(this.options.dataDir, 'agents');
+    const entries = await readdir(root).catch(() => [] as string[]);
+    for (const id of entries) {
+      const marker = path.join(root, id, UNCLAIMED_MARKER);
+      if (
+        !(await stat(marker).then(
+          () => true,
+          () => false,
+        ))
+      )
+        continue;
+      const claimed = await this.registry.exists(id).catch(() => true);
+      await rm(claimed ? marker : path.join(root, id), { recursive: true, force: true });
+    }
+  }
+
   /** Unexpected exits restart with backoff (1 s, 2 s, 4 s … 30 s); stops we asked for do not. */
-  private onExit(agent: AgentEndpoint, running: Running, code: number | null, signal: NodeJS.Signals | null): void {
+  private onExit(running: Running, code: number | null, signal: NodeJS.Signals | null): void {
+    const { agent } = running;
     releaseAgentConnections(running.url);
     if (this.closed || running.stopRequested) return;
-    if (this.running.get(agent.id) === running) this.running.delete(agent.id);
     this.crashed++;
+    if (running.pooled) {
+      // Nobody's agent: not restarted, replaced (a start that keeps failing backs off in fillPool).
+      this.log.warn({ agentId: agent.id, code, signal }, 'a warm-pool agent died');
+      void this.discard(running).finally(() => this.fillPool());
+      return;
+    }
+    if (this.running.get(agent.id) === running) this.running.delete(agent.id);
     const state = this.restarts.get(agent.id) ?? { attempts: 0 };
     if (Date.now() - running.startedAt > 60_000) state.attempts = 0;
     const delay = Math.min(30_000, 1_000 * 2 ** state.attempts);
@@ -293,7 +545,7 @@ export class LocalProvisioner implements AgentProvisioner {
     try {
       const idleMs = this.options.idleTimeoutSeconds * 1000;
       for (const [id, running] of [...this.running]) {
-        if (!running.ready || Date.now() - running.lastUsed < idleMs) continue;
+        if (!running.ready || running.pooled || Date.now() - running.lastUsed < idleMs) continue;
         const seen = running.lastUsed;
         const report = await this.lifecycle(running);
         // Used while we asked: not idle after all.
@@ -315,7 +567,11 @@ export class LocalProvisioner implements AgentProvisioner {
   /** Forgets the agent at once (its next call starts a new process) and stops it gracefully. */
   private stop(id: string, running: Running): Promise<void> {
     this.running.delete(id);
-    const stopped = this.stopProcess(running).finally(() => this.stopping.delete(id));
+    const stopped = this.stopProcess(running).finally(() => {
+      this.stopping.delete(id);
+      // A slot is free: the pool may take it back.
+      this.fillPool();
+    });
     this.stopping.set(id, stopped);
     return stopped;
   }
@@ -337,7 +593,7 @@ export class LocalProvisioner implements AgentProvisioner {
   stats(): AgentStats {
     let starting = this.reserved;
     for (const running of this.running.values()) if (!running.ready) starting++;
-    return { running: this.running.size, starting, evicted: this.evicted, crashed: this.crashed };
+    return { running: this.running.size, starting, evicted: this.evicted, crashed: this.crashed, pooled: this.pool.length, poolClaims: this.poolClaims };
   }
 
   async stopAgentOf(userId: string): Promise<boolean> {
@@ -376,7 +632,7 @@ export class LocalProvisioner implements AgentProvisioner {
       this.running.delete(agent.id);
       if (running) await this.stopProcess(running);
       await this.stopping.get(agent.id);
-      await rm(path.dirname(this.workspaceOf(agent.id)), { recursive: true, force: true });
+      await rm(this.agentDirOf(agent.id), { recursive: true, force: true });
       await this.registry.remove(agent.name);
     } else {
       await this.registry.assign(agent.name, null);
@@ -390,8 +646,8 @@ export class LocalProvisioner implements AgentProvisioner {
   }
 
   /** The pids of running agents (for operators and tests). */
-  processes(): Array<{ agentId: string; pid: number | undefined; url: string }> {
-    return [...this.running].map(([agentId, r]) => ({ agentId, pid: r.child.pid, url: r.url }));
+  processes(): Array<{ agentId: string; pid: number | undefined; url: string; pooled: boolean }> {
+    return [...this.running].map(([agentId, r]) => ({ agentId, pid: r.child.pid, url: r.url, pooled: r.pooled }));
   }
 
   /** Stops every agent gracefully (runs get the grace period). Safe to call twice. */
@@ -399,12 +655,16 @@ export class LocalProvisioner implements AgentProvisioner {
     this.closing ??= (async () => {
       this.closed = true;
       if (this.sweeper) clearInterval(this.sweeper);
+      clearTimeout(this.poolRetry);
       for (const state of this.restarts.values()) clearTimeout(state.timer);
       const running = [...this.running.values()];
       // Their next wake times, so that the scheduler (here or on another instance) keeps them.
-      await Promise.all(running.filter((r) => r.ready).map((r) => this.lifecycle(r).catch(() => undefined)));
+      await Promise.all(running.filter((r) => r.ready && !r.pooled).map((r) => this.lifecycle(r).catch(() => undefined)));
       await Promise.all([...running.map((r) => this.stopProcess(r)), ...this.stopping.values()]);
       this.running.clear();
+      // Pooled agents held nothing: their directories go with them.
+      await Promise.all(running.filter((r) => r.pooled).map((r) => rm(this.agentDirOf(r.agent.id), { recursive: true, force: true })));
+      this.pool.length = 0;
       await this.options.launcher.close();
     })();
     return this.closing;
