@@ -226,12 +226,13 @@ test('axe finds no serious or critical violation on any page, at desktop and at 
   await send(page, 'write a file please');
   await expect(transcript(page)).toContainText('I wrote notes/hello.txt for you.');
 
-  // Keyboard: from the top of the page, the first Tab reaches the skip link, which moves focus
-  // past the navigation. (The chat page puts focus in the message box on load: start from the top.)
+  // Keyboard: the chat page puts focus in the message box on load. On a page that leaves focus
+  // at the top, the first Tab reaches the skip link, which moves focus past the navigation.
   await page.reload();
   await expect(transcript(page)).toContainText('I wrote notes/hello.txt for you.');
   await expect(composer(page)).toBeFocused();
-  await page.evaluate(() => (document.activeElement as HTMLElement).blur());
+  await page.goto('/files');
+  await expect(page.locator('h1.page-title')).toBeVisible();
   await page.keyboard.press('Tab');
   const skip = page.getByRole('link', { name: 'Skip to content' });
   await expect(skip).toBeFocused();
