@@ -79,6 +79,7 @@ test('Markdown renders; model output, file names and titles never run script or 
   await expect(chatList(page).locator('.chat-title').first()).toHaveText('xss <img src=x onerror=alert(16)><script>alert(17)</script>');
 
   // Renamed to markup too, through the page.
+  await page.getByTestId('chat-menu').click();
   await page.getByTestId('rename-chat').click();
   await page.getByLabel('Chat title').fill('<svg onload=alert(18)>');
   await page.getByRole('button', { name: 'Save' }).click();
@@ -165,6 +166,7 @@ test('the chat list follows the account to a second browser context; after sign-
   await expect(listed.locator('time')).toHaveAttribute('datetime', /^\d{4}-\d\d-\d\dT/);
   await listed.click();
   await expect(transcript(two)).toContainText('How can I help?');
+  await two.getByTestId('chat-menu').click();
   await two.getByTestId('rename-chat').click();
   await two.getByLabel('Chat title').fill('Lisbon, May');
   await two.getByLabel('Chat title').press('Enter');
@@ -224,9 +226,13 @@ test('axe finds no serious or critical violation on any page, at desktop and at 
   await send(page, 'write a file please');
   await expect(transcript(page)).toContainText('I wrote notes/hello.txt for you.');
 
-  // Keyboard: the first Tab reaches the skip link, which moves focus past the navigation.
+  // Keyboard: the chat page puts focus in the message box on load. On a page that leaves focus
+  // at the top, the first Tab reaches the skip link, which moves focus past the navigation.
   await page.reload();
   await expect(transcript(page)).toContainText('I wrote notes/hello.txt for you.');
+  await expect(composer(page)).toBeFocused();
+  await page.goto('/files');
+  await expect(page.locator('h1.page-title')).toBeVisible();
   await page.keyboard.press('Tab');
   const skip = page.getByRole('link', { name: 'Skip to content' });
   await expect(skip).toBeFocused();

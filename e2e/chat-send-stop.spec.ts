@@ -94,12 +94,14 @@ test('Stop ends the reply on the server, keeps the chat, and history marks the r
   await expect(transcript(page).locator('[data-role="stopped"]')).toHaveCount(2);
 
   // Clearing is separate and asks first; Cancel keeps everything.
+  await page.getByTestId('chat-menu').click();
   await page.getByTestId('clear-chat').click();
   const confirm = page.getByTestId('clear-confirm');
   await expect(confirm).toBeVisible();
   await confirm.getByRole('button', { name: 'Cancel' }).click();
   await expect(confirm).toBeHidden();
   await expect(transcript(page).locator('[data-role="user"]')).toHaveCount(3);
+  await page.getByTestId('chat-menu').click();
   await page.getByTestId('clear-chat').click();
   await confirm.getByRole('button', { name: 'Clear' }).click();
   await expect(transcript(page).locator('li')).toHaveCount(0);

@@ -27,7 +27,8 @@ export async function signInAsGuest(page: Page, device: string): Promise<void> {
 }
 
 export async function send(page: Page, message: string): Promise<void> {
-  // Send waits while the chat loads (the agent may still be starting).
+  // Send waits while the chat loads (the agent may still be starting), and is Stop while a reply streams.
+  await expect(page.getByTestId('send')).toBeVisible({ timeout: 20_000 });
   await expect(page.getByTestId('send')).toBeEnabled({ timeout: 20_000 });
   await composer(page).fill(message);
   await composer(page).press('Enter');

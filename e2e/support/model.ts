@@ -7,6 +7,7 @@
  * - `count to three` (the subagent's own task): answers `one, two, three`;
  * - a message over 1,000 characters: says how many characters arrived (the long-message test);
  * - `markdown`: a reply with a heading, a list, a table, a link and a TypeScript code block;
+ * - `wide table`: a Markdown table wider than a phone (the table layout test);
  * - `long list`: 60 numbered lines, a chunk every 40 ms (the scroll-follow test);
  * - `xss`: hostile Markdown and HTML (the XSS corpus), then a file with markup in its name;
  * - `spend the budget`: a short answer that reports 300,000 tokens (more than a guest's daily budget);
@@ -27,6 +28,17 @@ function respond(request: ModelRequest): ScriptedStep {
         '| a | b |\n|---|---|\n| 1 | 2 |\n\n',
         'See [the docs](https://example.com/docs).\n\n',
         '```ts\nconst answer: number = 42;\n```\n',
+      ],
+      delayMs: 30,
+    };
+  }
+  if (text.startsWith('wide table')) {
+    return {
+      text: [
+        'Plans:\n\n',
+        '| Plan | Seats | Storage | Support | Price per month |\n|---|---|---|---|---|\n',
+        '| Enterprise | Unlimited | 10 terabytes | Around the clock | On request |\n',
+        '| Team | Fifty | 1 terabyte | Business hours | 120 euros |\n',
       ],
       delayMs: 30,
     };

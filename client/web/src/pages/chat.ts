@@ -16,8 +16,15 @@
  * run did not survive (the agent restarted) and history does not hold its end either, the reply
  * is marked as cut off.
  *
- * Stop (button or Escape) ends the run on the agent (`agent.chat.stop`); the chat and its partial
- * reply stay, marked stopped. Clearing the chat is a separate action, confirmed first.
+ * Stop (Send turns into Stop while a reply streams; Escape anywhere on the page) ends the run on
+ * the agent (`agent.chat.stop`); the chat and its partial reply stay, marked stopped. A message
+ * is not sent over a running reply: it waits in the box until the reply ends or is stopped.
+ * Clearing and deleting the chat are in the chat's menu and ask first.
+ *
+ * Layout: the page fills the window; the transcript is the only thing that scrolls and the
+ * message box stays at the bottom. The chat list is a sidebar on a wide screen (it can be
+ * collapsed) and a drawer on a phone. Focus goes to the message box on load, after Stop, after
+ * switching chats and after deleting one.
  */
 import { TRPCClientError } from '@trpc/client';
 import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS } from '@contracts/agent/chat-limits.js';
@@ -44,6 +51,8 @@ const BACKOFF_MS = [1_000, 2_000, 4_000, 8_000, 10_000];
 const STALL_MS = 4_000;
 /** How often the list refreshes while the page is visible (live markers of other devices' runs). */
 const LIST_REFRESH_MS = 15_000;
+/** Where the chat list is a drawer over the page rather than a sidebar beside it (style.css agrees). */
+const PHONE = '(max-width: 40rem)';
 
 const when = (iso: string) => {
   const date = new Date(iso);
@@ -66,6 +75,9 @@ export function chatPage(): HTMLElement {
   /** Fires when the followed stream has been silent for STALL_MS. */
   let stallTimer: ReturnType<typeof setTimeout> | undefined;
   let left = false;
+  const page = h('div', { class: 'chat-page' });
+  // The open chat's title is the page's heading.
+  const heading = pageHeading('New chat');
   const transcript = new Transcript();
   const alert = alertBox();
   const status = h('p', { class: 'status', role: 'status', 'data-testid': 'chat-status' });
@@ -75,6 +87,7 @@ export function chatPage(): HTMLElement {
   const list = h('ul', { class: 'chat-list' });
   const newChat = h('button', { type: 'button', 'data-testid': 'new-chat' }, 'New chat');
   newChat.onclick = () => {
+    closeDrawer();
     void open(newChatId());
     input.focus();
   };
@@ -96,14 +109,20 @@ export function chatPage(): HTMLElement {
             chat.updated_at ? h('time', { dateTime: chat.updated_at }, when(chat.updated_at)) : null,
           ),
         );
-        button.onclick = () => void open(chat.chat_id);
+        // Title and time read as two things ("Trip, 08:36 PM"), not one run-on word.
+        if (chat.updated_at) button.setAttribute('aria-label', `${chat.title}${chat.active ? ', replying' : ''}, ${when(chat.updated_at)}`);
+        button.onclick = () => {
+          closeDrawer();
+          input.focus();
+          if (chat.chat_id !== chatId) void open(chat.chat_id);
+        };
         return h('li', {}, button);
       }),
     );
     const current = chats.find((c) => c.chat_id === chatId);
-    renameButton.disabled = !current;
-    deleteButton.disabled = !current;
-    clearButton.disabled = !current;
+    heading.textContent = current?.title ?? 'New chat';
+    menu.hidden = !current;
+    if (!current) menu.open = false;
   };
   const refreshList = async () => {
     try {
@@ -114,7 +133,29 @@ export function chatPage(): HTMLElement {
       // Otherwise the list stays as it was; the connection status says what is wrong.
     }
   };
-  const aside = h('nav', { class: 'chats', 'aria-label': 'Chats' }, newChat, list);
+  const aside = h('nav', { class: 'chats', id: 'chat-list', 'aria-label': 'Chats' }, newChat, list);
+
+  // ----- the list as a sidebar (wide) or a drawer (phone) -----
+  const phone = matchMedia(PHONE);
+  const toggle = h('button', { type: 'button', class: 'small chats-toggle', 'aria-controls': 'chat-list', 'data-testid': 'chats-toggle' }, 'Chats');
+  const setList = (open: boolean) => {
+    page.dataset.list = open ? 'open' : 'closed';
+    toggle.setAttribute('aria-expanded', String(open));
+  };
+  /** On a phone the drawer covers the chat: it closes once a chat is picked. */
+  const closeDrawer = () => {
+    if (phone.matches) setList(false);
+  };
+  toggle.onclick = () => {
+    const open = page.dataset.list !== 'open';
+    setList(open);
+    if (open && phone.matches) (list.querySelector<HTMLElement>('[aria-current="true"]') ?? newChat).focus();
+  };
+  const backdrop = h('div', { class: 'drawer-backdrop', 'aria-hidden': 'true' });
+  backdrop.onclick = () => {
+    setList(false);
+    toggle.focus();
+  };
 
   // ----- connection state -----
   const setConnection = (state: 'online' | 'reconnecting', message = '') => {
@@ -136,8 +177,12 @@ export function chatPage(): HTMLElement {
   // ----- streaming -----
   const stop = h('button', { type: 'button', hidden: true, 'data-testid': 'stop' }, 'Stop');
   const setStreaming = (on: boolean) => {
+    // Send turns into Stop while a reply streams.
+    const hadFocus = document.activeElement === stop || document.activeElement === send;
     stop.hidden = !on;
+    send.hidden = on;
     stop.disabled = false;
+    if (hadFocus) input.focus();
     status.textContent = on ? 'The agent is replying…' : '';
     form.setAttribute('aria-busy', String(on));
   };
@@ -293,6 +338,7 @@ export function chatPage(): HTMLElement {
     transcript.clear();
     alert.clear();
     clearBox.hidden = true;
+    deleteBox.hidden = true;
     renameBox.hidden = true;
     status.textContent = 'Loading…';
     try {
@@ -327,7 +373,7 @@ export function chatPage(): HTMLElement {
   const input = h('textarea', {
     id: 'chat-input',
     name: 'message',
-    rows: 3,
+    rows: 2,
     required: true,
     placeholder: 'Ask your agent…',
     'aria-describedby': 'chat-input-error chat-input-hint',
@@ -339,12 +385,11 @@ export function chatPage(): HTMLElement {
   const form = h(
     'form',
     { class: 'composer', 'aria-label': 'Send a message' },
-    h('label', { for: 'chat-input' }, 'Message'),
-    input,
+    h('label', { for: 'chat-input', class: 'visually-hidden' }, 'Message'),
+    h('div', { class: 'composer-box' }, input, h('div', { class: 'composer-actions' }, send, stop)),
     inputError,
     queuedNote,
     hint,
-    h('div', { class: 'row' }, send, stop),
   );
   /** Whether the message fits; if not, says by how much, next to the field. */
   const checkLength = (message: string): boolean => {
@@ -362,11 +407,22 @@ export function chatPage(): HTMLElement {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       form.requestSubmit();
-    } else if (e.key === 'Escape' && !stop.hidden) {
-      e.preventDefault();
-      void stopReply();
     }
   };
+  // Escape stops the reply from anywhere on the page (a drawer or an open menu closes first).
+  const onEscape = (e: KeyboardEvent) => {
+    if (e.key !== 'Escape' || e.defaultPrevented || !page.isConnected) return;
+    if (phone.matches && page.dataset.list === 'open') {
+      setList(false);
+      toggle.focus();
+    } else if (menu.open) {
+      menu.open = false;
+      menuButton.focus();
+    } else if (!stop.hidden) void stopReply();
+    else return;
+    e.preventDefault();
+  };
+  document.addEventListener('keydown', onEscape);
   form.onsubmit = async (e) => {
     e.preventDefault();
     const message = input.value.trim();
@@ -377,6 +433,11 @@ export function chatPage(): HTMLElement {
     }
     // The message stays in the composer until it can go.
     if (send.disabled) return;
+    // Not over a running reply (the agent would cut it): it waits for the reply to end, or Stop.
+    if (!stop.hidden) {
+      status.textContent = 'The agent is still replying: your message waits in the box. Stop the reply (Escape) to send it now.';
+      return;
+    }
     if (loading > 0) {
       // Typing never waits for the agent: this goes as soon as the chat has loaded.
       queued = queued === undefined ? message : `${queued}\n\n${message}`;
@@ -427,6 +488,7 @@ export function chatPage(): HTMLElement {
   // ----- stop, rename, clear and delete -----
   async function stopReply(): Promise<void> {
     stop.disabled = true;
+    input.focus();
     try {
       // The stream itself reports the end: `error` "stopped", then `done`.
       await api.agent.chat.stop.mutate({ chat_id: chatId });
@@ -439,8 +501,9 @@ export function chatPage(): HTMLElement {
   }
   stop.onclick = () => void stopReply();
 
-  // Disabled until the list says the open chat is in it.
-  const renameButton = h('button', { type: 'button', 'data-testid': 'rename-chat', disabled: true }, 'Rename');
+  // The chat's menu: shown once the list says the open chat is in it.
+  const menuButton = h('summary', { class: 'menu-button', 'data-testid': 'chat-menu', 'aria-label': 'Chat options' }, '⋯');
+  const renameButton = h('button', { type: 'button', 'data-testid': 'rename-chat' }, 'Rename');
   const titleInput = h('input', { id: 'chat-title', name: 'title', maxLength: CHAT_TITLE_MAX_CHARS, required: true, autocomplete: 'off' });
   const cancelRename = h('button', { type: 'button' }, 'Cancel');
   const renameBox = h(
@@ -451,6 +514,7 @@ export function chatPage(): HTMLElement {
     h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Save'), cancelRename),
   );
   renameButton.onclick = () => {
+    menu.open = false;
     titleInput.value = chats.find((c) => c.chat_id === chatId)?.title ?? '';
     renameBox.hidden = false;
     titleInput.select();
@@ -458,7 +522,7 @@ export function chatPage(): HTMLElement {
   };
   cancelRename.onclick = () => {
     renameBox.hidden = true;
-    renameButton.focus();
+    input.focus();
   };
   renameBox.onsubmit = async (e) => {
     e.preventDefault();
@@ -466,13 +530,13 @@ export function chatPage(): HTMLElement {
       await renameChat(chatId, titleInput.value);
       renameBox.hidden = true;
       await refreshList();
-      renameButton.focus();
+      input.focus();
     } catch (error) {
       alert.fail(error);
     }
   };
 
-  const clearButton = h('button', { type: 'button', 'data-testid': 'clear-chat', disabled: true }, 'Clear chat');
+  const clearButton = h('button', { type: 'button', 'data-testid': 'clear-chat' }, 'Clear chat');
   const confirmClear = h('button', { type: 'button', class: 'danger' }, 'Clear');
   const cancelClear = h('button', { type: 'button' }, 'Cancel');
   const clearBox = h(
@@ -482,12 +546,14 @@ export function chatPage(): HTMLElement {
     h('div', { class: 'row' }, confirmClear, cancelClear),
   );
   clearButton.onclick = () => {
+    menu.open = false;
+    deleteBox.hidden = true;
     clearBox.hidden = false;
     cancelClear.focus();
   };
   cancelClear.onclick = () => {
     clearBox.hidden = true;
-    clearButton.focus();
+    input.focus();
   };
   const clear = async () => {
     const id = chatId;
@@ -507,17 +573,48 @@ export function chatPage(): HTMLElement {
       alert.fail(error);
     }
   };
-  const deleteButton = h('button', { type: 'button', class: 'danger', 'data-testid': 'delete-chat', disabled: true }, 'Delete chat');
-  deleteButton.onclick = async () => {
+  // Deleting asks first, naming the chat; the answer's button has focus, so Enter twice on
+  // "Delete chat" deletes this one chat and leaves focus in the message box, not on another Delete.
+  const deleteButton = h('button', { type: 'button', class: 'danger', 'data-testid': 'delete-chat' }, 'Delete chat');
+  const deleteQuestion = h('p', {});
+  const confirmDelete = h('button', { type: 'button', class: 'danger', 'data-testid': 'confirm-delete' }, 'Delete');
+  const cancelDelete = h('button', { type: 'button' }, 'Cancel');
+  const deleteBox = h(
+    'div',
+    { class: 'confirm-box', hidden: true, role: 'group', 'aria-label': 'Delete this chat', 'data-testid': 'delete-confirm' },
+    deleteQuestion,
+    h('div', { class: 'row' }, confirmDelete, cancelDelete),
+  );
+  deleteButton.onclick = () => {
+    menu.open = false;
+    clearBox.hidden = true;
+    deleteQuestion.textContent = `Delete “${heading.textContent}”? The chat and its messages are deleted for good.`;
+    deleteBox.hidden = false;
+    confirmDelete.focus();
+  };
+  cancelDelete.onclick = () => {
+    deleteBox.hidden = true;
+    input.focus();
+  };
+  confirmDelete.onclick = async () => {
+    deleteBox.hidden = true;
+    input.focus();
     try {
       await clear();
       await refreshList();
       await open(chats[0]?.chat_id ?? newChatId());
       status.textContent = 'Chat deleted.';
+      input.focus();
     } catch (error) {
       alert.fail(error);
     }
   };
+  const menu = h(
+    'details',
+    { class: 'chat-menu', hidden: true },
+    menuButton,
+    h('div', { class: 'menu', role: 'group', 'aria-label': 'Chat options' }, renameButton, clearButton, deleteButton),
+  );
 
   // Proactive messages for this chat appear in it as they arrive.
   const unlisten = onPending((messages) => {
@@ -532,14 +629,16 @@ export function chatPage(): HTMLElement {
     clearInterval(listTimer);
     clearTimeout(retryTimer);
     unfollow();
+    document.removeEventListener('keydown', onEscape);
   });
 
   const main = h(
     'div',
     { class: 'chat-main' },
-    h('div', { class: 'chat-head' }, pageHeading('Chat'), h('div', { class: 'row spread' }, renameButton, clearButton, deleteButton)),
+    h('div', { class: 'chat-head' }, toggle, heading, menu),
     renameBox,
     clearBox,
+    deleteBox,
     connection,
     h('div', { class: 'transcript-wrap' }, transcript.view, transcript.jump),
     status,
@@ -574,5 +673,11 @@ export function chatPage(): HTMLElement {
     if (!chatId) chatId = chats[0]?.chat_id ?? newChatId();
     await open(chatId);
   })();
-  return h('div', { class: 'chat-page' }, aside, main);
+  // Focus starts in the message box (after the router has focused the heading), so typing works at once.
+  requestAnimationFrame(() => {
+    if (document.activeElement === document.body || document.activeElement === heading) input.focus();
+  });
+  setList(!phone.matches);
+  page.append(aside, backdrop, main);
+  return page;
 }

@@ -88,6 +88,8 @@ export function layout(page: () => HTMLElement): HTMLElement {
     );
     void accountSummary().then((summary) => {
       who.textContent = summary;
+      // The header may cut it short: the whole line on hover.
+      who.title = summary;
     });
   };
   onAccountRefresh(showAccount, () => who.isConnected);
