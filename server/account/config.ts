@@ -242,6 +242,17 @@ export const accountEnv = z.object({
   GUEST_SIGNUPS_PER_HOUR: count(2000, 1, 100_000_000).describe(
     'new guest accounts per hour, service-wide; past it new guests get 429 `GUEST_SIGNUPS_PAUSED` (other sign-in methods and returning devices still work)',
   ),
+  WEBHOOK_ALLOW_PRIVATE: optionalString
+    .pipe(z.enum(['0', '1']).optional())
+    .describe(
+      '`1` lets webhook endpoints be on loopback, private, link-local and other non-public addresses. Unsafe: whoever may register an endpoint (an admin, an API key with `webhooks:write`) can then make this service send requests into its own network; for tests and closed networks only',
+    ),
+  WEBHOOK_POLL: z
+    .preprocess((v) => (v === '' || v === undefined ? 0.5 : v), z.coerce.number().min(0.01).max(60))
+    .describe("seconds between the webhook delivery worker's looks for due deliveries (on each instance)"),
+  WEBHOOK_TIMEOUT: z
+    .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.1).max(300))
+    .describe('seconds a webhook endpoint has to answer one delivery attempt; a delivery whose instance died is sent again after twice this plus 5 s'),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
   ...oauthEnv,
@@ -355,6 +366,13 @@ const schema = accountEnv
       metricsToken: env.METRICS_TOKEN,
       /** Set: every request is traced and exported over OTLP/HTTP (common/tracing.ts). */
       otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
+      /** The webhook delivery worker (admin/webhooks/worker.ts); `retryDelaysMs` unset: its default schedule. */
+      webhooks: {
+        allowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
+        pollMs: env.WEBHOOK_POLL * 1000,
+        timeoutMs: env.WEBHOOK_TIMEOUT * 1000,
+        retryDelaysMs: undefined as number[] | undefined,
+      },
       logLevel: env.LOG_LEVEL,
       logPretty: env.LOG_PRETTY === '1',
       oauth: oauthConfig(env),

@@ -8,12 +8,14 @@
  * - a new identity that asserts a *verified* e-mail joins the account holding that verified
  *   address; an unverified address never links;
  * - otherwise a new account is created.
+ * Each change writes its webhook event in its own transaction (admin/webhooks/outbox.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { conflict, unauthorized } from '../../common/errors.js';
 import { Prisma } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
+import { emitEvent } from '../admin/webhooks/outbox.js';
 import { activityRow, type ClientInfo } from './activity.js';
 
 export type IdentityProvider = 'guest' | 'email' | 'idpa' | 'idpb' | 'wallet' | 'passkey';
@@ -92,6 +94,8 @@ export async function attachIdentity(
     if (holder && holder.id !== target.id) throw identityInUse();
   }
   const identity = await tx.identity.create({ data: { ...identityData(claim, now), userId: target.id }, select: { id: true } });
+  await emitEvent(tx, { type: 'identity.linked', data: { user_id: target.id, identity_id: identity.id, method: claim.provider } }, now);
+  if (target.isGuest) await emitEvent(tx, { type: 'user.upgraded', data: { user_id: target.id, method: claim.provider } }, now);
   if (claim.passkey) {
     const { credentialId, publicKey, counter, transports, name } = claim.passkey;
     await tx.passkeyCredential.create({
@@ -142,6 +146,7 @@ async function attempt(db: AccountDb, claim: IdentityClaim, targetUserId: string
       data: { isGuest: claim.provider === 'guest', email: verifiedEmail ?? null, identities: { create: identityData(claim, now) } },
       select: { id: true, isGuest: true },
     });
+    await emitEvent(tx, { type: 'user.created', data: { user_id: user.id, guest: user.isGuest, method: claim.provider } }, now);
     return { userId: user.id, guest: user.isGuest, created: true };
   });
 }

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { unauthorized } from '../../../common/errors.js';
+import { emitEvent } from '../../admin/webhooks/outbox.js';
 import type { AccountDb } from '../../store.js';
 import type { ClientInfo } from '../../users/activity.js';
 import { attachIdentity, identityInUse, type IdentityProvider, type SignedInUser } from '../../users/identities.js';
@@ -72,6 +73,7 @@ async function adoptFreshAccount(db: AccountDb, ids: { freshUserId: string; link
     if (!fresh || !identity || fresh.identities.length !== 1 || fresh._count.sessions > 0 || !target) throw identityInUse();
     // The fresh account goes first, so its verified address is free for the target to take.
     await tx.user.delete({ where: { id: ids.freshUserId } });
+    await emitEvent(tx, { type: 'user.deleted', data: { user_id: ids.freshUserId, reason: 'adopted' } });
     await attachIdentity(tx, target, { ...identity, provider: identity.provider as IdentityProvider, email: identity.email ?? undefined }, ids.client);
   });
 }

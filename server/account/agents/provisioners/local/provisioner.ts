@@ -80,6 +80,8 @@ export interface LocalProvisionerOptions {
   startTimeoutMs?: number;
   /** Each start that became healthy: seconds from spawn to the first healthy answer. */
   onColdStart?: (seconds: number) => void;
+  /** An exit we did not ask for (the agent is restarted after it): the `agent.crashed` webhook event. */
+  onCrash?: (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
 }
 
 export class LocalProvisioner implements AgentProvisioner {
@@ -231,6 +233,7 @@ export class LocalProvisioner implements AgentProvisioner {
     if (this.closed || running.stopRequested) return;
     if (this.running.get(agent.id) === running) this.running.delete(agent.id);
     this.crashed++;
+    if (agent.userId) this.options.onCrash?.(agent.userId, { code, signal });
     const state = this.restarts.get(agent.id) ?? { attempts: 0 };
     if (Date.now() - running.startedAt > 60_000) state.attempts = 0;
     const delay = Math.min(30_000, 1_000 * 2 ** state.attempts);
