@@ -253,6 +253,25 @@ export const accountEnv = z.object({
   WEBHOOK_TIMEOUT: z
     .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.1).max(300))
     .describe('seconds a webhook endpoint has to answer one delivery attempt; a delivery whose instance died is sent again after twice this plus 5 s'),
+  ADMIN_EMAILS: optionalString.meta({
+    description:
+      'comma-separated e-mail addresses: an account whose verified address is listed becomes an admin at start and whenever it signs up or in (docs/admin.md); removing an address does not demote (use `npm run admin -- revoke`)',
+    values: 'comma-separated addresses',
+  }),
+  TOKEN_METADATA_CLAIM: optionalString
+    .pipe(
+      z
+        .string()
+        .regex(/^[a-z][a-z0-9_]{0,31}$/, 'must be a lowercase claim name')
+        .refine((name) => !['iss', 'aud', 'sub', 'sid', 'jti', 'typ', 'iat', 'exp', 'nbf', 'guest', 'gen'].includes(name), 'names a registered claim')
+        .optional(),
+    )
+    .meta({
+      description:
+        "claim name under which access tokens carry the user's operator metadata (`PATCH /admin/users/{id}`); minted tokens carry it as it was at sign-in or the last refresh",
+      default: 'unset → tokens carry no metadata',
+      values: 'lowercase claim name, not a registered one',
+    }),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
   ...oauthEnv,
@@ -290,6 +309,12 @@ const schema = accountEnv
       /** Rate limits count an IPv6 client on this prefix length (ratelimit/client-key.ts). */
       ipv6Subnet: env.IPV6_SUBNET,
       guestRetentionDays: env.GUEST_RETENTION_DAYS,
+      /** Verified addresses made admins at start and at sign-in (admin/roles.ts), lowercase. */
+      adminEmails: (env.ADMIN_EMAILS ?? '')
+        .split(',')
+        .map((email) => email.trim().toLowerCase())
+        .filter(Boolean),
+      tokenMetadataClaim: env.TOKEN_METADATA_CLAIM,
       /** New guests per client per day and service-wide per hour (ratelimit/policy.ts). */
       guestSignupsPerDay: env.GUEST_SIGNUPS_PER_DAY,
       guestSignupsPerHour: env.GUEST_SIGNUPS_PER_HOUR,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { adminRouter } from './admin/router.js';
 import { agentProxyRouter } from './agents/router.js';
 import { authRouter } from './auth/router.js';
 import { tokensRouter } from './tokens/router.js';
@@ -12,6 +13,8 @@ export const accountRouter = router({
   account: selfServiceRouter,
   /** The signed-in user's own agent (agents/router.ts). */
   agent: agentProxyRouter,
+  /** Operators: admins and API keys (admin/router.ts, docs/admin.md). */
+  admin: adminRouter,
   /** `GET /api/v1` sends people (and tools) to the API's description. */
   index: publicProcedure
     .meta({ openapi: { method: 'GET', path: '/', protect: false, summary: 'Redirects to the OpenAPI document' }, rest: { kind: 'redirect' } })

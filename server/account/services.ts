@@ -11,6 +11,8 @@ import { AgentLauncher } from './agents/provisioners/local/launcher.js';
 import { emitEvent } from './admin/webhooks/outbox.js';
 import { WebhookWorker } from './admin/webhooks/worker.js';
 import type { SecretBox } from './agents/secrets.js';
+import { AdminAccess } from './admin/access.js';
+import { promoteAdminEmails } from './admin/roles.js';
 import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget } from './agents/model-usage.js';
 import { StreamSlots } from './agents/stream-slots.js';
@@ -65,6 +67,8 @@ export interface AccountServices {
   stopAgents(): Promise<void>;
   /** Prometheus metrics (GET /metrics); domain modules add their counters to its registry. */
   metrics: ServiceMetrics;
+  /** Who may call the admin API, checked on every call (admin/access.ts). */
+  adminAccess: AdminAccess;
   /** Sign-ins, refreshes and rate-limit refusals, counted for GET /metrics (auth-metrics.ts). */
   authMetrics: AuthMetrics;
   /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
@@ -85,8 +89,12 @@ export interface AccountServices {
 export async function createAccountServices(config: AccountConfig, log: Logger): Promise<AccountServices> {
   const store = await openAccountStore(config);
   log.info({ kind: store.kind, applied: store.appliedMigrations }, 'account store open');
+  await promoteAdminEmails(store.db, config.adminEmails);
   const keys = await loadSigningKeys(config.signingKeysFile);
-  const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log);
+  const tokens = new TokenService(store, { keys, issuer: config.baseUrl, audience: config.baseUrl }, log, {
+    metadataClaim: config.tokenMetadataClaim,
+    adminEmails: config.adminEmails,
+  });
   const metrics = createMetrics('account');
   const authMetrics = new AuthMetrics(metrics.registry);
   const rateLimits = new RateLimits({
@@ -221,6 +229,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     bots,
     metrics,
     authMetrics,
+    adminAccess: new AdminAccess(store.db, tokens, metrics.registry),
     agentMetrics,
     streamSlots: new StreamSlots(config.agentStreamsPerUser),
     localAgentsScrape,

@@ -5,8 +5,11 @@
  *    read, cookies by name for the OAuth callback, `setHeader` for RateLimit-* and Set-Cookie).
  * 2. INITIALISATION: shared with the agent service (server/common/trpc.ts).
  * 3. PROCEDURES: `publicProcedure` for sign-in endpoints (add `.use(rateLimited('auth.x'))`);
- *    `userProcedure` requires the access token of a live session and puts its claims in `ctx.user`.
+ *    `userProcedure` requires the access token of a live session and puts its claims in `ctx.user`;
+ *    `adminProcedure(permission)` requires an admin (role read from the store on every call) or
+ *    an API key with that scope, and puts who it is in `ctx.caller` (admin/access.ts).
  */
+import type { AdminPermission } from './admin/access.js';
 import type { Logger } from '../common/log.js';
 import { initServiceTrpc } from '../common/trpc.js';
 import type { RateLimitName } from './ratelimit/limits.js';
@@ -48,3 +51,9 @@ export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
   const user = await ctx.services.tokens.authenticate(ctx.request.authorization, ctx.request);
   return next({ ctx: { user } }); // tRPC merges it into the context
 });
+
+export const adminProcedure = (permission: AdminPermission) =>
+  t.procedure.use(async ({ ctx, next }) => {
+    const caller = await ctx.services.adminAccess.authorize(ctx.request, permission);
+    return next({ ctx: { caller } });
+  });

@@ -15,6 +15,8 @@ export interface ErrorBody {
   /** A catalogue code (contracts/errors.ts), or tRPC's own for a failure before our code runs. */
   code: string;
   issues?: Array<{ path: string; message: string }>;
+  /** When a ban ends (USER_BANNED; null: until lifted), ISO 8601 UTC. */
+  expires_at?: string | null;
 }
 
 const trpcCodeByStatus: Record<number, TRPC_ERROR_CODE_KEY> = {
@@ -47,13 +49,16 @@ export class AppError extends TRPCError {
   readonly appCode: ErrorCode;
   /** Extra response headers, e.g. Retry-After on 429. */
   readonly headers: Record<string, string>;
+  /** Fields the answer carries beside `detail` and `code` (ErrorBody lists them). */
+  readonly fields: Pick<ErrorBody, 'expires_at'> = {};
 
-  constructor(status: number, appCode: ErrorCode, detail: string, headers: Record<string, string> = {}) {
+  constructor(status: number, appCode: ErrorCode, detail: string, headers: Record<string, string> = {}, fields: Pick<ErrorBody, 'expires_at'> = {}) {
     super({ code: trpcCodeByStatus[status] ?? 'INTERNAL_SERVER_ERROR', message: detail });
     this.name = 'AppError';
     this.status = status;
     this.appCode = appCode;
     this.headers = headers;
+    this.fields = fields;
   }
 }
 
@@ -95,7 +100,7 @@ function httpParserError(error: unknown): MappedError | undefined {
 export function mapError(error: unknown): MappedError {
   const cause = error instanceof TRPCError && error.cause ? error.cause : undefined;
   if (error instanceof AppError) {
-    return { status: error.status, body: { detail: error.message, code: error.appCode }, headers: error.headers, unexpected: false };
+    return { status: error.status, body: { detail: error.message, code: error.appCode, ...error.fields }, headers: error.headers, unexpected: false };
   }
   if (cause instanceof AppError) return mapError(cause);
   const zod = error instanceof ZodError ? error : cause instanceof ZodError ? cause : undefined;

@@ -31,7 +31,7 @@ export function initServiceTrpc<Ctx extends object>() {
         return {
           message: mapped.body.detail,
           code: shape.code,
-          data: { code: mapped.body.code, httpStatus: mapped.status, issues: mapped.body.issues, path: shape.data.path },
+          data: { code: mapped.body.code, httpStatus: mapped.status, issues: mapped.body.issues, expires_at: mapped.body.expires_at, path: shape.data.path },
         };
       },
     });

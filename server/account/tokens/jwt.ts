@@ -25,6 +25,8 @@ export interface TokenSubject {
   userId: string;
   sessionId: string;
   guest: boolean;
+  /** TOKEN_METADATA_CLAIM: the claim name and the user's operator metadata it carries (admin/users.ts). */
+  metadata?: { claim: string; value: unknown } | undefined;
 }
 
 export interface AccessClaims extends TokenSubject {
@@ -80,7 +82,10 @@ async function sign(
 }
 
 export const signAccessToken = (issuer: TokenIssuer, subject: TokenSubject, now = nowSeconds()): Promise<string> =>
-  sign(issuer, subject, 'access', ACCESS_TTL_SECONDS, now, subject.guest ? { guest: true } : {});
+  sign(issuer, subject, 'access', ACCESS_TTL_SECONDS, now, {
+    ...(subject.metadata ? { [subject.metadata.claim]: subject.metadata.value } : {}),
+    ...(subject.guest ? { guest: true } : {}),
+  });
 
 export const signRefreshToken = (issuer: TokenIssuer, subject: SessionSubject, generation: number, now = nowSeconds()): Promise<string> =>
   sign(issuer, subject, 'refresh', REFRESH_TTL_SECONDS, now, { gen: generation });

@@ -16,7 +16,9 @@ import {
   verifyRefreshToken,
   type AccessClaims,
   type TokenIssuer,
+  type TokenSubject,
 } from './jwt.js';
+import { promoteAdminEmails } from '../admin/roles.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { ClientInfo } from '../users/activity.js';
 import {
@@ -75,6 +77,14 @@ export interface LinkTarget {
   guest: boolean;
 }
 
+/** What a sign-in adds beyond the session (docs/admin.md). */
+export interface SignInExtras {
+  /** TOKEN_METADATA_CLAIM: access tokens carry the user's operator metadata under this claim. */
+  metadataClaim?: string | undefined;
+  /** ADMIN_EMAILS: a verified address listed here makes the account an admin when it signs in. */
+  adminEmails?: readonly string[];
+}
+
 export class TokenService {
   readonly sessions: SessionStatusCache;
   readonly usage: SessionUsage;
@@ -84,14 +94,21 @@ export class TokenService {
     private readonly store: SessionStore,
     readonly issuer: TokenIssuer,
     private readonly log: Logger,
+    private readonly extras: SignInExtras = {},
   ) {
     this.sessions = new SessionStatusCache(store);
     this.usage = new SessionUsage(store, (error) => log.warn({ err: error }, 'writing session last-use failed'));
   }
 
+  /** Opens a session (403 USER_BANNED for a banned user: sessions.ts) and signs its pair. */
   async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<TokenPair> {
-    const { sessionId, generation } = await createSession(this.store, user.userId, origin);
-    return signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest }, generation);
+    const { sessionId, generation, metadata } = await createSession(this.store, user.userId, origin);
+    if (this.extras.adminEmails?.length) await promoteAdminEmails(this.store.db, this.extras.adminEmails, user.userId);
+    return signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, metadata: this.metadataOf(metadata) }, generation);
+  }
+
+  private metadataOf(value: unknown): TokenSubject['metadata'] {
+    return this.extras.metadataClaim ? { claim: this.extras.metadataClaim, value } : undefined;
   }
 
   /**
@@ -119,7 +136,7 @@ export class TokenService {
       }
       throw refreshRejected(theft);
     }
-    const accessToken = await signAccessToken(this.issuer, { ...claims, guest: outcome.guest });
+    const accessToken = await signAccessToken(this.issuer, { ...claims, guest: outcome.guest, metadata: this.metadataOf(outcome.metadata) });
     return tokenPair(accessToken, next);
   }
 

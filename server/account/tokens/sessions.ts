@@ -20,6 +20,7 @@ import { emitEvent } from '../admin/webhooks/outbox.js';
 import type { AccountDb, AccountStore } from '../store.js';
 import { activityRow, NO_CLIENT, type ClientInfo } from '../users/activity.js';
 import { REFRESH_TTL_SECONDS } from './jwt.js';
+import { signInRefusal } from '../admin/bans.js';
 
 const REUSE_GRACE_MS = 10_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -35,24 +36,36 @@ export interface SessionOrigin {
   method: string;
 }
 
-/** One statement: the session and its `sign_in` event (users/activity.ts) are written together or not at all. */
+/**
+ * One statement: the session, its `sign_in` event (users/activity.ts) and the user's last-active
+ * time are written together or not at all — and not for a banned user (admin/bans.ts), who gets
+ * 403 USER_BANNED with the ban's end instead.
+ */
 export async function createSession(
   { sql }: SessionStore,
   userId: string,
   origin: SessionOrigin,
   now = new Date(),
-): Promise<{ sessionId: string; generation: number }> {
+): Promise<{ sessionId: string; generation: number; metadata: unknown }> {
   const sessionId = randomUUID();
   const { ip, userAgent } = origin.client;
-  await sql`
-    WITH opened AS (
+  const rows = await sql<{ metadata: unknown }>`
+    WITH target AS (
+      SELECT id, metadata FROM users
+       WHERE id = ${userId}::uuid AND NOT (banned_at IS NOT NULL AND (banned_until IS NULL OR banned_until > ${now}))
+    ), opened AS (
       INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at, ip, user_agent)
-      VALUES (${sessionId}::uuid, ${userId}::uuid, 0, ${now}, ${refreshExpiry(now)}, ${now}, ${ip}, ${userAgent})
+      SELECT ${sessionId}::uuid, id, 0, ${now}, ${refreshExpiry(now)}, ${now}, ${ip}, ${userAgent} FROM target
       RETURNING user_id
+    ), touched AS (
+      UPDATE users SET last_active_at = ${now} WHERE id IN (SELECT user_id FROM opened)
+    ), logged AS (
+      INSERT INTO activity_events (id, user_id, type, at, ip, user_agent, detail)
+      SELECT ${randomUUID()}::uuid, user_id, 'sign_in', ${now}, ${ip}, ${userAgent}, ${JSON.stringify({ method: origin.method, session_id: sessionId })}::jsonb FROM opened
     )
-    INSERT INTO activity_events (id, user_id, type, at, ip, user_agent, detail)
-    SELECT ${randomUUID()}::uuid, user_id, 'sign_in', ${now}, ${ip}, ${userAgent}, ${JSON.stringify({ method: origin.method, session_id: sessionId })}::jsonb FROM opened`;
-  return { sessionId, generation: 0 };
+    SELECT t.metadata FROM target AS t JOIN opened AS o ON o.user_id = t.id`;
+  if (!rows[0]) throw await signInRefusal({ sql }, userId);
+  return { sessionId, generation: 0, metadata: rows[0].metadata };
 }
 
 /** What `refresh_digest` holds for a refresh token. */
@@ -69,22 +82,27 @@ export interface Rotation {
   next: string;
 }
 
-export type RotationOutcome = { ok: true; generation: number; guest: boolean } | { ok: false };
+export type RotationOutcome = { ok: true; generation: number; guest: boolean; metadata: unknown } | { ok: false };
 
-/** One statement: bump the generation if (and only if) the presented token is the current one. */
+/** One statement: bump the generation if (and only if) the presented token is the current one; the user was active now. */
 export async function rotateSession({ sql }: SessionStore, rotation: Rotation, now = new Date()): Promise<RotationOutcome> {
   const { sessionId, userId, generation, presented, next } = rotation;
   if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false };
-  const rows = await sql<{ is_guest: boolean }>`
-    UPDATE sessions AS s
-       SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}, refresh_digest = ${next}
-      FROM users AS u
-     WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id
-       AND s.generation = ${generation} AND s.refresh_digest IS NOT DISTINCT FROM ${presented}::text
-       AND s.revoked_at IS NULL AND s.expires_at > ${now}
-    RETURNING u.is_guest`;
+  const rows = await sql<{ is_guest: boolean; metadata: unknown }>`
+    WITH rotated AS (
+      UPDATE sessions AS s
+         SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}, refresh_digest = ${next}
+        FROM users AS u
+       WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id
+         AND s.generation = ${generation} AND s.refresh_digest IS NOT DISTINCT FROM ${presented}::text
+         AND s.revoked_at IS NULL AND s.expires_at > ${now}
+      RETURNING u.id, u.is_guest, u.metadata
+    ), touched AS (
+      UPDATE users SET last_active_at = ${now} WHERE id IN (SELECT id FROM rotated)
+    )
+    SELECT is_guest, metadata FROM rotated`;
   const row = rows[0];
-  return row ? { ok: true, generation: generation + 1, guest: row.is_guest } : { ok: false };
+  return row ? { ok: true, generation: generation + 1, guest: row.is_guest, metadata: row.metadata } : { ok: false };
 }
 
 /**
