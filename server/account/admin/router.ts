@@ -12,6 +12,7 @@ import { setRole } from './roles.js';
 import { ApiKeys, AuditPage, AuditQuery, CreateApiKeyInput, CreatedApiKey, KeyIdInput, RoleInput } from './schemas.js';
 import { apiKeyView, auditView } from './views.js';
 import { selfActionRefused } from './users.js';
+import { webhooksRouter } from './webhooks/router.js';
 
 /** What every admin route can answer besides the token's own 401s (access.ts). */
 export const REFUSALS = ['FORBIDDEN', 'INVALID_API_KEY'] as const satisfies ErrorCode[];
@@ -116,4 +117,5 @@ export const adminRouter = router({
   keys: keysRouter,
   roles: rolesRouter,
   audit: auditRouter,
+  webhooks: webhooksRouter,
 });

@@ -6,6 +6,7 @@
  */
 import { badRequest, AppError, notFound } from '../../../common/errors.js';
 import type { SecretBox } from '../../agents/secrets.js';
+import type { Prisma } from '../../../generated/account/client.js';
 import type { AccountDb } from '../../store.js';
 import { utc } from '../../users/account.js';
 import { checkEndpointAddress } from './address-guard.js';
@@ -21,11 +22,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const webhookNotFound = () => notFound('No such webhook endpoint', 'WEBHOOK_NOT_FOUND');
 const deliveryNotFound = () => notFound('No such webhook delivery', 'WEBHOOK_DELIVERY_NOT_FOUND');
 
-export interface WebhookDeps {
-  db: AccountDb;
-  box: SecretBox;
-  allowPrivate: boolean;
-}
+/** The client, or the transaction that also writes the change's audit row (admin/audit.ts). */
+type Db = Prisma.TransactionClient;
 
 const endpointSelect = {
   id: true,
@@ -68,8 +66,11 @@ export function endpointView(row: EndpointRow, now = new Date()) {
 
 export type EndpointView = ReturnType<typeof endpointView>;
 
-/** An http(s) URL without credentials whose host is a public address (unless allowed): the URL as stored. */
-async function acceptedUrl(raw: string, allowPrivate: boolean): Promise<string> {
+/**
+ * An http(s) URL without credentials whose host is a public address (unless allowed): the URL as
+ * stored. Called before the transaction that stores it, which then holds no connection over DNS.
+ */
+export async function acceptedUrl(raw: string, allowPrivate: boolean): Promise<string> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -88,13 +89,19 @@ async function acceptedUrl(raw: string, allowPrivate: boolean): Promise<string> 
 }
 
 export async function createEndpoint(
-  deps: WebhookDeps,
+  db: Db,
+  box: SecretBox,
   input: { url: string; description: string; event_types: WebhookEventType[]; enabled: boolean },
 ): Promise<EndpointView & { secret: string }> {
-  const url = await acceptedUrl(input.url, deps.allowPrivate);
   const secret = newWebhookSecret();
-  const row = await deps.db.webhookEndpoint.create({
-    data: { url, description: input.description, eventTypes: [...new Set(input.event_types)], enabled: input.enabled, secretSealed: deps.box.seal(secret) },
+  const row = await db.webhookEndpoint.create({
+    data: {
+      url: input.url,
+      description: input.description,
+      eventTypes: [...new Set(input.event_types)],
+      enabled: input.enabled,
+      secretSealed: box.seal(secret),
+    },
     select: endpointSelect,
   });
   return { ...endpointView(row), secret };
@@ -117,7 +124,8 @@ export async function getEndpoint(db: AccountDb, id: string): Promise<EndpointVi
  * `rotate_secret` makes a new secret and keeps the current one signing for ROTATION_GRACE_MS.
  */
 export async function updateEndpoint(
-  deps: WebhookDeps,
+  db: Db,
+  box: SecretBox,
   input: {
     id: string;
     url?: string | undefined;
@@ -129,41 +137,32 @@ export async function updateEndpoint(
   now = new Date(),
 ): Promise<{ before: EndpointView; after: EndpointView & { secret?: string } }> {
   if (!UUID.test(input.id)) throw webhookNotFound();
-  const url = input.url === undefined ? undefined : await acceptedUrl(input.url, deps.allowPrivate);
-  return deps.db.$transaction(async (tx) => {
-    const current = await tx.webhookEndpoint.findUnique({ where: { id: input.id }, select: { ...endpointSelect, secretSealed: true } });
-    if (!current) throw webhookNotFound();
-    const secret = input.rotate_secret ? newWebhookSecret() : undefined;
-    const row = await tx.webhookEndpoint.update({
-      where: { id: input.id },
-      data: {
-        ...(url !== undefined ? { url } : {}),
-        ...(input.description !== undefined ? { description: input.description } : {}),
-        ...(input.event_types !== undefined ? { eventTypes: [...new Set(input.event_types)] } : {}),
-        ...(input.enabled !== undefined ? { enabled: input.enabled, disabledReason: null, ...(input.enabled ? { failingSince: null } : {}) } : {}),
-        ...(secret
-          ? {
-              secretSealed: deps.box.seal(secret),
-              previousSecretSealed: current.secretSealed,
-              previousSecretExpiresAt: new Date(now.getTime() + ROTATION_GRACE_MS),
-            }
-          : {}),
-      },
-      select: endpointSelect,
-    });
-    return { before: endpointView(current, now), after: { ...endpointView(row, now), ...(secret ? { secret } : {}) } };
+  const current = await db.webhookEndpoint.findUnique({ where: { id: input.id }, select: { ...endpointSelect, secretSealed: true } });
+  if (!current) throw webhookNotFound();
+  const secret = input.rotate_secret ? newWebhookSecret() : undefined;
+  const row = await db.webhookEndpoint.update({
+    where: { id: input.id },
+    data: {
+      ...(input.url !== undefined ? { url: input.url } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.event_types !== undefined ? { eventTypes: [...new Set(input.event_types)] } : {}),
+      ...(input.enabled !== undefined ? { enabled: input.enabled, disabledReason: null, ...(input.enabled ? { failingSince: null } : {}) } : {}),
+      ...(secret
+        ? { secretSealed: box.seal(secret), previousSecretSealed: current.secretSealed, previousSecretExpiresAt: new Date(now.getTime() + ROTATION_GRACE_MS) }
+        : {}),
+    },
+    select: endpointSelect,
   });
+  return { before: endpointView(current, now), after: { ...endpointView(row, now), ...(secret ? { secret } : {}) } };
 }
 
 /** Removes the endpoint with its deliveries and their log; answers what it was, for the audit log. */
-export async function deleteEndpoint(db: AccountDb, id: string): Promise<EndpointView> {
+export async function deleteEndpoint(db: Db, id: string): Promise<EndpointView> {
   if (!UUID.test(id)) throw webhookNotFound();
-  return db.$transaction(async (tx) => {
-    const row = await tx.webhookEndpoint.findUnique({ where: { id }, select: endpointSelect });
-    if (!row) throw webhookNotFound();
-    await tx.webhookEndpoint.delete({ where: { id } });
-    return endpointView(row);
-  });
+  const row = await db.webhookEndpoint.findUnique({ where: { id }, select: endpointSelect });
+  if (!row) throw webhookNotFound();
+  await db.webhookEndpoint.delete({ where: { id } });
+  return endpointView(row);
 }
 
 /** Cursor: the last delivery's `created_at|id`, newest first. */
@@ -233,7 +232,7 @@ export async function listDeliveries(db: AccountDb, input: { id: string; cursor?
  * a worker's claim on it lapses (that worker's outcome is still logged, but no longer settles it).
  * The receiver sees the same `webhook-id`. 409 WEBHOOK_DISABLED while its endpoint is disabled.
  */
-export async function resendDelivery(db: AccountDb, id: string, now = new Date()): Promise<{ endpointId: string; eventId: string }> {
+export async function resendDelivery(db: Db, id: string, now = new Date()): Promise<{ endpointId: string; eventId: string }> {
   if (!UUID.test(id)) throw deliveryNotFound();
   const delivery = await db.webhookDelivery.findUnique({ where: { id }, select: { endpointId: true, eventId: true, endpoint: { select: { enabled: true } } } });
   if (!delivery) throw deliveryNotFound();

@@ -8,8 +8,7 @@
  *
  * A failed attempt is retried after `retryDelaysMs[n]` (exponential, more than 24 h in all, with
  * up to 10 % jitter added); when they are used up the delivery is `failed`, and an endpoint that
- * has had no success during the whole retry window is disabled (`onEndpointDisabled` writes the
- * audit entry).
+ * has had no success during the whole retry window is disabled, with its audit entry.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../../common/log.js';
@@ -32,8 +31,6 @@ export interface WebhookWorkerOptions {
   /** Deliveries claimed per round. */
   batch?: number;
   retryDelaysMs?: number[];
-  /** An endpoint the worker disabled after repeated failure: the audit entry. */
-  onEndpointDisabled?: (endpointId: string, reason: string) => Promise<void>;
   /** Each attempt's outcome, for metrics. */
   onAttempt?: (result: AttemptResult, eventCreatedAt: Date) => void;
 }
@@ -181,13 +178,19 @@ export class WebhookWorker {
   private async disableIfFailing(endpointId: string, now: Date): Promise<void> {
     const window = this.retryDelaysMs.reduce((sum, delay) => sum + delay, 0);
     const reason = `every delivery failed for ${Math.round(window / 3600_000)} h or more, the last one after ${this.retryDelaysMs.length + 1} attempts`;
+    // The audit entry (admin/audit.ts) is written by the same statement as the change.
     const disabled = await this.sql<{ id: string }>`
-      UPDATE webhook_endpoints SET enabled = false, disabled_reason = ${reason}, updated_at = ${now}
-       WHERE id = ${endpointId}::uuid AND enabled AND failing_since <= ${new Date(now.getTime() - window)}
-      RETURNING id::text`;
-    if (!disabled.length) return;
-    this.log.warn({ endpointId, reason }, 'webhook endpoint disabled after repeated failure');
-    await this.options.onEndpointDisabled?.(endpointId, reason);
+      WITH disabled AS (
+        UPDATE webhook_endpoints SET enabled = false, disabled_reason = ${reason}, updated_at = ${now}
+         WHERE id = ${endpointId}::uuid AND enabled AND failing_since <= ${new Date(now.getTime() - window)}
+        RETURNING id
+      )
+      INSERT INTO audit_events (id, at, actor_type, actor_id, actor_label, action, target_type, target_id, after)
+      SELECT gen_random_uuid(), ${now}, 'system', NULL, 'webhook delivery worker', 'webhook.disable', 'webhook', id::text,
+             jsonb_build_object('enabled', false, 'reason', ${reason}::text)
+        FROM disabled
+      RETURNING target_id AS id`;
+    if (disabled.length) this.log.warn({ endpointId, reason }, 'webhook endpoint disabled after repeated failure');
   }
 
   /** Events older than 30 days with nothing left to deliver go (their deliveries and log with them). */
