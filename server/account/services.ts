@@ -124,7 +124,11 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     labelNames: ['limit'],
     registers: [metrics.registry],
   });
-  const modelBudget = new ModelBudget(store.sql, config.modelBudget, isGuest, (usage, guest) => {
+  const budgetUser = async (userId: string) => {
+    const user = await store.db.user.findUnique({ where: { id: userId }, select: { isGuest: true, modelDailyTokens: true, guestMessagesPerDay: true } });
+    return { guest: user?.isGuest ?? true, dailyTokens: user?.modelDailyTokens, guestMessagesPerDay: user?.guestMessagesPerDay };
+  };
+  const modelBudget = new ModelBudget(store.sql, config.modelBudget, budgetUser, (usage, guest) => {
     modelTokens.inc({ direction: 'in', user: guest ? 'guest' : 'account' }, usage.tokensIn);
     modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
   });

@@ -82,7 +82,7 @@ afterEach(async () => {
 
 /** A gateway to the model host whose calls count against a fresh user's budget of LIMIT tokens. */
 async function gatewayFor(userId: string): Promise<{ socket: string; budget: ModelBudget }> {
-  const budget = new ModelBudget(store.sql, { account: LIMIT, guest: LIMIT, guestsTotal: 0 }, async () => false);
+  const budget = new ModelBudget(store.sql, { account: LIMIT, guest: LIMIT, guestsTotal: 0 }, async () => ({ guest: false }));
   const gateway = new EgressGateway([{ origin: new URL(`http://${modelHost}`), credentials: {}, model: true }], pino({ level: 'silent' }), {
     limits: { maxConnections: 32, idleTimeoutMs: 10_000, maxDurationMs: 60_000, maxBodyBytes: 1024 * 1024 },
     meter: budget,

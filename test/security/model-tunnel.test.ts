@@ -41,7 +41,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
   modelHost = `127.0.0.1:${(model.address() as AddressInfo).port}`;
-  budget = new ModelBudget(store.sql, { account: 1_000_000, guest: 1_000_000, guestsTotal: 0 }, async () => false);
+  budget = new ModelBudget(store.sql, { account: 1_000_000, guest: 1_000_000, guestsTotal: 0 }, async () => ({ guest: false }));
   const gateway = new EgressGateway(
     [{ origin: new URL(`http://${modelHost}`), credentials: { authorization: 'Bearer operator' }, model: true }],
     pino({ level: 'silent' }),

@@ -9,9 +9,30 @@ import { adminProcedure, router } from '../trpc.js';
 import { listAudit, recordAudit } from './audit.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 import { setRole } from './roles.js';
-import { ApiKeys, AuditPage, AuditQuery, CreateApiKeyInput, CreatedApiKey, KeyIdInput, RoleInput } from './schemas.js';
+import {
+  AgentUserInput,
+  ApiKeys,
+  AuditPage,
+  AuditQuery,
+  BanInput,
+  CreateApiKeyInput,
+  CreatedApiKey,
+  InviteInput,
+  KeyIdInput,
+  PatchUserInput,
+  RoleInput,
+  RunningAgents,
+  UsageQuery,
+  UsageRows,
+  UserDetail,
+  UserIdInput,
+  UserSummary,
+  UsersPage,
+  UsersQuery,
+} from './schemas.js';
 import { apiKeyView, auditView } from './views.js';
-import { selfActionRefused } from './users.js';
+import { banUser, deleteUser, inviteUser, listUsers, patchUser, revokeUserSessions, selfActionRefused, unbanUser, userDetail } from './users.js';
+import { listRunningAgents, stopAgent, usagePerDay } from './agents.js';
 import { webhooksRouter } from './webhooks/router.js';
 
 /** What every admin route can answer besides the token's own 401s (access.ts). */
@@ -89,6 +110,135 @@ const rolesRouter = router({
     }),
 });
 
+const usersRouter = router({
+  list: adminProcedure('users:read')
+    .meta({ openapi: { method: 'GET', path: '/admin/users', summary: 'Users by search, filter and sort, newest first, by cursor' }, errors: [...REFUSALS] })
+    .input(UsersQuery)
+    .output(UsersPage)
+    .query(({ ctx, input }) => listUsers(ctx.services, input)),
+
+  get: adminProcedure('users:read')
+    .meta({
+      openapi: { method: 'GET', path: '/admin/users/{id}', summary: 'One user in full: identities, sessions, activity, usage, agent' },
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND'],
+    })
+    .input(UserIdInput)
+    .output(UserDetail)
+    .query(({ ctx, input }) => userDetail(ctx.services, input.id)),
+
+  invite: adminProcedure('users:write')
+    .meta({
+      openapi: { method: 'POST', path: '/admin/users', summary: 'Invite by e-mail: the account exists at once, the mail carries a sign-in link' },
+      errors: [...REFUSALS, 'CONFLICT'],
+    })
+    .input(InviteInput)
+    .output(UserSummary)
+    .mutation(({ ctx, input }) => inviteUser(ctx.services, ctx.caller, input.email)),
+
+  update: adminProcedure('users:write')
+    .meta({
+      openapi: { method: 'PATCH', path: '/admin/users/{id}', summary: 'Set operator metadata and per-user overrides (model budget, guest messages)' },
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND'],
+    })
+    .input(PatchUserInput)
+    .output(UserDetail)
+    .mutation(async ({ ctx, input }) => {
+      const { id, ...patch } = input;
+      await patchUser(ctx.services, ctx.caller, id, patch);
+      return userDetail(ctx.services, id);
+    }),
+
+  ban: adminProcedure('users:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/users/{id}/ban',
+        summary: 'Ban (204): sign-in refused with 403 USER_BANNED, sessions ended, agent stopped, bot disconnected',
+      },
+      rest: { kind: 'empty' },
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND', 'SELF_ACTION'],
+    })
+    .input(BanInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => banUser(ctx.services, ctx.caller, input.id, input.reason, input.expires_at ? new Date(input.expires_at) : null)),
+
+  unban: adminProcedure('users:write')
+    .meta({
+      openapi: { method: 'POST', path: '/admin/users/{id}/unban', summary: 'Lift a ban (204): sign-in works again, nothing else was lost' },
+      rest: { kind: 'empty' },
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND'],
+    })
+    .input(UserIdInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => unbanUser(ctx.services, ctx.caller, input.id)),
+
+  delete: adminProcedure('users:write')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/admin/users/{id}',
+        summary: 'Delete the user as their own deletion does (204): methods, sessions, activity, agent, workspace',
+      },
+      rest: { kind: 'empty' },
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND', 'SELF_ACTION'],
+    })
+    .input(UserIdInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => deleteUser(ctx.services, ctx.caller, input.id)),
+
+  revokeSessions: adminProcedure('users:write')
+    .meta({
+      openapi: { method: 'POST', path: '/admin/users/{id}/sessions/revoke', summary: 'End every session of the user (204); their tokens stop at once' },
+      rest: { kind: 'empty' },
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND'],
+    })
+    .input(UserIdInput)
+    .output(z.void())
+    .mutation(async ({ ctx, input }) => {
+      await revokeUserSessions(ctx.services, ctx.caller, input.id);
+    }),
+});
+
+const agentsRouter = router({
+  list: adminProcedure('agents:read')
+    .meta({
+      openapi: { method: 'GET', path: '/admin/agents', summary: 'Agents running on this instance: user, since, memory, last activity, runs in flight' },
+      errors: [...REFUSALS],
+    })
+    .input(z.void())
+    .output(RunningAgents)
+    .query(async ({ ctx }) => ({ agents: await listRunningAgents(ctx.services) })),
+
+  stop: adminProcedure('agents:write')
+    .meta({
+      openapi: { method: 'POST', path: '/admin/agents/{user_id}/stop', summary: "Stop the user's agent (204); its next use starts it again" },
+      rest: { kind: 'empty' },
+      errors: [...REFUSALS, 'AGENT_NOT_FOUND'],
+    })
+    .input(AgentUserInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => stopAgent(ctx.services, ctx.caller, input.user_id, false)),
+
+  restart: adminProcedure('agents:write')
+    .meta({
+      openapi: { method: 'POST', path: '/admin/agents/{user_id}/restart', summary: "Restart the user's agent (204)" },
+      rest: { kind: 'empty' },
+      errors: [...REFUSALS, 'AGENT_NOT_FOUND', 'AGENT_UNAVAILABLE', 'AGENT_CAPACITY'],
+    })
+    .input(AgentUserInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => stopAgent(ctx.services, ctx.caller, input.user_id, true)),
+
+  usage: adminProcedure('agents:read')
+    .meta({
+      openapi: { method: 'GET', path: '/admin/agents/usage', summary: 'Model tokens per user per day (one user with user_id), newest first' },
+      errors: [...REFUSALS],
+    })
+    .input(UsageQuery)
+    .output(UsageRows)
+    .query(async ({ ctx, input }) => ({ usage: await usagePerDay(ctx.services, input.user_id, input.days) })),
+});
+
 const auditRouter = router({
   list: adminProcedure('audit:read')
     .meta({
@@ -114,6 +264,8 @@ const auditRouter = router({
 });
 
 export const adminRouter = router({
+  users: usersRouter,
+  agents: agentsRouter,
   keys: keysRouter,
   roles: rolesRouter,
   audit: auditRouter,

@@ -50,7 +50,7 @@ export async function admitAgentAction(
   action: AgentAction,
   user: AgentUser,
   rateLimits: RateLimits,
-  budget?: Pick<ModelBudget, 'check'>,
+  budget?: Pick<ModelBudget, 'check' | 'guestMessagesPerDay'>,
 ): Promise<{ maxBodyBytes: number }> {
   if (action === 'chat.message') await budget?.check(user.userId);
   if (!user.guest) return { maxBodyBytes: FULL_UPLOAD_BYTES };
@@ -58,9 +58,10 @@ export async function admitAgentAction(
     throw new AppError(403, 'GUEST_LIMITED', `Guests cannot use the messenger integration. ${upgradeHint}`);
   }
   if (action === 'chat.message') {
-    await rateLimits.consume('guest.chat.daily', user.userId).catch((error: unknown) => {
+    const perDay = await budget?.guestMessagesPerDay(user.userId);
+    await rateLimits.consume('guest.chat.daily', user.userId, undefined, perDay).catch((error: unknown) => {
       if (error instanceof AppError && error.status === 429) {
-        throw new AppError(429, 'GUEST_QUOTA', `Guests may send ${GUEST_DAILY_MESSAGES} messages a day. ${upgradeHint}`, error.headers);
+        throw new AppError(429, 'GUEST_QUOTA', `Guests may send ${perDay ?? GUEST_DAILY_MESSAGES} messages a day. ${upgradeHint}`, error.headers);
       }
       throw error;
     });
@@ -69,6 +70,10 @@ export async function admitAgentAction(
 }
 
 /** The REST proxy's entry: the action from method and path. */
-export function admitAgentRequest(request: AgentRequest, rateLimits: RateLimits, budget?: Pick<ModelBudget, 'check'>): Promise<{ maxBodyBytes: number }> {
+export function admitAgentRequest(
+  request: AgentRequest,
+  rateLimits: RateLimits,
+  budget?: Pick<ModelBudget, 'check' | 'guestMessagesPerDay'>,
+): Promise<{ maxBodyBytes: number }> {
   return admitAgentAction(restAgentAction(request.method, request.path), request, rateLimits, budget);
 }

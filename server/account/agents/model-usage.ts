@@ -103,6 +103,13 @@ export interface Reservation {
   settle(usage: TokenUsage): Promise<void>;
 }
 
+export interface BudgetUser {
+  guest: boolean;
+  dailyTokens?: number | null | undefined;
+  /** A guest's daily chat messages when an operator set them (guest-policy.ts); null: the default. */
+  guestMessagesPerDay?: number | null | undefined;
+}
+
 export class ModelBudget {
   /** Tokens held by calls in flight on this instance, per scope and day (`scope|day`). */
   private readonly held = new Map<string, number>();
@@ -112,7 +119,8 @@ export class ModelBudget {
   constructor(
     private readonly sql: HotSql,
     private readonly limits: BudgetLimits,
-    private readonly isGuest: (userId: string) => Promise<boolean>,
+    /** Whether the user is a guest, and their own daily ceiling when an operator set one (admin/users.ts; null: the default). */
+    private readonly budgetUser: (userId: string) => Promise<BudgetUser>,
     private readonly onRecord?: (usage: TokenUsage, guest: boolean) => void,
     private readonly clock: () => Date = () => new Date(),
   ) {}
@@ -125,7 +133,7 @@ export class ModelBudget {
   /** Today's usage and ceiling of one user. */
   async status(userId: string): Promise<BudgetStatus> {
     const now = this.clock();
-    const limit = (await this.isGuest(userId)) ? this.limits.guest : this.limits.account;
+    const limit = this.ownLimit(await this.budgetUser(userId));
     return { used: await this.used(userId, dayOf(now)), limit: limit || null, resets_at: nextMidnight(now).toISOString() };
   }
 
@@ -137,7 +145,7 @@ export class ModelBudget {
   async check(userId: string): Promise<void> {
     const now = this.clock();
     const day = dayOf(now);
-    for (const { scope, limit } of this.scopes(userId, await this.isGuest(userId))) {
+    for (const { scope, limit } of this.scopes(userId, await this.budgetUser(userId))) {
       if ((await this.used(scope, day)) >= limit) throw spent(scope, now);
     }
   }
@@ -150,8 +158,9 @@ export class ModelBudget {
   async reserve(userId: string, tokens: number): Promise<Reservation> {
     const now = this.clock();
     const day = dayOf(now);
-    const guest = await this.isGuest(userId);
-    const scopes = this.scopes(userId, guest).map((entry) => ({ ...entry, key: `${entry.scope}|${day}` }));
+    const user = await this.budgetUser(userId);
+    const { guest } = user;
+    const scopes = this.scopes(userId, user).map((entry) => ({ ...entry, key: `${entry.scope}|${day}` }));
     await this.oneAtATime(
       scopes.map(({ key }) => key),
       async () => {
@@ -184,8 +193,19 @@ export class ModelBudget {
   }
 
   /** The ceilings that apply to a user's calls: their own, and all guests' for a guest. */
-  private scopes(userId: string, guest: boolean): Array<{ scope: string; limit: number }> {
-    const own = guest ? this.limits.guest : this.limits.account;
+  /** A guest's own daily message allowance, when an operator set one. */
+  async guestMessagesPerDay(userId: string): Promise<number | null> {
+    return (await this.budgetUser(userId)).guestMessagesPerDay ?? null;
+  }
+
+  /** The user's own daily ceiling (0: none): the operator's override, else the default for their kind. */
+  private ownLimit(user: BudgetUser): number {
+    return user.dailyTokens ?? (user.guest ? this.limits.guest : this.limits.account);
+  }
+
+  private scopes(userId: string, user: BudgetUser): Array<{ scope: string; limit: number }> {
+    const { guest } = user;
+    const own = this.ownLimit(user);
     return [...(own ? [{ scope: userId, limit: own }] : []), ...(guest && this.limits.guestsTotal ? [{ scope: GUESTS, limit: this.limits.guestsTotal }] : [])];
   }
 
@@ -204,7 +224,9 @@ export class ModelBudget {
   /** `guest`: known by the caller, else looked up; `day`: the day the call was admitted on (default today). */
   async record(userId: string, usage: TokenUsage, guest?: boolean, day = dayOf(this.clock())): Promise<void> {
     if (usage.tokensIn === 0 && usage.tokensOut === 0) return;
-    guest ??= await this.isGuest(userId);
+    // The user's own ceiling (an operator's override included) decides when `budget.exceeded` is due.
+    const user = await this.budgetUser(userId);
+    guest ??= user.guest;
     const spentNow = usage.tokensIn + usage.tokensOut;
     const now = this.clock();
     // The call whose usage takes a scope from under its ceiling to it also writes the
@@ -229,7 +251,7 @@ export class ModelBudget {
         )
         INSERT INTO webhook_deliveries (id, event_id, endpoint_id, state, attempts, next_attempt_at, created_at)
         SELECT gen_random_uuid(), c.id, h.id, 'pending', 0, ${now}, ${now} FROM crossed AS c CROSS JOIN hooked AS h`;
-    await Promise.all([add(userId, guest ? this.limits.guest : this.limits.account), ...(guest ? [add(GUESTS, this.limits.guestsTotal)] : [])]);
+    await Promise.all([add(userId, this.ownLimit({ ...user, guest })), ...(guest ? [add(GUESTS, this.limits.guestsTotal)] : [])]);
     this.onRecord?.(usage, guest);
   }
 }

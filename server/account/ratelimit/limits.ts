@@ -73,7 +73,7 @@ export interface RateLimitOptions {
 export type SetHeader = (name: string, value: string) => void;
 
 export class RateLimits {
-  private readonly limiters = new Map<RateLimitName, RateLimiterAbstract>();
+  private readonly limiters = new Map<string, RateLimiterAbstract>();
   private readonly redis: Redis | undefined;
   private readonly multiplier: number;
   private readonly ipv6Subnet: number;
@@ -101,14 +101,16 @@ export class RateLimits {
     return (this.configured[name] ?? RATE_LIMITS[name]) * this.multiplier;
   }
 
-  private limiter(name: RateLimitName): RateLimiterAbstract {
-    let limiter = this.limiters.get(name);
+  /** `points`: a per-user allowance that replaces the limit (an operator's override, admin/users.ts); same counters in Redis. */
+  private limiter(name: RateLimitName, points?: number): RateLimiterAbstract {
+    const cacheKey = points === undefined ? name : `${name}|${points}`;
+    let limiter = this.limiters.get(cacheKey);
     if (!limiter) {
-      const options = { points: this.limit(name), duration: WINDOW_SECONDS[name] ?? 60, keyPrefix: `${this.prefix}:${name}` };
+      const options = { points: points ?? this.limit(name), duration: WINDOW_SECONDS[name] ?? 60, keyPrefix: `${this.prefix}:${name}` };
       limiter = this.redis
         ? new RateLimiterRedis({ ...options, storeClient: this.redis, insuranceLimiter: new RateLimiterMemory(options) })
         : new RateLimiterMemory(options);
-      this.limiters.set(name, limiter);
+      this.limiters.set(cacheKey, limiter);
     }
     return limiter;
   }
@@ -119,16 +121,21 @@ export class RateLimits {
     return Math.max(0, this.limit(name) - (used?.consumedPoints ?? 0));
   }
 
-  /** Counts one request; over the limit → 429 with Retry-After. Sets RateLimit-* headers either way. */
-  async consume(name: RateLimitName, key: string, setHeader?: SetHeader): Promise<void> {
-    const limit = this.limit(name);
+  /**
+   * Counts one request; over the limit → 429 with Retry-After. Sets RateLimit-* headers either way.
+   * `limitOverride`: this key's own limit instead of the configured one (not scaled by RATE_LIMIT_MULTIPLIER).
+   */
+  async consume(name: RateLimitName, key: string, setHeader?: SetHeader, limitOverride?: number | null): Promise<void> {
+    const override = limitOverride ?? undefined;
+    const limit = override ?? this.limit(name);
     const headers = (res: RateLimiterRes) => ({
       'RateLimit-Limit': String(limit),
       'RateLimit-Remaining': String(Math.max(0, res.remainingPoints)),
       'RateLimit-Reset': String(Math.ceil(res.msBeforeNext / 1000)),
     });
     try {
-      const res = await this.limiter(name).consume(key);
+      if (limit === 0) throw new RateLimiterRes(0, 24 * 60 * 60 * 1000, 0);
+      const res = await this.limiter(name, override).consume(key);
       if (setHeader) for (const [header, value] of Object.entries(headers(res))) setHeader(header, value);
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;

@@ -20,7 +20,22 @@ export interface AgentProvisioner {
   stats?(): AgentStats;
   /** The user's account is being deleted: stop its agent and delete its workspace, or hand a shared one back. */
   deleteAgentOf(userId: string): Promise<void>;
+  /** An operator's stop (admin API, a ban): stop the user's agent if it runs; its next use starts it again. False: nothing ran here. */
+  stopAgentOf?(userId: string): Promise<boolean>;
+  /** The agents running here, for operators (admin API); absent where this service does not run them. */
+  listRunning?(): RunningAgentInfo[];
   close(): Promise<void>;
+}
+
+export interface RunningAgentInfo {
+  agentId: string;
+  name: string;
+  userId: string | null;
+  url: string;
+  secret: string;
+  pid: number | undefined;
+  startedAt: Date;
+  lastUsedAt: Date;
 }
 
 export interface AgentStats {

@@ -20,6 +20,7 @@ import { isUniqueViolation, type HotSql } from '../../hot-sql.js';
 import type { RateLimits } from '../../ratelimit/limits.js';
 import { claimNewGuest, type NewGuestClaim } from '../../ratelimit/policy.js';
 import { REFRESH_TTL_SECONDS } from '../../tokens/jwt.js';
+import { signInRefusal } from '../../admin/bans.js';
 
 export interface GuestSession {
   userId: string;
@@ -35,9 +36,10 @@ export interface GuestSession {
 async function attempt(sql: HotSql, deviceId: string, now: Date, create: boolean): Promise<GuestSession | undefined> {
   const sessionId = randomUUID();
   const expiresAt = new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
-  const rows = await sql<{ user_id: string; is_guest: boolean; created: boolean }>`
+  const rows = await sql<{ user_id: string; is_guest: boolean; created: boolean; opened: boolean }>`
     WITH existing AS (
-      SELECT u.id, u.is_guest FROM identities AS i JOIN users AS u ON u.id = i.user_id
+      SELECT u.id, u.is_guest, (u.banned_at IS NOT NULL AND (u.banned_until IS NULL OR u.banned_until > ${now})) AS banned
+        FROM identities AS i JOIN users AS u ON u.id = i.user_id
        WHERE i.provider = 'guest' AND i.subject = ${deviceId}
     ), new_user AS (
       INSERT INTO users (id, is_guest, created_at, updated_at)
@@ -48,12 +50,12 @@ async function attempt(sql: HotSql, deviceId: string, now: Date, create: boolean
       SELECT ${randomUUID()}::uuid, id, 'guest', ${deviceId}, false, ${now} FROM new_user
       RETURNING user_id
     ), target AS (
-      SELECT id, is_guest, false AS created FROM existing
+      SELECT id, is_guest, false AS created, banned FROM existing
       UNION ALL
-      SELECT nu.id, nu.is_guest, true FROM new_user AS nu JOIN new_identity AS ni ON ni.user_id = nu.id
+      SELECT nu.id, nu.is_guest, true, false FROM new_user AS nu JOIN new_identity AS ni ON ni.user_id = nu.id
     ), opened AS (
       INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
-      SELECT ${sessionId}::uuid, id, 0, ${now}, ${expiresAt}, ${now} FROM target
+      SELECT ${sessionId}::uuid, id, 0, ${now}, ${expiresAt}, ${now} FROM target WHERE NOT banned
       RETURNING user_id
     ), hooked AS (
       SELECT id FROM webhook_endpoints
@@ -66,13 +68,17 @@ async function attempt(sql: HotSql, deviceId: string, now: Date, create: boolean
     ), created_deliveries AS (
       INSERT INTO webhook_deliveries (id, event_id, endpoint_id, state, attempts, next_attempt_at, created_at)
       SELECT gen_random_uuid(), e.id, h.id, 'pending', 0, ${now}, ${now} FROM created_event AS e CROSS JOIN hooked AS h
+    ), touched AS (
+      UPDATE users SET last_active_at = ${now} WHERE id IN (SELECT user_id FROM opened)
     )
-    SELECT t.id AS user_id, t.is_guest, t.created FROM target AS t JOIN opened AS o ON o.user_id = t.id`;
+    SELECT t.id AS user_id, t.is_guest, t.created, o.user_id IS NOT NULL AS opened FROM target AS t LEFT JOIN opened AS o ON o.user_id = t.id`;
   const row = rows[0];
   if (!row) {
     if (create) throw new Error('guest sign-in opened no session');
     return undefined;
   }
+  // A banned guest (admin/bans.ts): 403 USER_BANNED with the ban's end.
+  if (!row.opened) throw await signInRefusal({ sql }, row.user_id, now);
   return { userId: row.user_id, sessionId, guest: row.is_guest, generation: 0, created: row.created };
 }
 

@@ -17,7 +17,7 @@ import type { AgentLauncher } from './launcher.js';
 import { agentFetch, releaseAgentConnections } from '../../transport.js';
 import { agentClient } from '../../client.js';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
-import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats } from '../provisioner.js';
+import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats, type RunningAgentInfo } from '../provisioner.js';
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const agent = agentFetch(url);
@@ -341,6 +341,31 @@ export class LocalProvisioner implements AgentProvisioner {
     let starting = this.reserved;
     for (const running of this.running.values()) if (!running.ready) starting++;
     return { running: this.running.size, starting, evicted: this.evicted, crashed: this.crashed };
+  }
+
+  async stopAgentOf(userId: string): Promise<boolean> {
+    await this.starting.get(userId)?.catch(() => undefined);
+    const agent = await this.registry.forUser(userId);
+    if (!agent) return false;
+    clearTimeout(this.restarts.get(agent.id)?.timer);
+    this.restarts.delete(agent.id);
+    const running = this.running.get(agent.id);
+    if (running) await this.stop(agent.id, running);
+    this.log.info({ agent: agent.name, wasRunning: running !== undefined }, 'agent stopped by an operator');
+    return running !== undefined;
+  }
+
+  listRunning(): RunningAgentInfo[] {
+    return [...this.running].map(([agentId, r]) => ({
+      agentId,
+      name: r.agent.name,
+      userId: r.agent.userId,
+      url: r.url,
+      secret: r.agent.secret,
+      pid: r.child.pid,
+      startedAt: new Date(r.startedAt),
+      lastUsedAt: new Date(r.lastUsed),
+    }));
   }
 
   async deleteAgentOf(userId: string): Promise<void> {

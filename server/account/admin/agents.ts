@@ -1,0 +1,83 @@
+/**
+ * Operators' view of the agents (docs/admin.md, "Agents"): the ones running on this instance with
+ * their memory and runs in flight, stop and restart, and model usage per user per day.
+ */
+import { readFile } from 'node:fs/promises';
+import { notFound } from '../../common/errors.js';
+import { agentClient } from '../agents/client.js';
+import type { AccountServices } from '../services.js';
+import { utc } from '../users/account.js';
+import type { AdminCaller } from './access.js';
+import { recordAudit } from './audit.js';
+
+type Services = Pick<AccountServices, 'store' | 'agents'>;
+
+/** Resident memory of a process (Linux), or null. */
+async function residentBytes(pid: number | undefined): Promise<number | null> {
+  if (!pid) return null;
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What the agent says is in flight (chat and subagent runs), or null when it does not answer within 2 s. */
+async function runsInFlight(url: string, secret: string): Promise<number | null> {
+  try {
+    const report = await agentClient({ url, secret }).health.lifecycle.query(undefined, { signal: AbortSignal.timeout(2_000) });
+    return report.activity.chat_runs + report.activity.subagent_runs;
+  } catch {
+    return null;
+  }
+}
+
+export async function listRunningAgents(services: Services) {
+  const running = services.agents.provisioner.listRunning?.() ?? [];
+  return Promise.all(
+    running.map(async (agent) => ({
+      user_id: agent.userId,
+      name: agent.name,
+      since: utc(agent.startedAt),
+      memory_bytes: await residentBytes(agent.pid),
+      last_activity_at: utc(agent.lastUsedAt),
+      runs_in_flight: await runsInFlight(agent.url, agent.secret),
+    })),
+  );
+}
+
+/** Stops the user's agent (`restart`: and starts it again at once). */
+export async function stopAgent(services: Services, caller: AdminCaller, userId: string, restart: boolean): Promise<void> {
+  const { provisioner } = services.agents;
+  const agent = await services.store.db.agent.findUnique({ where: { userId }, select: { id: true, name: true } });
+  if (!agent || !provisioner.stopAgentOf) throw notFound('This user has no agent this service runs', 'AGENT_NOT_FOUND');
+  const wasRunning = await provisioner.stopAgentOf(userId);
+  if (restart) await provisioner.agentFor(userId);
+  await recordAudit(services.store.db, {
+    actor: caller.actor,
+    action: restart ? 'agent.restart' : 'agent.stop',
+    target: { type: 'user', id: userId },
+    ip: caller.ip,
+    before: { agent: agent.name, running: wasRunning },
+    after: { running: restart },
+  });
+}
+
+/** Model tokens per user per day, newest first (messages and uploads are not counted per day yet: null). */
+export async function usagePerDay(services: Services, userId: string | undefined, days: number, now = new Date()) {
+  const since = new Date(now.getTime() - (days - 1) * 24 * 60 * 60 * 1000).toISOString().slice(0, 10);
+  const rows = await services.store.db.modelUsage.findMany({
+    where: { day: { gte: since }, ...(userId ? { scope: userId } : { scope: { not: 'guests' } }) },
+    orderBy: [{ day: 'desc' }, { scope: 'asc' }],
+    take: 5000,
+  });
+  return rows.map((row) => ({
+    user_id: row.scope,
+    day: row.day,
+    tokens_in: Number(row.tokensIn),
+    tokens_out: Number(row.tokensOut),
+    messages: null,
+    uploads: null,
+  }));
+}
