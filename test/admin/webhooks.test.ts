@@ -63,7 +63,7 @@ describe('webhooks', () => {
     api = adminApi(account);
     admin = await api.newAdmin();
     key = (await api.newKey(admin, ['webhooks:write'])).headers;
-  });
+  }, 120_000);
   afterAll(async () => {
     await Promise.all(receivers.map((r) => r.close()));
     await account?.stop();
@@ -210,7 +210,7 @@ describe('webhook endpoints on non-public addresses (WEBHOOK_ALLOW_PRIVATE unset
     api = adminApi(account);
     key = (await api.newKey(await api.newAdmin(), ['webhooks:write'])).headers;
     receiver = await startWebhookReceiver();
-  });
+  }, 120_000);
   afterAll(async () => {
     await receiver?.close();
     await account?.stop();
