@@ -77,7 +77,9 @@ export class WebhookWorker {
     this.leaseMs = options.timeoutMs * 2 + 5_000;
   }
 
+  /** Starts delivering (again, after `close`: the benchmark pauses it to price the outbox alone). */
   start(): void {
+    this.closed = false;
     this.schedule(0);
   }
 
