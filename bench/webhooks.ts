@@ -25,13 +25,13 @@ import { adminApi } from '../test/support/admin-api.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const kind = (await postgresReachable()) ? 'postgres' : 'pglite';
 
-const arrivals: Array<{ at: number; timestamp: string }> = [];
+const arrivals: Array<{ at: number; timestamp: string; path: string }> = [];
 const receiver = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const at = Date.now();
-    arrivals.push({ at, timestamp: (JSON.parse(Buffer.concat(chunks).toString()) as { timestamp: string }).timestamp });
+    arrivals.push({ at, path: req.url ?? '', timestamp: (JSON.parse(Buffer.concat(chunks).toString()) as { timestamp: string }).timestamp });
     res.end('ok');
   });
 });
@@ -60,11 +60,16 @@ async function signUps(seconds: number): Promise<number> {
 }
 
 let endpointId: string | undefined;
+let endpointPath = '';
+let endpoints = 0;
 async function withEndpoint(on: boolean): Promise<void> {
   if (on && !endpointId) {
-    endpointId = (await api.json<{ id: string }>(await api.post('/admin/webhooks', { url: receiverUrl, event_types: ['user.created'] }, key))).id;
+    endpointPath = `/hook/${++endpoints}`;
+    const url = receiverUrl.replace('/hook', endpointPath);
+    endpointId = (await api.json<{ id: string }>(await api.post('/admin/webhooks', { url, event_types: ['user.created'] }, key))).id;
   } else if (!on && endpointId) {
-    await api.del(`/admin/webhooks/${endpointId}`, key);
+    const res = await api.del(`/admin/webhooks/${endpointId}`, key);
+    if (res.status !== 204) throw new Error(`removing the endpoint answered ${res.status}`);
     endpointId = undefined;
   }
 }
@@ -95,8 +100,12 @@ for (let i = 0; i < LAG_SIGN_UPS; i++) {
   });
   await new Promise((r) => setTimeout(r, Math.max(0, 1000 / 30 - (Date.now() - started))));
 }
-for (const deadline = Date.now() + 30_000; arrivals.length < LAG_SIGN_UPS && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
-const lags = arrivals.map((a) => a.at - Date.parse(a.timestamp)).sort((a, b) => a - b);
+for (const deadline = Date.now() + 30_000; arrivals.filter((a) => a.path === endpointPath).length < LAG_SIGN_UPS && Date.now() < deadline; )
+  await new Promise((r) => setTimeout(r, 50));
+const lags = arrivals
+  .filter((a) => a.path === endpointPath)
+  .map((a) => a.at - Date.parse(a.timestamp))
+  .sort((a, b) => a - b);
 const pct = (p: number) => lags[Math.min(lags.length - 1, Math.ceil((p / 100) * lags.length) - 1)] ?? Number.NaN;
 
 console.log(`store: ${kind}, ${SECONDS} s per run, 16 connections`);

@@ -79,6 +79,7 @@ export class WebhookWorker {
 
   /** Starts delivering (again, after `close`: the benchmark pauses it to price the outbox alone). */
   start(): void {
+    if (!this.closed && (this.timer || this.running)) return;
     this.closed = false;
     this.schedule(0);
   }
