@@ -61,7 +61,7 @@ async function signUps(seconds: number): Promise<number> {
       },
     ],
   });
-  if (result.non2xx) throw new Error(`${result.non2xx} sign-ups failed: ${JSON.stringify(result.statusCodeStats)}`);
+  if (result.non2xx) throw new Error(`${result.non2xx} sign-ups failed: ${JSON.stringify((result as { statusCodeStats?: unknown }).statusCodeStats)}`);
   return result.requests.average;
 }
 
