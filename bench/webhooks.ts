@@ -44,6 +44,7 @@ const account = await startTestAccount(kind, {
   LOG_LEVEL: 'warn',
   GUEST_SIGNUPS_PER_HOUR: '100000000',
   GUEST_SIGNUPS_PER_DAY: '1000000',
+  RATE_LIMIT_MULTIPLIER: '100000',
 });
 const api = adminApi(account);
 const key = (await api.newKey(await api.newAdmin(), ['webhooks:write'])).headers;
