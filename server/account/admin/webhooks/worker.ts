@@ -137,7 +137,9 @@ export class WebhookWorker {
       RETURNING d.id::text, d.attempts, e.id::text AS event_id, e.type, e.data::text AS data,
                 to_char(e.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS event_at, p.id::text AS endpoint_id, p.url, p.secret_sealed,
                 CASE WHEN p.previous_secret_expires_at > ${now} THEN p.previous_secret_sealed END AS previous_secret_sealed`;
-    await Promise.all(claimed.map((delivery) => this.send(delivery, token)));
+    // One delivery's failure to record (the store went away) must not hide the others'.
+    const outcomes = await Promise.allSettled(claimed.map((delivery) => this.send(delivery, token)));
+    for (const outcome of outcomes) if (outcome.status === 'rejected') this.log.warn({ err: outcome.reason }, 'recording a webhook attempt failed');
     return claimed.length;
   }
 
@@ -160,12 +162,14 @@ export class WebhookWorker {
   private async record(delivery: Claimed, token: string, result: AttemptResult, now = new Date()): Promise<void> {
     const next = result.ok ? null : this.nextAttemptAt(delivery.attempts, now);
     const state = result.ok ? 'delivered' : next ? 'pending' : 'failed';
-    // The attempt is logged whatever happened meanwhile; the delivery changes only while this
-    // claim holds (a resend in between took it back).
+    // The attempt is logged whatever happened meanwhile (unless its endpoint was removed, taking
+    // the delivery with it); the delivery changes only while this claim holds (a resend in
+    // between took it back).
     await this.sql`
       WITH logged AS (
         INSERT INTO webhook_attempts (id, delivery_id, at, status, latency_ms, response, error)
-        VALUES (gen_random_uuid(), ${delivery.id}::uuid, ${now}, ${result.status}::int, ${result.latencyMs}, ${result.response.replaceAll('\u0000', '')}, ${result.error})
+        SELECT gen_random_uuid(), id, ${now}, ${result.status}::int, ${result.latencyMs}, ${result.response.replaceAll('\u0000', '')}, ${result.error}
+          FROM webhook_deliveries WHERE id = ${delivery.id}::uuid
       ), settled AS (
         UPDATE webhook_deliveries
            SET state = ${state}, next_attempt_at = coalesce(${next}::timestamp, next_attempt_at),
