@@ -312,6 +312,17 @@ export const accountEnv = z.object({
       '`unverified`: an account created by a wallet is on guest terms (counted under `GUEST_SIGNUPS_PER_*`, guest quotas and budgets) until a verified e-mail or a provider account is linked; `full`: a wallet vouches for a full account (a fresh key is one, so only where accounts cost nothing worth abusing). Applies to accounts created, and guests upgraded, while it is set ([security](security.md#accounts-nothing-vouches-for))',
     ),
 
+  WEBHOOK_ALLOW_PRIVATE: optionalString
+    .pipe(z.enum(['0', '1']).optional())
+    .describe(
+      '`1` lets webhook endpoints be on loopback, private, link-local and other non-public addresses. Unsafe: whoever may register an endpoint (an admin, an API key with `webhooks:write`) can then make this service send requests into its own network; for tests and closed networks only',
+    ),
+  WEBHOOK_POLL: z
+    .preprocess((v) => (v === '' || v === undefined ? 0.5 : v), z.coerce.number().min(0.01).max(60))
+    .describe("seconds between the webhook delivery worker's looks for due deliveries (on each instance)"),
+  WEBHOOK_TIMEOUT: z
+    .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.1).max(300))
+    .describe('seconds a webhook endpoint has to answer one delivery attempt; a delivery whose instance died is sent again after twice this plus 5 s'),
   ADMIN_EMAILS: optionalString.meta({
     description:
       'comma-separated e-mail addresses: an account whose verified address is listed becomes an admin at start and whenever it signs up or in (docs/admin.md); removing an address does not demote (use `npm run admin -- revoke`)',
@@ -452,6 +463,13 @@ const schema = accountEnv
       metricsToken: env.METRICS_TOKEN,
       /** Set: every request is traced and exported over OTLP/HTTP (common/tracing.ts). */
       otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
+      /** The webhook delivery worker (admin/webhooks/worker.ts); `retryDelaysMs` unset: its default schedule. */
+      webhooks: {
+        allowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
+        pollMs: env.WEBHOOK_POLL * 1000,
+        timeoutMs: env.WEBHOOK_TIMEOUT * 1000,
+        retryDelaysMs: undefined as number[] | undefined,
+      },
       logLevel: env.LOG_LEVEL,
       logPretty: env.LOG_PRETTY === '1',
       oauth: oauthConfig(env),

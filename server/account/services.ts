@@ -9,6 +9,9 @@ import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
 import { AgentLauncher } from './agents/provisioners/local/launcher.js';
+import { emitEvent } from './admin/webhooks/outbox.js';
+import { WebhookWorker } from './admin/webhooks/worker.js';
+import type { SecretBox } from './agents/secrets.js';
 import { AdminAccess } from './admin/access.js';
 import { promoteAdminEmails } from './admin/roles.js';
 import { AuthMetrics } from './auth-metrics.js';
@@ -80,6 +83,8 @@ export interface AccountServices {
   localAgentsScrape: LocalAgentsScrape;
   /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
   modelBudget: ModelBudget;
+  /** Webhook endpoints' secrets are sealed with `box`; `worker` delivers the outbox (admin/webhooks/). */
+  webhooks: { worker: WebhookWorker; box: SecretBox; allowPrivate: boolean };
   /** The hourly sweep of abandoned guests (users/retention.ts); unset with GUEST_RETENTION_DAYS=0. */
   guestRetention?: GuestRetention;
   close(): Promise<void>;
@@ -172,6 +177,13 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
           onColdStart: (seconds) => agentMetrics.coldStart(seconds),
           warmPool: { size: config.agentWarmPool, workspaceQuotaMb: config.workspaceQuotaMb.guest },
+
+          // A crash changes no row: its event is a statement of its own (admin/webhooks/outbox.ts).
+          onCrash: (userId, exit) => {
+            emitEvent(store.db, { type: 'agent.crashed', data: { user_id: userId, exit_code: exit.code, signal: exit.signal } }).catch((error: unknown) =>
+              log.warn({ err: error }, 'writing the agent.crashed webhook event failed'),
+            );
+          },
         });
   agentMetrics.watch(provisioner);
   // A returning user's sleeping agent starts at sign-in, a new one's comes from the warm pool: ready before the first message.
@@ -201,6 +213,30 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const guestRetention =
     config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
   guestRetention?.start();
+  const webhookAttempts = new Counter({
+    name: 'webhook_attempts_total',
+    help: 'Webhook delivery attempts, by outcome (delivered, failed: an error answer or none)',
+    labelNames: ['outcome'],
+    registers: [metrics.registry],
+  });
+  const webhookLag = new Histogram({
+    name: 'webhook_delivery_lag_seconds',
+    help: 'From an event to the answer of its successful delivery',
+    buckets: [0.1, 0.25, 0.5, 1, 2, 5, 30, 300, 3600, 86_400],
+    registers: [metrics.registry],
+  });
+  const webhookWorker = new WebhookWorker(store.sql, box, log, {
+    pollMs: config.webhooks.pollMs,
+    timeoutMs: config.webhooks.timeoutMs,
+    allowPrivate: config.webhooks.allowPrivate,
+    retryDelaysMs: config.webhooks.retryDelaysMs,
+    onAttempt: (result, eventAt) => {
+      webhookAttempts.inc({ outcome: result.ok ? 'delivered' : 'failed' });
+      if (result.ok) webhookLag.observe((Date.now() - eventAt.getTime()) / 1000);
+    },
+  });
+  webhookWorker.start();
+  if (config.webhooks.allowPrivate) log.warn('WEBHOOK_ALLOW_PRIVATE=1: webhook endpoints may be on loopback and private addresses (unsafe outside tests)');
   const shutdown = new AbortController();
   return {
     config,
@@ -226,6 +262,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
     walletRpc: config.rpcUrl ? new JsonRpcClient(config.rpcUrl) : undefined,
     guestRetention,
+    webhooks: { worker: webhookWorker, box, allowPrivate: config.webhooks.allowPrivate },
     async stopAgents() {
       await wakes?.close();
       await provisioner.close();
@@ -234,6 +271,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
       await wakes?.close();
       clearInterval(pruning);
       await guestRetention?.stop();
+      await webhookWorker.close();
       await provisioner.close();
       await tokens.close();
       await mail.close();

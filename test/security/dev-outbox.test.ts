@@ -47,7 +47,7 @@ describe('the development outbox', () => {
         },
       }),
     );
-    account = await startTestAccount('pglite', { DEV_OUTBOX: '1', HOST: '0.0.0.0', LOG_LEVEL: 'info' }, log);
+    account = await startTestAccount('pglite', { DEV_OUTBOX: '1', HOST: '0.0.0.0', LOG_LEVEL: 'info' }, { log });
     port = Number(new URL(account.url).port);
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/auth/login/email`, {
       method: 'POST',

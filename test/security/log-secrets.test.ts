@@ -60,7 +60,7 @@ describe('secrets never reach the logs', () => {
 
   beforeAll(async () => {
     [account, agent] = await Promise.all([
-      startTestAccount('pglite', { LOG_LEVEL: 'info' }, accountLog.log),
+      startTestAccount('pglite', { LOG_LEVEL: 'info' }, { log: accountLog.log }),
       startTestAgent({ LOG_LEVEL: 'info' }, agentLog.log),
     ]);
   });

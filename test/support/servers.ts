@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startAccount, type RunningAccount } from '../../server/account/app.js';
-import { loadAccountConfig } from '../../server/account/config.js';
+import { loadAccountConfig, type AccountConfig } from '../../server/account/config.js';
 import { startAgent, type RunningAgent } from '../../server/agent/app.js';
 import { loadAgentConfig } from '../../server/agent/config.js';
 import { createTestDatabase } from './postgres.js';
@@ -62,7 +62,12 @@ export interface TestAccount extends RunningAccount {
   stop(): Promise<void>;
 }
 
-export async function startTestAccount(kind: 'pglite' | 'postgres' = 'pglite', env: Record<string, string> = {}, log?: Logger): Promise<TestAccount> {
+/** `log` receives the service's log lines; `configure` changes what no variable sets (the webhook retry schedule, say) before it starts. */
+export async function startTestAccount(
+  kind: 'pglite' | 'postgres' = 'pglite',
+  env: Record<string, string> = {},
+  options: { log?: Logger; configure?: (config: AccountConfig) => void } = {},
+): Promise<TestAccount> {
   const dataDir = await tempDir('account-data');
   const database = kind === 'postgres' ? await createTestDatabase() : undefined;
   const port = String(await freePort());
@@ -79,7 +84,8 @@ export async function startTestAccount(kind: 'pglite' | 'postgres' = 'pglite', e
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...env,
   });
-  const account = await startAccount(config, log);
+  options.configure?.(config);
+  const account = await startAccount(config, options.log);
   return {
     ...account,
     dataDir,

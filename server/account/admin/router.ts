@@ -33,6 +33,7 @@ import {
 import { apiKeyView, auditView } from './views.js';
 import { banUser, deleteUser, inviteUser, listUsers, patchUser, revokeUserSessions, selfActionRefused, unbanUser, userDetail } from './users.js';
 import { listRunningAgents, stopAgent, usagePerDay } from './agents.js';
+import { webhooksRouter } from './webhooks/router.js';
 
 /** What every admin route can answer besides the token's own 401s (access.ts). */
 export const REFUSALS = ['FORBIDDEN', 'INVALID_API_KEY'] as const satisfies ErrorCode[];
@@ -268,4 +269,5 @@ export const adminRouter = router({
   keys: keysRouter,
   roles: rolesRouter,
   audit: auditRouter,
+  webhooks: webhooksRouter,
 });

@@ -14,6 +14,8 @@ import { removeUser } from '../users/delete.js';
 import { onGuestTerms } from '../users/identities.js';
 import type { AdminCaller } from './access.js';
 import { recordAudit } from './audit.js';
+import { sessionRevoked } from '../tokens/sessions.js';
+import { emitEvent } from './webhooks/outbox.js';
 import { isBanned } from './bans.js';
 import { utcOrNull } from './views.js';
 import { utc } from '../users/account.js';
@@ -183,6 +185,7 @@ export async function inviteUser(services: Services, caller: AdminCaller, email:
       },
       select: summarySelect,
     });
+    await emitEvent(tx, { type: 'user.created', data: { user_id: created.id, guest: false, method: 'invite' } });
     await recordAudit(tx, { actor: caller.actor, action: 'user.invite', target: { type: 'user', id: created.id }, ip: caller.ip, after: { email } });
     return created;
   });
@@ -223,10 +226,22 @@ export async function patchUser(services: Services, caller: AdminCaller, userId:
 }
 
 /** Ends every live session of the user and drops them from this instance's cache; their access tokens stop at once. */
-async function endSessions(services: Services, userId: string, now: Date): Promise<number> {
-  const { db } = services.store;
-  const live = await db.session.findMany({ where: { userId, revokedAt: null }, select: { id: true } });
-  await db.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
+async function endSessions(services: Services, userId: string, now: Date, reason: 'banned' | 'admin'): Promise<number> {
+  const live = await services.store.db.$transaction(async (tx) => {
+    const found = await tx.session.findMany({ where: { userId, revokedAt: null }, select: { id: true } });
+    await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
+    if (found.length)
+      await emitEvent(
+        tx,
+        sessionRevoked(
+          userId,
+          found.map((s) => s.id),
+          reason,
+        ),
+        now,
+      );
+    return found;
+  });
   services.tokens.sessions.markRevoked(live.map((s) => s.id));
   return live.length;
 }
@@ -244,6 +259,7 @@ export async function banUser(services: Services, caller: AdminCaller, userId: s
     if (!before) throw noSuchUser();
     await tx.user.update({ where: { id: userId }, data: { bannedAt: now, bannedUntil: until, banReason: reason } });
     await tx.agent.updateMany({ where: { userId }, data: { nextWakeAt: null, wakeLeaseUntil: null } });
+    await emitEvent(tx, { type: 'user.banned', data: { user_id: userId, reason, expires_at: until?.toISOString() ?? null } }, now);
     await recordAudit(tx, {
       actor: caller.actor,
       action: 'user.ban',
@@ -253,7 +269,7 @@ export async function banUser(services: Services, caller: AdminCaller, userId: s
       after: { banned: true, reason, expires_at: until?.toISOString() ?? null },
     });
   });
-  await endSessions(services, userId, now);
+  await endSessions(services, userId, now, 'banned');
   await services.bots?.disconnect(userId);
   await services.agents.provisioner.stopAgentOf?.(userId);
 }
@@ -263,6 +279,7 @@ export async function unbanUser(services: Services, caller: AdminCaller, userId:
     const before = await tx.user.findUnique({ where: { id: userId }, select: { bannedAt: true, bannedUntil: true, banReason: true } });
     if (!before) throw noSuchUser();
     await tx.user.update({ where: { id: userId }, data: { bannedAt: null, bannedUntil: null, banReason: null } });
+    await emitEvent(tx, { type: 'user.unbanned', data: { user_id: userId } }, now);
     await recordAudit(tx, {
       actor: caller.actor,
       action: 'user.unban',
@@ -292,7 +309,7 @@ export async function deleteUser(services: Services, caller: AdminCaller, userId
 
 export async function revokeUserSessions(services: Services, caller: AdminCaller, userId: string, now = new Date()): Promise<number> {
   if (!(await services.store.db.user.findUnique({ where: { id: userId }, select: { id: true } }))) throw noSuchUser();
-  const ended = await endSessions(services, userId, now);
+  const ended = await endSessions(services, userId, now, 'admin');
   await recordAudit(services.store.db, {
     actor: caller.actor,
     action: 'user.revoke_sessions',

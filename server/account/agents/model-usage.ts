@@ -224,11 +224,34 @@ export class ModelBudget {
   /** `guest`: known by the caller, else looked up; `day`: the day the call was admitted on (default today). */
   async record(userId: string, usage: TokenUsage, guest?: boolean, day = dayOf(this.clock())): Promise<void> {
     if (usage.tokensIn === 0 && usage.tokensOut === 0) return;
-    guest ??= (await this.budgetUser(userId)).guest;
-    const add = (scope: string) =>
-      this.sql`INSERT INTO model_usage (scope, day, tokens_in, tokens_out) VALUES (${scope}, ${day}, ${usage.tokensIn}, ${usage.tokensOut})
-        ON CONFLICT (scope, day) DO UPDATE SET tokens_in = model_usage.tokens_in + EXCLUDED.tokens_in, tokens_out = model_usage.tokens_out + EXCLUDED.tokens_out`;
-    await Promise.all([add(userId), ...(guest ? [add(GUESTS)] : [])]);
+    // The user's own ceiling (an operator's override included) decides when `budget.exceeded` is due.
+    const user = await this.budgetUser(userId);
+    guest ??= user.guest;
+    const spentNow = usage.tokensIn + usage.tokensOut;
+    const now = this.clock();
+    // The call whose usage takes a scope from under its ceiling to it also writes the
+    // `budget.exceeded` webhook event, in the same statement (admin/webhooks/outbox.ts); of
+    // concurrent calls exactly one sees the crossing, as each adds to the row atomically.
+    const add = (scope: string, limit: number) =>
+      this.sql`
+        WITH added AS (
+          INSERT INTO model_usage (scope, day, tokens_in, tokens_out) VALUES (${scope}, ${day}, ${usage.tokensIn}, ${usage.tokensOut})
+          ON CONFLICT (scope, day) DO UPDATE SET tokens_in = model_usage.tokens_in + EXCLUDED.tokens_in, tokens_out = model_usage.tokens_out + EXCLUDED.tokens_out
+          RETURNING tokens_in + tokens_out AS used
+        ), hooked AS (
+          SELECT id FROM webhook_endpoints
+           WHERE enabled AND (cardinality(coalesce(event_types, '{}')) = 0 OR 'budget.exceeded' = ANY(event_types))
+        ), crossed AS (
+          INSERT INTO webhook_events (id, type, data, created_at)
+          SELECT gen_random_uuid(), 'budget.exceeded',
+                 jsonb_build_object('user_id', ${userId}::text, 'scope', ${scope === GUESTS ? 'guests' : 'user'}::text, 'day', ${day}::text, 'limit', ${limit}::bigint, 'used', used),
+                 ${now}
+            FROM added WHERE ${limit}::bigint > 0 AND used >= ${limit}::bigint AND used - ${spentNow}::bigint < ${limit}::bigint AND EXISTS (SELECT 1 FROM hooked)
+          RETURNING id
+        )
+        INSERT INTO webhook_deliveries (id, event_id, endpoint_id, state, attempts, next_attempt_at, created_at)
+        SELECT gen_random_uuid(), c.id, h.id, 'pending', 0, ${now}, ${now} FROM crossed AS c CROSS JOIN hooked AS h`;
+    await Promise.all([add(userId, this.ownLimit({ ...user, guest })), ...(guest ? [add(GUESTS, this.limits.guestsTotal)] : [])]);
     this.onRecord?.(usage, guest);
   }
 }

@@ -16,6 +16,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { unauthorized } from '../../common/errors.js';
+import { emitEvent } from '../admin/webhooks/outbox.js';
 import type { AccountDb, AccountStore } from '../store.js';
 import { activityRow, NO_CLIENT, type ClientInfo } from '../users/activity.js';
 import { REFRESH_TTL_SECONDS } from './jwt.js';
@@ -118,26 +119,41 @@ export async function revokeIfStolen({ db }: SessionStore, sessionId: string, ge
     // The client presenting a stolen token is not the user's: the event carries no address of it.
     await db.$transaction(async (tx) => {
       const { count } = await tx.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
-      if (count === 1)
+      if (count === 1) {
         await tx.activityEvent.create({
           data: activityRow(session.userId, { type: 'refresh_token_reused', detail: { session_id: sessionId } }, NO_CLIENT, now),
         });
+        await emitEvent(tx, sessionRevoked(session.userId, [sessionId], 'refresh_token_reused'), now);
+      }
     });
   }
   return theft;
 }
 
+/** Logout: ends one session, whoever's it is (the refresh token proved it). */
 export async function revokeSession(db: AccountDb, sessionId: string, now = new Date()): Promise<void> {
   if (!UUID.test(sessionId)) return;
-  await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
+  await db.$transaction(async (tx) => {
+    const revoked = await tx.$queryRaw<Array<{ user_id: string }>>`
+      UPDATE sessions SET revoked_at = ${now} WHERE id = ${sessionId}::uuid AND revoked_at IS NULL RETURNING user_id::text`;
+    const userId = revoked[0]?.user_id;
+    if (userId) await emitEvent(tx, sessionRevoked(userId, [sessionId], 'logout'), now);
+  });
 }
+
+/** The `session.revoked` webhook event (admin/webhooks/outbox.ts); `reason` says which path ended them. */
+export const sessionRevoked = (userId: string, sessionIds: string[], reason: string) =>
+  ({ type: 'session.revoked', data: { user_id: userId, session_ids: sessionIds, reason } }) as const;
 
 /** Ends one live session of this user (and logs it); false when the user has no such live session. */
 export async function revokeOwnSession(db: AccountDb, userId: string, sessionId: string, client: ClientInfo, now = new Date()): Promise<boolean> {
   if (!UUID.test(sessionId)) return false;
   return db.$transaction(async (tx) => {
     const { count } = await tx.session.updateMany({ where: { id: sessionId, userId, revokedAt: null, expiresAt: { gt: now } }, data: { revokedAt: now } });
-    if (count === 1) await tx.activityEvent.create({ data: activityRow(userId, { type: 'session_revoked', detail: { session_id: sessionId } }, client, now) });
+    if (count === 1) {
+      await tx.activityEvent.create({ data: activityRow(userId, { type: 'session_revoked', detail: { session_id: sessionId } }, client, now) });
+      await emitEvent(tx, sessionRevoked(userId, [sessionId], 'revoked'), now);
+    }
     return count === 1;
   });
 }
@@ -148,6 +164,16 @@ export async function revokeAllSessions(db: AccountDb, userId: string, client: C
     const live = await tx.session.findMany({ where: { userId, revokedAt: null }, select: { id: true } });
     await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     await tx.activityEvent.create({ data: activityRow(userId, { type: 'logout_all' }, client, now) });
+    if (live.length)
+      await emitEvent(
+        tx,
+        sessionRevoked(
+          userId,
+          live.map((s) => s.id),
+          'logout_all',
+        ),
+        now,
+      );
     return live.map((s) => s.id);
   });
 }

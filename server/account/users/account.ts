@@ -4,6 +4,7 @@
  * identity is simply not found (404) and nothing of theirs is touched.
  */
 import { conflict, notFound } from '../../common/errors.js';
+import { emitEvent } from '../admin/webhooks/outbox.js';
 import type { AccountDb } from '../store.js';
 import { activityRow, type ClientInfo } from './activity.js';
 import { identityLabel, onGuestTerms } from './identities.js';
@@ -74,5 +75,6 @@ export async function unlinkIdentity(db: AccountDb, userId: string, identityId: 
     }
     const detail = { method: identity.provider, label: identityLabel({ ...identity, passkeyName: identity.passkey?.name }) };
     await tx.activityEvent.create({ data: activityRow(userId, { type: 'identity_unlinked', detail }, client, now) });
+    await emitEvent(tx, { type: 'identity.unlinked', data: { user_id: userId, identity_id: identityId, method: identity.provider } }, now);
   });
 }

@@ -9,10 +9,12 @@
  * webhook (messenger/bots.ts); 3. in one transaction, the user row — identities, sessions,
  * passkeys, activity and the bot go with it (ON DELETE CASCADE) — and every row elsewhere that
  * names the person: pending e-mail codes of their addresses, wallet challenges of their
- * addresses, OAuth states and auth codes, passkey challenges, model-usage counters.
+ * addresses, OAuth states and auth codes, passkey challenges, model-usage counters; and the
+ * `user.deleted` webhook event (admin/webhooks/outbox.ts), which names nothing but the user id.
  */
 import { getAddress } from 'viem';
 import { forbidden } from '../../common/errors.js';
+import { emitEvent } from '../admin/webhooks/outbox.js';
 import type { AccountServices } from '../services.js';
 
 export const REAUTH_WINDOW_MS = 10 * 60 * 1000;
@@ -69,6 +71,7 @@ export async function removeUser(services: Pick<AccountServices, 'store' | 'toke
     // Model-usage counters are kept per user id: the id itself is personal data.
     await tx.modelUsage.deleteMany({ where: { scope: userId } });
     await tx.user.delete({ where: { id: userId } });
+    await emitEvent(tx, { type: 'user.deleted', data: { user_id: userId } }, now);
   });
 }
 

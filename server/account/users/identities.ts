@@ -12,12 +12,14 @@
  * once an identity that vouches for a person (a verified e-mail, a provider's account) is on it;
  * until then a guest (device id only) or `unverified` (a wallet, a passkey), on guest terms. The
  * tier only rises.
+ * Each change writes its webhook event in its own transaction (admin/webhooks/outbox.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { conflict, unauthorized } from '../../common/errors.js';
 import { Prisma, type AccountTier } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
+import { emitEvent } from '../admin/webhooks/outbox.js';
 import { activityRow, type ClientInfo } from './activity.js';
 
 export type IdentityProvider = 'guest' | 'email' | 'idpa' | 'idpb' | 'wallet' | 'passkey';
@@ -109,6 +111,7 @@ export async function attachIdentity(
     if (holder && holder.id !== target.id) throw identityInUse();
   }
   const identity = await tx.identity.create({ data: { ...identityData(claim, now), userId: target.id }, select: { id: true } });
+  await emitEvent(tx, { type: 'identity.linked', data: { user_id: target.id, identity_id: identity.id, method: claim.provider } }, now);
   if (claim.passkey) {
     const { credentialId, publicKey, counter, transports, name } = claim.passkey;
     await tx.passkeyCredential.create({
@@ -130,6 +133,8 @@ export async function attachIdentity(
   if (tier !== target.tier || (verifiedEmail && !target.email)) {
     await tx.user.update({ where: { id: target.id }, data: { tier, ...(verifiedEmail && !target.email ? { email: verifiedEmail } : {}) } });
   }
+  // Each step up the tiers (guest → unverified → full) is an upgrade.
+  if (tier !== target.tier) await emitEvent(tx, { type: 'user.upgraded', data: { user_id: target.id, method: claim.provider, tier } }, now);
   const label = identityLabel({ ...claim, email: claim.email ?? null, passkeyName: claim.passkey?.name });
   await tx.activityEvent.create({ data: activityRow(target.id, { type: 'identity_linked', detail: { method: claim.provider, label } }, client, now) });
   return { userId: target.id, guest: onGuestTerms(tier), created: false };
@@ -168,6 +173,7 @@ async function attempt(
       data: { tier: tierOf(claim), email: verifiedEmail ?? null, identities: { create: identityData(claim, now) } },
       select: { id: true, tier: true },
     });
+    await emitEvent(tx, { type: 'user.created', data: { user_id: user.id, guest: onGuestTerms(user.tier), tier: user.tier, method: claim.provider } }, now);
     return { userId: user.id, guest: onGuestTerms(user.tier), created: true };
   });
 }

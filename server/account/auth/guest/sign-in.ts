@@ -5,6 +5,9 @@
  * device id whose guest was upgraded no longer has an identity, so it gets a fresh guest) at one
  * round trip instead of a five-statement transaction plus a session insert.
  *
+ * A new guest's `user.created` webhook event is written by the same statement
+ * (admin/webhooks/outbox.ts says why; this is its one inlined copy, for the single round trip).
+ *
  * Two first sign-ins of one new device race on the identity's unique index: the loser's whole
  * statement rolls back (no orphan user) and its retry finds the winner's account.
  *
@@ -55,6 +58,17 @@ async function attempt(sql: HotSql, deviceId: string, now: Date, create: boolean
       INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
       SELECT ${sessionId}::uuid, id, 0, ${now}, ${expiresAt}, ${now} FROM target WHERE NOT banned
       RETURNING user_id
+    ), hooked AS (
+      SELECT id FROM webhook_endpoints
+       WHERE enabled AND (cardinality(coalesce(event_types, '{}')) = 0 OR 'user.created' = ANY(event_types))
+    ), created_event AS (
+      INSERT INTO webhook_events (id, type, data, created_at)
+      SELECT gen_random_uuid(), 'user.created', jsonb_build_object('user_id', id, 'guest', true, 'method', 'guest'), ${now}
+        FROM new_user WHERE EXISTS (SELECT 1 FROM hooked)
+      RETURNING id
+    ), created_deliveries AS (
+      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, state, attempts, next_attempt_at, created_at)
+      SELECT gen_random_uuid(), e.id, h.id, 'pending', 0, ${now}, ${now} FROM created_event AS e CROSS JOIN hooked AS h
     ), touched AS (
       UPDATE users SET last_active_at = ${now} WHERE id IN (SELECT user_id FROM opened)
     )

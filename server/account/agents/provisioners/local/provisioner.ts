@@ -99,6 +99,9 @@ export interface LocalProvisionerOptions {
    * start with (a guest's: most new users are guests; a user who would get another quota starts cold).
    */
   warmPool?: { size: number; workspaceQuotaMb?: number };
+
+  /** An exit we did not ask for (the agent is restarted after it): the `agent.crashed` webhook event. */
+  onCrash?: (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
 }
 
 /**
@@ -483,6 +486,8 @@ export class LocalProvisioner implements AgentProvisioner {
       return;
     }
     if (this.running.get(agent.id) === running) this.running.delete(agent.id);
+
+    if (agent.userId) this.options.onCrash?.(agent.userId, { code, signal });
     const state = this.restarts.get(agent.id) ?? { attempts: 0 };
     if (Date.now() - running.startedAt > 60_000) state.attempts = 0;
     const delay = Math.min(30_000, 1_000 * 2 ** state.attempts);
