@@ -225,11 +225,22 @@ export class ModelBudget {
   async record(userId: string, usage: TokenUsage, guest?: boolean, day = dayOf(this.clock())): Promise<void> {
     if (usage.tokensIn === 0 && usage.tokensOut === 0) return;
     guest ??= (await this.budgetUser(userId)).guest;
-    const add = (scope: string) =>
-      this.sql`INSERT INTO model_usage (scope, day, tokens_in, tokens_out) VALUES (${scope}, ${day}, ${usage.tokensIn}, ${usage.tokensOut})
-        ON CONFLICT (scope, day) DO UPDATE SET tokens_in = model_usage.tokens_in + EXCLUDED.tokens_in, tokens_out = model_usage.tokens_out + EXCLUDED.tokens_out`;
-    await Promise.all([add(userId), ...(guest ? [add(GUESTS)] : [])]);
+    const counts = { ...usage, messages: 0, uploads: 0 };
+    await Promise.all([this.add(userId, day, counts), ...(guest ? [this.add(GUESTS, day, counts)] : [])]);
     this.onRecord?.(usage, guest);
+  }
+
+  /** Counts one chat message or upload of the user today (the admin's usage per day); no budget applies to it. */
+  async countActivity(userId: string, kind: 'message' | 'upload'): Promise<void> {
+    await this.add(userId, dayOf(this.clock()), { tokensIn: 0, tokensOut: 0, messages: kind === 'message' ? 1 : 0, uploads: kind === 'upload' ? 1 : 0 });
+  }
+
+  /** Adds to one scope's row of the day: one upsert. */
+  private async add(scope: string, day: string, counts: TokenUsage & { messages: number; uploads: number }): Promise<void> {
+    await this.sql`INSERT INTO model_usage (scope, day, tokens_in, tokens_out, messages, uploads)
+      VALUES (${scope}, ${day}, ${counts.tokensIn}, ${counts.tokensOut}, ${counts.messages}, ${counts.uploads})
+      ON CONFLICT (scope, day) DO UPDATE SET tokens_in = model_usage.tokens_in + EXCLUDED.tokens_in, tokens_out = model_usage.tokens_out + EXCLUDED.tokens_out,
+        messages = model_usage.messages + EXCLUDED.messages, uploads = model_usage.uploads + EXCLUDED.uploads`;
   }
 }
 
