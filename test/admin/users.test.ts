@@ -8,6 +8,8 @@
  */
 import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearerTrpcClient } from '../../server/account/agents/client.js';
+import type { AccountRouter } from '../../server/account/router.js';
 import { bearer, newWallet, uniqueEmail } from '../support/account-api.js';
 import { adminApi, expectError, type Admin } from '../support/admin-api.js';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
@@ -173,6 +175,41 @@ describe('admin API', () => {
       429,
       'GUEST_QUOTA',
     );
+  });
+
+  it('usage per day counts admitted chat messages (REST and tRPC) and accepted uploads, not refused ones', async () => {
+    const guest = await api.guest();
+    const { user_id: userId } = await api.me(guest);
+    await api.patch(`/admin/users/${userId}`, { guest_messages_per_day: 2 }, admin.headers);
+    changes.push({ action: 'user.update', target: userId });
+    const chat = (chatId: string) =>
+      api.call('POST', '/agent/chat', { ...bearer(guest), 'content-type': 'application/json' }, { message: 'hi', chat_id: chatId });
+    const first = await chat('u1');
+    expect(first.status).toBe(200);
+    expect(await first.text()).toContain('"type":"done"');
+    const trpc = bearerTrpcClient<AccountRouter>(`${account.url}/trpc`, () => `Bearer ${guest.access_token}`);
+    await trpc.agent.chat.start.mutate({ message: 'hi again', chat_id: 'u2' });
+    // Over the guest quota: refused before it counts.
+    await expectError(await chat('u3'), 429, 'GUEST_QUOTA');
+    const upload = (bytes: number) => {
+      const form = new FormData();
+      form.set('file', new Blob([new Uint8Array(bytes)]), 'note.bin');
+      return fetch(`${account.url}/api/v1/agent/files/upload`, { method: 'POST', headers: bearer(guest), body: form });
+    };
+    expect((await upload(1024)).status).toBe(200);
+    // Over the guest's 5 MB: refused, not an upload.
+    expect((await upload(5 * 1024 * 1024 + 10)).status).toBe(413);
+
+    const today = new Date().toISOString().slice(0, 10);
+    const { usage } = await api.json<{ usage: Array<{ user_id: string; day: string; messages: number; uploads: number }> }>(
+      await api.get(`/admin/agents/usage?user_id=${userId}&days=1`, admin.headers),
+    );
+    expect(usage).toEqual([expect.objectContaining({ user_id: userId, day: today, messages: 2, uploads: 1 })]);
+    const detail = await api.json<{ usage: { today: { messages: number; uploads: number }; last_30_days: { messages: number; uploads: number } } }>(
+      await api.get(`/admin/users/${userId}`, admin.headers),
+    );
+    expect(detail.usage.today).toMatchObject({ messages: 2, uploads: 1 });
+    expect(detail.usage.last_30_days).toMatchObject({ messages: 2, uploads: 1 });
   });
 
   it('stop and restart an agent; the running list shows it with its user', async () => {

@@ -1,6 +1,6 @@
 /**
  * Operators' view of the agents (docs/admin.md, "Agents"): the ones running on this instance with
- * their memory and runs in flight, stop and restart, and model usage per user per day.
+ * their memory and runs in flight, stop and restart, and usage per user per day (tokens, messages, uploads).
  */
 import { readFile } from 'node:fs/promises';
 import { notFound } from '../../common/errors.js';
@@ -64,7 +64,7 @@ export async function stopAgent(services: Services, caller: AdminCaller, userId:
   });
 }
 
-/** Model tokens per user per day, newest first (messages and uploads are not counted per day yet: null). */
+/** Model tokens, chat messages and uploads per user per day, newest first. */
 export async function usagePerDay(services: Services, userId: string | undefined, days: number, now = new Date()) {
   const since = new Date(now.getTime() - (days - 1) * 24 * 60 * 60 * 1000).toISOString().slice(0, 10);
   const rows = await services.store.db.modelUsage.findMany({
@@ -77,7 +77,7 @@ export async function usagePerDay(services: Services, userId: string | undefined
     day: row.day,
     tokens_in: Number(row.tokensIn),
     tokens_out: Number(row.tokensOut),
-    messages: null,
-    uploads: null,
+    messages: row.messages,
+    uploads: row.uploads,
   }));
 }

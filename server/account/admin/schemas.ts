@@ -97,6 +97,9 @@ export const UserOverrides = z.object({
   guest_messages_per_day: z.number().int().min(0).nullable().meta({ description: "A guest's daily chat messages; null: the service's default" }),
 });
 
+/** A user's usage over some days: model tokens, chat messages the proxy admitted, files the agent took. */
+const UsageFigures = z.object({ tokens_in: z.number().int(), tokens_out: z.number().int(), messages: z.number().int(), uploads: z.number().int() });
+
 export const UserDetail = UserSummary.extend({
   metadata: z.record(z.string(), z.unknown()),
   overrides: UserOverrides,
@@ -113,8 +116,8 @@ export const UserDetail = UserSummary.extend({
   sessions: z.array(z.object({ id: z.string(), created_at: Timestamp, last_used_at: Timestamp, ip: z.string().nullable(), user_agent: z.string().nullable() })),
   activity: z.array(z.object({ type: z.string(), at: Timestamp, ip: z.string().nullable(), detail: z.record(z.string(), z.unknown()) })),
   usage: z.object({
-    today: z.object({ tokens_in: z.number().int(), tokens_out: z.number().int() }),
-    last_30_days: z.object({ tokens_in: z.number().int(), tokens_out: z.number().int() }),
+    today: UsageFigures,
+    last_30_days: UsageFigures,
     model_tokens_limit: z.number().int().nullable(),
   }),
   agent: z.object({ name: z.string(), kind: z.string(), running: z.boolean(), bot: z.string().nullable() }).nullable(),
@@ -158,16 +161,7 @@ export const UsageQuery = z.object({
 });
 
 export const UsageRows = z.object({
-  usage: z.array(
-    z.object({
-      user_id: z.string(),
-      day: z.string(),
-      tokens_in: z.number().int(),
-      tokens_out: z.number().int(),
-      messages: z.number().int().nullable(),
-      uploads: z.number().int().nullable(),
-    }),
-  ),
+  usage: z.array(UsageFigures.extend({ user_id: z.string(), day: z.string() })),
 });
 
 // ---- audit ----

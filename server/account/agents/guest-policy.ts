@@ -42,13 +42,19 @@ export function restAgentAction(route: AgentRestRoute): AgentAction {
 export const opensEventStream = (route: AgentRestRoute): boolean =>
   (route.method === 'POST' && route.path === '/chat') || (route.method === 'GET' && route.path === '/chat/{chat_id}/stream');
 
-/** Throws 403 for what guests may not do; counts guest chat messages. Returns the body cap. */
-export async function admitAgentAction(
-  action: AgentAction,
-  user: AgentUser,
-  rateLimits: RateLimits,
-  budget?: Pick<ModelBudget, 'check' | 'guestMessagesPerDay'>,
-): Promise<{ maxBodyBytes: number }> {
+type Budget = Pick<ModelBudget, 'check' | 'guestMessagesPerDay' | 'countActivity'>;
+
+/**
+ * Throws 403 for what guests may not do; counts guest chat messages against their quota, and every
+ * admitted chat message in the user's usage of the day (a refused one counts nowhere). Returns the body cap.
+ */
+export async function admitAgentAction(action: AgentAction, user: AgentUser, rateLimits: RateLimits, budget?: Budget): Promise<{ maxBodyBytes: number }> {
+  const admitted = await admitUnderPolicy(action, user, rateLimits, budget);
+  if (action === 'chat.message') await budget?.countActivity(user.userId, 'message');
+  return admitted;
+}
+
+async function admitUnderPolicy(action: AgentAction, user: AgentUser, rateLimits: RateLimits, budget?: Budget): Promise<{ maxBodyBytes: number }> {
   if (action === 'chat.message') await budget?.check(user.userId);
   if (!user.guest) return { maxBodyBytes: FULL_UPLOAD_BYTES };
   if (action === 'messenger') {
@@ -67,11 +73,6 @@ export async function admitAgentAction(
 }
 
 /** The REST proxy's entry: the action from the matched route. */
-export function admitAgentRequest(
-  route: AgentRestRoute,
-  user: AgentUser,
-  rateLimits: RateLimits,
-  budget?: Pick<ModelBudget, 'check' | 'guestMessagesPerDay'>,
-): Promise<{ maxBodyBytes: number }> {
+export function admitAgentRequest(route: AgentRestRoute, user: AgentUser, rateLimits: RateLimits, budget?: Budget): Promise<{ maxBodyBytes: number }> {
   return admitAgentAction(restAgentAction(route), user, rateLimits, budget);
 }

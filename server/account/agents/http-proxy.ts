@@ -8,6 +8,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Request, Response } from 'express';
 import { RECONNECT } from '@contracts/agent/chat.js';
+import { isAgentUpload } from '@contracts/agent/rest-routes.js';
 import { AppError, notFound } from '../../common/errors.js';
 import { AccountRequest } from '../request.js';
 import type { AccountServices } from '../services.js';
@@ -180,6 +181,8 @@ export async function proxyToOwnAgent(services: AccountServices, req: Request, r
     const { maxBodyBytes } = await admitAgentRequest(match.route, user, services.rateLimits, services.modelBudget);
     const agent = await services.agents.provisioner.agentFor(user.userId);
     await forwardToAgent(req, res, agent, { path: target.path, maxBodyBytes, metrics: services.agentMetrics, shutdown: services.shutdown });
+    // The agent took the file (its answer relayed in full): one upload in the user's usage of the day.
+    if (isAgentUpload(match.route.method, match.route.path) && res.statusCode < 300) await services.modelBudget.countActivity(user.userId, 'upload');
   } finally {
     release();
   }

@@ -254,6 +254,14 @@ export class ModelBudget {
     await Promise.all([add(userId, this.ownLimit({ ...user, guest })), ...(guest ? [add(GUESTS, this.limits.guestsTotal)] : [])]);
     this.onRecord?.(usage, guest);
   }
+
+  /** Counts one chat message or upload of the user today (the admin's usage per day); no budget applies to it. */
+  async countActivity(userId: string, kind: 'message' | 'upload'): Promise<void> {
+    const [messages, uploads] = kind === 'message' ? [1, 0] : [0, 1];
+    await this.sql`INSERT INTO model_usage (scope, day, tokens_in, tokens_out, messages, uploads)
+      VALUES (${userId}, ${dayOf(this.clock())}, 0, 0, ${messages}, ${uploads})
+      ON CONFLICT (scope, day) DO UPDATE SET messages = model_usage.messages + EXCLUDED.messages, uploads = model_usage.uploads + EXCLUDED.uploads`;
+  }
 }
 
 function spent(scope: string, now: Date): AppError {

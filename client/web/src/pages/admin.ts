@@ -53,7 +53,11 @@ function userPage(id: string, back: () => void): HTMLElement {
           user.guest ? ' · guest' : '',
         ),
         h('p', {}, `Identities: ${user.identities.map((i) => `${i.provider} ${i.subject}`).join(', ') || 'none'}`),
-        h('p', {}, `Sessions: ${user.sessions.length} · model tokens today: ${user.usage.today.tokens_in + user.usage.today.tokens_out}`),
+        h(
+          'p',
+          {},
+          `Sessions: ${user.sessions.length} · today: ${user.usage.today.tokens_in + user.usage.today.tokens_out} model tokens, ${user.usage.today.messages} messages, ${user.usage.today.uploads} uploads`,
+        ),
         h('div', { class: 'row' }, ...(user.ban ? [] : [reason]), ban, remove),
         alert.el,
       );

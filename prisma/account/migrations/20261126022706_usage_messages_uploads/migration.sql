@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "model_usage" ADD COLUMN     "messages" INTEGER NOT NULL DEFAULT 0,
+ADD COLUMN     "uploads" INTEGER NOT NULL DEFAULT 0;
