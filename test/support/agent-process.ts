@@ -34,9 +34,10 @@ export async function startAgentProcess(env: Record<string, string>, options: Ag
   const port = await freePort();
   const probeArgs = probe ? ['--expose-gc', '--import', new URL('./agent-probe.ts', import.meta.url).pathname] : [];
   // The probe is TypeScript, so a probed agent runs from sources; others start as the provisioner starts them.
-  const args = probe ? ['--import', 'tsx', ...probeArgs, 'server/agent/main.ts'] : agentEntry().args;
+  const entry = agentEntry();
+  const args = probe ? ['--import', 'tsx', ...probeArgs, 'server/agent/main.ts'] : entry.args;
   const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', ...env, AGENT_PORT: String(port) },
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', ...entry.env, ...env, AGENT_PORT: String(port) },
     stdio: probe ? ['ignore', 'ignore', 'inherit', 'ipc'] : 'ignore',
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -6,14 +6,26 @@
 import path from 'node:path';
 import { DIST_DIR, REPO_ROOT, RUNNING_COMPILED, serverBuildIsCurrent } from '../../../../common/build.js';
 
-let entry: { args: string[]; compiled: boolean } | undefined;
+let entry: AgentEntry | undefined;
 
-/** Arguments for `process.execPath` that run one agent. */
-export function agentEntry(): { args: string[]; compiled: boolean } {
+interface AgentEntry {
+  args: string[];
+  compiled: boolean;
+  /** Added to the agent's environment. */
+  env: Record<string, string>;
+}
+
+/** Arguments for `process.execPath` that run one agent, and what its environment needs for them. */
+export function agentEntry(): AgentEntry {
   entry ??=
     RUNNING_COMPILED || serverBuildIsCurrent()
-      ? { args: [path.join(DIST_DIR, 'server/agent/main.js')], compiled: true }
-      : // Resolved here, not by the agent: its working directory is its workspace, where no tsx is.
-        { args: ['--import', import.meta.resolve('tsx'), path.join(REPO_ROOT, 'server/agent/main.ts')], compiled: false };
+      ? { args: [path.join(DIST_DIR, 'server/agent/main.js')], compiled: true, env: {} }
+      : // Resolved here, not by the agent: its working directory is its workspace, where no tsx is,
+        // and no tsconfig.json either, whose paths resolve the `@contracts/…` imports.
+        {
+          args: ['--import', import.meta.resolve('tsx'), path.join(REPO_ROOT, 'server/agent/main.ts')],
+          compiled: false,
+          env: { TSX_TSCONFIG_PATH: path.join(REPO_ROOT, 'tsconfig.json') },
+        };
   return entry;
 }

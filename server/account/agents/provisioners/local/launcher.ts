@@ -162,8 +162,10 @@ export class AgentLauncher {
     // Secrets travel on a pipe (AGENT_SECRETS_FD), never in an environment: a process's original
     // environment stays readable in /proc/<pid>/environ for as long as it lives.
     const { config: agentConfig, secrets } = splitSecrets(env);
+    const entry = agentEntry();
     const agentEnv: NodeJS.ProcessEnv = {
       ...agentConfig,
+      ...entry.env,
       AGENT_SECRETS_FD: String(SECRETS_FD),
       AGENT_SOCKET: path.join(seen.runDir, SOCKET),
       AGENT_EGRESS_SOCKET: path.join(seen.runDir, EGRESS_SOCKET),
@@ -173,7 +175,7 @@ export class AgentLauncher {
       ...(sandboxed ? { PATH: SANDBOX_PATH, ...this.execSettings() } : {}),
       ...(execNetwork ? { AGENT_EXEC_EGRESS_SOCKET: path.join(seen.runDir, EXEC_EGRESS_SOCKET) } : {}),
     };
-    const command = [process.execPath, ...agentEntry().args];
+    const command = [process.execPath, ...entry.args];
     let cgroup: AgentCgroup = { procsFiles: [], remove() {} };
     let child: ChildProcess;
     try {
