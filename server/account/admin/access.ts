@@ -10,6 +10,7 @@
  * credentials without the permission → 403 FORBIDDEN. Every refusal is counted
  * (`admin_refusals_total`).
  */
+import type { ErrorCode } from '@contracts/errors.js';
 import { Counter, type Registry } from 'prom-client';
 import { AppError, forbidden } from '../../common/errors.js';
 import type { AccountRequest } from '../request.js';
@@ -19,6 +20,9 @@ import type { AuditActor } from './audit.js';
 import { isApiKey, verifyApiKey, type Scope } from './keys.js';
 
 /** A scope an API key may hold, or `admin`: admins only, never a key. */
+/** What every admin route can answer besides the token's own 401s: the refusals of this layer. */
+export const REFUSALS = ['FORBIDDEN', 'INVALID_API_KEY'] as const satisfies ErrorCode[];
+
 export type AdminPermission = Scope | 'admin';
 
 export interface AdminCaller {

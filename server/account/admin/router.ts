@@ -2,10 +2,10 @@
  * The admin API under /api/v1/admin (docs/admin.md). Every procedure is an `adminProcedure` with
  * the permission it needs (trpc.ts, access.ts); every change writes its audit row (audit.ts).
  */
-import type { ErrorCode } from '@contracts/errors.js';
 import { z } from 'zod';
 import { notFound } from '../../common/errors.js';
 import { adminProcedure, router } from '../trpc.js';
+import { REFUSALS } from './access.js';
 import { listAudit, recordAudit } from './audit.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 import { setRole } from './roles.js';
@@ -34,9 +34,6 @@ import { apiKeyView, auditView } from './views.js';
 import { banUser, deleteUser, inviteUser, listUsers, patchUser, revokeUserSessions, selfActionRefused, unbanUser, userDetail } from './users.js';
 import { listRunningAgents, stopAgent, usagePerDay } from './agents.js';
 import { webhooksRouter } from './webhooks/router.js';
-
-/** What every admin route can answer besides the token's own 401s (access.ts). */
-export const REFUSALS = ['FORBIDDEN', 'INVALID_API_KEY'] as const satisfies ErrorCode[];
 
 const keysRouter = router({
   list: adminProcedure('admin')

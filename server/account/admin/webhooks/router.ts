@@ -3,10 +3,9 @@
  * "Webhooks"): admins and API keys with `webhooks:write`. Every change writes its audit row in
  * its own transaction; secrets appear only in the answer that made them.
  */
-import type { ErrorCode } from '@contracts/errors.js';
 import { z } from 'zod';
 import { adminProcedure, router, type AccountContext } from '../../trpc.js';
-import type { AdminCaller } from '../access.js';
+import { REFUSALS, type AdminCaller } from '../access.js';
 import { recordAudit, type AuditEntry } from '../audit.js';
 import { acceptedUrl, createEndpoint, deleteEndpoint, listDeliveries, listEndpoints, resendDelivery, updateEndpoint } from './endpoints.js';
 import {
@@ -21,8 +20,6 @@ import {
 } from './schemas.js';
 
 const webhooks = adminProcedure('webhooks:write');
-/** The access layer's refusals (admin/access.ts), as every admin route lists them. */
-const REFUSALS = ['FORBIDDEN', 'INVALID_API_KEY'] as const satisfies ErrorCode[];
 
 type Ctx = AccountContext & { caller: AdminCaller };
 const audit = (ctx: Ctx, entry: Omit<AuditEntry, 'actor' | 'ip'>): AuditEntry => ({ ...entry, actor: ctx.caller.actor, ip: ctx.caller.ip });
