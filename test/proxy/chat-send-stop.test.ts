@@ -193,10 +193,18 @@ describe('stop through the proxy', () => {
     expect(got.filter((e) => e.type !== 'keepalive')).toEqual([{ type: 'text', content: 'partial ' }, { type: 'error', content: 'stopped' }, { type: 'done' }]);
   });
 
-  it.each(['a%20b', '..%2F..%2Fhealth', 'x'.repeat(129), '%00'])('refuses the chat id %s with 400 from the agent', async (id) => {
+  it.each(['a%20b', 'x'.repeat(129)])('refuses the chat id %s with 400 from the agent', async (id) => {
     const pair = await guest('stop-malformed');
     const res = await restStop(id, bearer(pair));
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+
+  // An encoded slash or NUL is no spelling of a route segment: the proxy answers before any agent.
+  it.each(['..%2F..%2Fhealth', '%00'])('refuses the chat id %s with 404 from the proxy', async (id) => {
+    const pair = await guest('stop-malformed');
+    const res = await restStop(id, bearer(pair));
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
   });
 });
