@@ -99,13 +99,19 @@ describe('the chat list through the proxy', () => {
     expect((await restList(alice)).map((c) => c.chat_id)).toEqual(['trip']);
   });
 
-  it('relays the agent refusals: 400 for bad ids and titles, 404 for an unknown chat', async () => {
+  it('relays the agent refusals: 400 for bad ids and titles, 404 for an unknown chat or a path that is no route', async () => {
     const pair = await guest('chats-hostile');
     await chat(pair, 'mine', 'hello');
-    for (const id of ['a%20b', '..%2F..%2Fhealth', 'x'.repeat(129), '%00']) {
+    for (const id of ['a%20b', 'x'.repeat(129)]) {
       const res = await restRename(id, { title: 'x' }, bearer(pair));
       expect(res.status, id).toBe(400);
       expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
+    }
+    // An encoded slash or NUL is no spelling of a route segment: the proxy answers before any agent.
+    for (const id of ['..%2F..%2Fhealth', '%00']) {
+      const res = await restRename(id, { title: 'x' }, bearer(pair));
+      expect(res.status, id).toBe(404);
+      expect(await res.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
     }
     for (const title of ['x'.repeat(81), 'a\nb', 'a\u0000b', 'x\u202Eexe', '']) {
       const res = await restRename('mine', { title }, bearer(pair));
