@@ -31,6 +31,8 @@ const providerEnv = {
   // not refuse the next spec's mail.
   TRUST_PROXY: 'loopback',
   WEBAUTHN_ORIGIN: `http://localhost:${accountPort}`,
+  // e2e/admin.spec.ts registers a webhook endpoint on this machine (refused by default: docs/admin.md).
+  WEBHOOK_ALLOW_PRIVATE: '1',
   // e2e/admin.spec.ts signs in as this address and is an admin at once.
   ADMIN_EMAILS: 'operator@e2e.example',
 };

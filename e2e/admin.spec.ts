@@ -4,7 +4,8 @@ import { mailTo } from './support/outbox.js';
 /**
  * The admin page in Chromium against the product: the operator (ADMIN_EMAILS in
  * playwright.config.ts, so an admin at sign-in) finds a user, bans them (confirmed), the user's
- * next sign-in is refused, unbans them and the user signs in again; and creates an API key.
+ * next sign-in is refused, unbans them and the user signs in again; creates an API key; and adds a
+ * webhook endpoint whose delivery log shows the next ban.
  */
 
 async function signInByEmail(page: Page, address: string, previousCode?: string): Promise<string> {
@@ -17,7 +18,7 @@ async function signInByEmail(page: Page, address: string, previousCode?: string)
   return code;
 }
 
-test('an admin finds a user, bans them (their sign-in is refused), unbans them, and creates a key', async ({ browser }) => {
+test('an admin finds a user, bans them (their sign-in is refused), unbans them, creates a key and a webhook', async ({ browser }) => {
   const suffix = Date.now().toString(36);
   const userAddress = `member-${suffix}@e2e.example`;
   const userContext = await browser.newContext();
@@ -60,6 +61,29 @@ test('an admin finds a user, bans them (their sign-in is refused), unbans them, 
   await keys.getByRole('button', { name: 'Create key' }).click();
   await expect(keys.getByTestId('admin-new-key')).toContainText(/ak_[0-9a-f]{24}_/);
   await expect(keys.getByTestId('admin-keys')).toContainText(`backend-${suffix}`);
+
+  // A webhook endpoint (on loopback: WEBHOOK_ALLOW_PRIVATE in playwright.config.ts) at a path the
+  // service answers 404: its secret is shown once, and a second ban shows in its delivery log.
+  const hooks = admin.getByRole('region', { name: 'Webhooks' });
+  await hooks.getByLabel('Endpoint URL').fill(`${new URL(admin.url()).origin}/api/v1/e2e-receiver-${suffix}`);
+  await hooks.getByRole('button', { name: 'Add endpoint' }).click();
+  await expect(hooks.getByTestId('admin-new-secret')).toContainText(/whsec_/);
+  admin.once('dialog', (dialog) => void dialog.accept());
+  await admin.getByLabel('Ban reason').fill('e2e again');
+  await admin.getByRole('button', { name: 'Ban' }).click();
+  await expect(admin.getByTestId('admin-user-state')).toHaveText('Banned: e2e again');
+  const endpoint = hooks
+    .getByTestId('admin-webhooks')
+    .getByRole('listitem')
+    .filter({ hasText: `e2e-receiver-${suffix}` });
+  const deliveries = endpoint.getByTestId('admin-deliveries');
+  const toggle = endpoint.getByRole('button', { name: 'Deliveries' });
+  // The log is read when opened: reopen it until the worker has tried the delivery.
+  await expect(async () => {
+    if (await deliveries.count()) await toggle.click();
+    await toggle.click();
+    await expect(deliveries).toContainText(/user\.banned · \w+ · [1-9]\d* attempt\(s\) · HTTP 404/, { timeout: 1_000 });
+  }).toPass({ timeout: 30_000 });
   await userContext.close();
   await adminContext.close();
 });

@@ -1,7 +1,8 @@
 /**
  * /admin: the operators' page (docs/admin.md), for admins only — the service refuses everyone
  * else (403), and the page then says so. Users (search, filter, a user's page with ban/unban and
- * delete behind a confirmation), running agents, API keys (the new key shown once) and the audit log.
+ * delete behind a confirmation), running agents, API keys (the new key shown once), webhooks (the
+ * new secret shown once, each endpoint's delivery log with resend) and the audit log.
  */
 import { api } from '../api.js';
 import { alertBox, h, pageHeading } from '../dom.js';
@@ -145,6 +146,92 @@ function keysSection(): HTMLElement {
   return section('API keys', form, shown, alert.el, rows);
 }
 
+type Endpoint = Awaited<ReturnType<typeof api.admin.webhooks.list.query>>['endpoints'][number];
+
+/** An endpoint's deliveries, newest first: state, attempts, the last answer, and Resend. */
+function deliveriesList(endpoint: Endpoint): HTMLElement {
+  const rows = h('ul', { 'data-testid': 'admin-deliveries', 'aria-label': `Deliveries to ${endpoint.url}` });
+  const alert = alertBox();
+  const load = async () => {
+    try {
+      const { deliveries } = await api.admin.webhooks.deliveries.query({ id: endpoint.id, limit: 20 });
+      if (deliveries.length === 0) rows.replaceChildren(h('li', {}, 'No deliveries yet.'));
+      else
+        rows.replaceChildren(
+          ...deliveries.map((d) => {
+            const last = d.log[0];
+            const answer = last
+              ? last.status === null
+                ? `no answer (${last.error ?? 'error'})`
+                : `HTTP ${last.status} in ${last.latency_ms} ms`
+              : 'not tried yet';
+            const resend = h('button', { type: 'button', class: 'small' }, 'Resend');
+            resend.onclick = async () => {
+              try {
+                await api.admin.webhooks.resend.mutate({ id: d.id });
+                await load();
+              } catch (error) {
+                alert.fail(error, resend);
+              }
+            };
+            return h('li', {}, `${d.event_type} · ${d.state} · ${d.attempts} attempt(s) · ${answer} `, resend);
+          }),
+        );
+    } catch (error) {
+      alert.fail(error);
+    }
+  };
+  void load();
+  return h('div', {}, alert.el, rows);
+}
+
+function webhooksSection(): HTMLElement {
+  const rows = h('ul', { 'data-testid': 'admin-webhooks' });
+  const alert = alertBox();
+  const shown = h('p', { 'data-testid': 'admin-new-secret' });
+  const load = async () => {
+    try {
+      const { endpoints } = await api.admin.webhooks.list.query();
+      rows.replaceChildren(
+        ...endpoints.map((endpoint) => {
+          const events = endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all events';
+          const state = endpoint.enabled ? 'enabled' : `disabled${endpoint.disabled_reason ? `: ${endpoint.disabled_reason}` : ''}`;
+          const toggle = h('button', { type: 'button', class: 'small', 'aria-expanded': 'false' }, 'Deliveries');
+          const item = h('li', {}, `${endpoint.url} (${events}; ${state}) `, toggle);
+          let log: HTMLElement | undefined;
+          toggle.onclick = () => {
+            if (log) {
+              log.remove();
+              log = undefined;
+            } else item.append((log = deliveriesList(endpoint)));
+            toggle.setAttribute('aria-expanded', String(log !== undefined));
+          };
+          return item;
+        }),
+      );
+    } catch (error) {
+      alert.fail(error);
+    }
+  };
+  const url = h('input', { type: 'url', required: true });
+  url.setAttribute('aria-label', 'Endpoint URL');
+  const add = h('button', { type: 'submit' }, 'Add endpoint');
+  const form = h('form', { class: 'row' }, url, add);
+  form.onsubmit = async (e) => {
+    e.preventDefault();
+    try {
+      const created = await api.admin.webhooks.create.mutate({ url: url.value });
+      shown.textContent = `Signing secret (shown once): ${created.secret}`;
+      url.value = '';
+      await load();
+    } catch (error) {
+      alert.fail(error, add);
+    }
+  };
+  void load();
+  return section('Webhooks', form, shown, alert.el, rows);
+}
+
 function agentsSection(): HTMLElement {
   const rows = h('ul');
   const alert = alertBox();
@@ -172,7 +259,7 @@ export function adminPage(): HTMLElement {
   // One cheap admin call decides whether the page has anything to show.
   api.admin.audit.list
     .query({ limit: 1 })
-    .then(() => page.append(usersSection(), agentsSection(), keysSection(), auditSection()))
+    .then(() => page.append(usersSection(), agentsSection(), keysSection(), webhooksSection(), auditSection()))
     .catch((error: unknown) => alert.fail(error));
   return page;
 }
