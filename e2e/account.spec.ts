@@ -56,7 +56,10 @@ test('a guest adds a passkey (and so keeps the account), then signs in with it',
   await page.getByTestId('passkey-add').click();
   await expect(page.getByTestId('identity')).toHaveCount(1);
   await expect(page.getByTestId('identity')).toContainText('Virtual key');
-  await expect(page.getByTestId('account-summary')).toContainText(`Account ${guestId}`);
+  // A passkey keeps the account but vouches for no person: still on guest terms (docs/security.md).
+  await expect(page.getByTestId('account-summary')).toContainText(
+    `Unverified account (guest limits until an e-mail address or a provider is linked) ${guestId}`,
+  );
   const stored = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
   expect(stored).toHaveLength(1);
   expect(stored[0]?.isResidentCredential).toBe(true);

@@ -1,4 +1,5 @@
 import { expect, test, type Page } from '@playwright/test';
+import { ownClient } from './support/guest.js';
 import { mailTo } from './support/outbox.js';
 
 /**
@@ -23,12 +24,15 @@ test('an admin finds a user, bans them (their sign-in is refused), unbans them, 
   const userAddress = `member-${suffix}@e2e.example`;
   const userContext = await browser.newContext();
   const user = await userContext.newPage();
+  // Each a client of its own (support/guest.ts): the other specs' mails have spent 127.0.0.1's.
+  await ownClient(user);
   await user.goto('/');
   let userCode = await signInByEmail(user, userAddress);
   await expect(user.getByTestId('signed-in')).toContainText('Signed in');
 
   const adminContext = await browser.newContext();
   const admin = await adminContext.newPage();
+  await ownClient(admin);
   await admin.goto('/');
   await signInByEmail(admin, 'operator@e2e.example');
   await expect(admin.getByTestId('signed-in')).toContainText('Signed in');

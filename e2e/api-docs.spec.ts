@@ -54,6 +54,8 @@ test('the web client links to the API reference', async ({ page }) => {
   await page.goto('/');
   await page.getByRole('button', { name: 'Continue as guest' }).click();
   await expect(page.getByTestId('signed-in')).toContainText('as a guest');
+  // The footer with the link is on every page but the chat, which keeps the whole window for the conversation.
+  await page.getByRole('link', { name: 'Account' }).click();
   await page.getByRole('link', { name: 'API reference' }).click();
   await expect(page).toHaveURL(/\/api\/v1\/docs$/);
   await expect(page.getByRole('heading', { level: 1, name: /Account API/ })).toBeVisible({ timeout: 20_000 });

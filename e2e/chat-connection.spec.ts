@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { agentProcesses, signalAgent } from './support/agents.js';
+import { claimedAgents, signalAgent } from './support/agents.js';
 import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
 
 /**
@@ -10,11 +10,11 @@ import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
  */
 test('a hung agent is reported within 5 s; when it runs again the reply resumes and completes', async ({ page }) => {
   await ownClient(page);
-  const before = new Set(agentProcesses().keys());
+  const before = new Set(claimedAgents().keys());
   await signInAsGuest(page, `e2e-stall-${Date.now()}`);
   await send(page, 'hello');
   await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);
-  const mine = [...agentProcesses().keys()].filter((agent) => !before.has(agent));
+  const mine = [...claimedAgents().keys()].filter((agent) => !before.has(agent));
   expect(mine).toHaveLength(1);
   const agent = mine[0]!;
 

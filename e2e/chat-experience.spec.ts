@@ -1,6 +1,6 @@
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect, test, type Browser, type Page } from '@playwright/test';
-import { agentProcesses, killNow } from './support/agents.js';
+import { claimedAgents, killNow } from './support/agents.js';
 import { composer, send, signInAsGuest, transcript } from './support/guest.js';
 import { XSS_FILE } from './support/xss.js';
 
@@ -103,11 +103,11 @@ test('Markdown renders; model output, file names and titles never run script or 
 
 test('the agent killed mid-reply: the page says so, marks the reply cut off, and the next message goes through', async ({ page }) => {
   // The page starts the account's agent as soon as it lists the chats, at sign-in.
-  const before = new Set(agentProcesses().keys());
+  const before = new Set(claimedAgents().keys());
   await signInAsGuest(page, `e2e-kill-${Date.now()}`);
   await send(page, 'hello');
   await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);
-  const mine = [...agentProcesses()].filter(([agent]) => !before.has(agent));
+  const mine = [...claimedAgents()].filter(([agent]) => !before.has(agent));
   expect(mine).toHaveLength(1);
 
   await send(page, 'slow story');

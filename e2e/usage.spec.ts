@@ -41,8 +41,7 @@ test("a guest who sent today's 50 messages sees 0 left and a disabled composer t
   await signInAsGuest(page, `e2e-quota-${Date.now()}`);
   await expect(signedIn(page)).toHaveText('Signed in as a guest · 50 of 50 messages left today');
   await expect(page.getByTestId('send')).toBeEnabled({ timeout: 20_000 });
-  // The 50 messages through the API (POST /chat, each read only to its headers; each new one
-  // cancels the run before it): the 51st is refused.
+  // The 50 messages through the API (POST /chat, each reply read to its end): the 51st is refused.
   const statuses = await page.evaluate(async () => {
     const { access_token: token } = JSON.parse(localStorage.getItem('agent.tokens') ?? '{}') as { access_token: string };
     const got: number[] = [];
@@ -53,7 +52,9 @@ test("a guest who sent today's 50 messages sees 0 left and a disabled composer t
         body: JSON.stringify({ message: `message ${i}`, chat_id: 'quota' }),
       });
       got.push(res.status);
-      await res.body?.cancel();
+      // Read to its end (the reply is short): a stream cut from this side frees its slot only once
+      // the service has noticed, and 32 unnoticed ones would meet AGENT_STREAMS_PER_USER.
+      await res.text();
     }
     return got;
   });

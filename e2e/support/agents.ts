@@ -5,7 +5,7 @@
  * its cgroup (`agent-sandbox/<agent id>.<launch>`, when sandboxed) or that names its workspace in
  * its environment (when it runs unsandboxed).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const AGENTS = `${path.resolve('test-results/e2e-data/agents')}/`;
@@ -46,6 +46,20 @@ export function agentProcesses(): Map<string, number[]> {
     result.set(agent, [...(result.get(agent) ?? []), pid]);
   }
   return result;
+}
+
+/**
+ * Agent id → pids, of the agents that belong to a user: a warm-pool agent is marked `unclaimed`
+ * beside its workspace until a new user claims it (docs/security.md, "Warm pool"). A new guest's
+ * agent is the one that is claimed now and was not before, whether it came from the pool or
+ * started cold; the pool's refill is a new process too, but unclaimed.
+ */
+export function claimedAgents(): Map<string, number[]> {
+  const claimed = new Map<string, number[]>();
+  for (const [agent, pids] of agentProcesses()) {
+    if (!existsSync(path.join(AGENTS, agent, 'unclaimed'))) claimed.set(agent, pids);
+  }
+  return claimed;
 }
 
 /** SIGKILL to the given pids (processes the e2e run itself started, through the product). */
