@@ -40,8 +40,8 @@ try {
   await seed.connect();
   const started = performance.now();
   await seed.query(
-    `INSERT INTO users (id, is_guest, email, created_at, updated_at, last_active_at, banned_at, ban_reason)
-     SELECT gen_random_uuid(), i % 3 = 0, CASE WHEN i % 3 = 0 THEN NULL ELSE 'user' || i || '@bench.example' END,
+    `INSERT INTO users (id, tier, email, created_at, updated_at, last_active_at, banned_at, ban_reason)
+     SELECT gen_random_uuid(), (CASE WHEN i % 3 = 0 THEN 'guest' ELSE 'full' END)::account_tier, CASE WHEN i % 3 = 0 THEN NULL ELSE 'user' || i || '@bench.example' END,
             now() - make_interval(secs => i * 30), now(), now() - make_interval(secs => (i * 7919) % 2592000),
             CASE WHEN i % 500 = 0 THEN now() END, CASE WHEN i % 500 = 0 THEN 'bench' END
        FROM generate_series(1, $1::int) AS i`,
