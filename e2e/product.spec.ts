@@ -114,25 +114,37 @@ test('a subagent appears, completes, and its result reaches the inbox', async ({
   await expect(page.getByRole('region', { name: 'Messages from your agent' })).toContainText('one, two, three', { timeout: 20_000 });
 });
 
+/**
+ * Changes the stored tokens as the next load of the page starts, before the app runs: changed
+ * while the page runs, a call it makes meanwhile (its polls) would refresh with them and be cut
+ * by the reload before it stored the new pair, and the reloaded page would then present a
+ * refresh token already rotated.
+ */
+async function onNextLoad(page: Page, step: string, patch: Record<string, unknown>): Promise<void> {
+  await page.addInitScript(
+    ({ step, patch }) => {
+      if (sessionStorage.getItem(step)) return;
+      sessionStorage.setItem(step, 'done');
+      const tokens = JSON.parse(localStorage.getItem('agent.tokens') ?? '{}') as Record<string, unknown>;
+      localStorage.setItem('agent.tokens', JSON.stringify({ ...tokens, ...patch }));
+    },
+    { step, patch },
+  );
+}
+
 test('an expired access token refreshes silently; a dead session goes back to sign-in', async ({ page }) => {
   await signInAsGuest(page, `e2e-expiry-${Date.now()}`);
-  const first = await page.getByTestId('signed-in').textContent();
-  // Make the stored access token look expired: the SDK refreshes before the next call.
-  const before = await page.evaluate(() => {
-    const tokens = JSON.parse(localStorage.getItem('agent.tokens') ?? '{}') as { access_expires_at: number; access_token: string };
-    localStorage.setItem('agent.tokens', JSON.stringify({ ...tokens, access_expires_at: 0 }));
-    return tokens.access_token;
-  });
+  await expect(page.getByTestId('signed-in')).toHaveText('Signed in as a guest · 50 of 50 messages left today');
+  const before = await page.evaluate(() => (JSON.parse(localStorage.getItem('agent.tokens') ?? '{}') as { access_token: string }).access_token);
+  // The stored access token looks expired: the SDK refreshes before the next call.
+  await onNextLoad(page, 'e2e.expired', { access_expires_at: 0 });
   await page.reload();
-  await expect(page.getByTestId('signed-in')).toHaveText(first ?? '');
+  await expect(page.getByTestId('signed-in')).toHaveText('Signed in as a guest · 50 of 50 messages left today');
   const after = await page.evaluate(() => (JSON.parse(localStorage.getItem('agent.tokens') ?? '{}') as { access_token: string }).access_token);
   expect(after).not.toBe(before);
 
   // A refresh token the service refuses: sign-in again, saying why.
-  await page.evaluate(() => {
-    const tokens = JSON.parse(localStorage.getItem('agent.tokens') ?? '{}') as Record<string, unknown>;
-    localStorage.setItem('agent.tokens', JSON.stringify({ ...tokens, access_expires_at: 0, refresh_token: 'not.a.token' }));
-  });
+  await onNextLoad(page, 'e2e.refused', { access_expires_at: 0, refresh_token: 'not.a.token' });
   await page.reload();
   await expect(page.getByTestId('signin-notice')).toHaveText('Your session has ended. Please sign in again.');
   await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
