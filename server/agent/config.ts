@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port, requestBodyTimeout, uploadIdleTimeout } from '../common/config.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
+import type { EgressGatewayAddress } from './net/egress.js';
 
 export const AGENT_VERSION = '0.1.0';
 
@@ -28,6 +29,16 @@ export const agentEnv = z.object({
     internal: true,
     values: 'a socket path',
   }),
+  AGENT_EGRESS_URL: optionalString.pipe(z.url({ protocol: /^http$/ }).optional()).meta({
+    description: "the egress gateway's TCP address (an agent in a Kubernetes pod): outgoing HTTP goes there, with `AGENT_EGRESS_TOKEN`",
+    internal: true,
+    values: 'an http URL',
+  }),
+  AGENT_EGRESS_TOKEN: optionalString.meta({
+    description: "this agent's credential at the egress gateway's TCP address (`AGENT_EGRESS_URL`); set by the Kubernetes provisioner",
+    internal: true,
+    values: 'a token',
+  }),
   AGENT_SECRET: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()).meta({
     description: 'bearer secret; hashed at start, never kept',
     default: '— (this or `AGENT_SECRET_SHA256` is **required**)',
@@ -46,6 +57,12 @@ export const agentEnv = z.object({
       'a file descriptor to read secret settings from (a JSON object: `AGENT_SECRET`, bot token, keys), so they never sit in the environment, which `/proc/<pid>/environ` shows; set by the local provisioner',
     default: '—',
     values: 'a descriptor number',
+  }),
+  AGENT_SECRETS_FILE: optionalString.meta({
+    description:
+      'a file to read secret settings from (the same JSON object as `AGENT_SECRETS_FD`): the Kubernetes provisioner mounts the agent\'s Secret there, read-only, so they never sit in the environment',
+    default: '—',
+    values: 'a file path',
   }),
   AGENT_NAME: z.string().min(1).max(100).default('agent').describe('name reported by `/health`'),
   AGENT_WORKSPACE: z.string().min(1).default('./data/workspace').describe("the agent's files"),
@@ -216,6 +233,13 @@ export const agentEnv = z.object({
   UPLOAD_IDLE_TIMEOUT_SECONDS: uploadIdleTimeout,
 });
 
+/** The Unix socket of a local agent's gateway, or the TCP address and token of a pod's; none: direct. */
+function egressGateway(env: { AGENT_EGRESS_SOCKET?: string; AGENT_EGRESS_URL?: string; AGENT_EGRESS_TOKEN?: string }): EgressGatewayAddress | undefined {
+  if (env.AGENT_EGRESS_SOCKET) return { socketPath: env.AGENT_EGRESS_SOCKET };
+  if (env.AGENT_EGRESS_URL && env.AGENT_EGRESS_TOKEN) return { url: new URL(env.AGENT_EGRESS_URL), token: env.AGENT_EGRESS_TOKEN };
+  return undefined;
+}
+
 const schema = agentEnv
   .superRefine((env, ctx) => {
     if (env.MODEL) {
@@ -228,6 +252,9 @@ const schema = agentEnv
     if (env.TELEGRAM_WEBHOOK_URL && !env.TELEGRAM_WEBHOOK_SECRET) {
       ctx.addIssue({ code: 'custom', path: ['TELEGRAM_WEBHOOK_SECRET'], message: 'is required with TELEGRAM_WEBHOOK_URL' });
     }
+    if (env.AGENT_EGRESS_URL && !env.AGENT_EGRESS_TOKEN) {
+      ctx.addIssue({ code: 'custom', path: ['AGENT_EGRESS_TOKEN'], message: 'is required with AGENT_EGRESS_URL' });
+    }
     if (!env.AGENT_SECRET && !env.AGENT_SECRET_SHA256) {
       ctx.addIssue({ code: 'custom', path: ['AGENT_SECRET'], message: 'AGENT_SECRET or AGENT_SECRET_SHA256 is required' });
     }
@@ -236,7 +263,7 @@ const schema = agentEnv
     port: env.AGENT_PORT,
     host: env.HOST,
     socketPath: env.AGENT_SOCKET,
-    egressSocket: env.AGENT_EGRESS_SOCKET,
+    egress: egressGateway(env),
     // The plain secret is hashed here and never kept (spec: the agent keeps a SHA-256 hash).
     secretSha256: Buffer.from(
       env.AGENT_SECRET_SHA256 ??

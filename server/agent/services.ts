@@ -56,7 +56,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const tools = workspaceTools(config, quota);
   // Subagents and heartbeats run in the background: the workspace tools without send_file.
   const { send_file: _sendFile, ...backgroundTools } = tools;
-  const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey, egressSocket: config.egressSocket }) : null;
+  const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey, egress: config.egress }) : null;
   const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
   await subagents.start();
   const userRunListeners = new Set<(chatId: string) => void>();

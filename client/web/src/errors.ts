@@ -106,6 +106,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   AGENT_UNAVAILABLE: 'Your agent is not answering right now. Try again in a moment.',
   TOO_MANY_STREAMS: 'This account has too many chats streaming at once. Close another tab and try again.',
   TOO_MANY_AGENT_REQUESTS: 'Too many requests at once. Wait a moment and try again.',
+  AGENT_STARTING: 'Your agent is starting. Try again in a moment.',
   AGENT_CAPACITY: 'The service is busy right now. Try again in a moment.',
   CAPTCHA_UNAVAILABLE: 'The anti-robot check cannot be made right now. Try again in a moment.',
   PROVIDER_NOT_CONFIGURED: null,
@@ -115,6 +116,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   EGRESS_BUSY: null,
   EGRESS_BODY_TOO_LARGE: null,
   EGRESS_UPSTREAM_FAILED: null,
+  EGRESS_UNAUTHENTICATED: null,
 };
 
 export const wordingFor = (code: ClientErrorCode): string | null => (Object.hasOwn(WORDING, code) ? WORDING[code as ErrorCode] : null);

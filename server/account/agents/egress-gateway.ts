@@ -14,6 +14,12 @@
  * relay has a socket of its own, and on it the gateway adds no credentials: a command that asks
  * for the model host gets the operator's key neither used on its behalf nor echoed back.
  *
+ * Agents in Kubernetes pods (provisioners/kubernetes/) share one TCP address instead
+ * (`listenTcp`, KUBE_EGRESS_PORT): each request names its agent by the token in
+ * `Proxy-Authorization` (`Bearer <agent id>.<HMAC of the agent id under its secret>`), checked
+ * before anything else is read; a request without a valid one gets 407 EGRESS_UNAUTHENTICATED.
+ * The pods' NetworkPolicy lets them reach this address and DNS, nothing else.
+ *
  * Each agent's tunnels and requests are bounded (EgressLimits): how many at once, how long idle,
  * how long in all, and how large a plain request body; past a bound the gateway refuses (503,
  * 413) or cuts the connection, so a hostile tenant cannot hold the account service's sockets,
@@ -230,9 +236,9 @@ export class EgressGateway {
   /** Serves one agent's gateway on its sockets until closed. */
   async open(sockets: GatewaySockets, owner: GatewayOwner): Promise<OpenGateway> {
     const slots = new Slots(this.limits.maxConnections);
-    const servers = [await this.serve(sockets.agent, { owner, exec: false, slots })];
+    const servers = [await this.serve(sockets.agent, () => ({ owner, exec: false, slots }))];
     try {
-      if (sockets.exec) servers.push(await this.serve(sockets.exec, { owner, exec: true, slots }));
+      if (sockets.exec) servers.push(await this.serve(sockets.exec, () => ({ owner, exec: true, slots })));
     } catch (error) {
       await closeServer(servers[0] as http.Server);
       throw error;
@@ -240,10 +246,39 @@ export class EgressGateway {
     return { close: async () => void (await Promise.all(servers.map(closeServer))) };
   }
 
-  private async serve(socketPath: string, caller: Caller): Promise<http.Server> {
-    rmSync(socketPath, { force: true });
-    const server = http.createServer((req, res) => void this.forward(req, res, caller));
-    server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => this.tunnel(req, client as net.Socket, head, caller));
+  /**
+   * Serves the agents of pods on one TCP address until closed: `authenticate` tells whose a
+   * `Proxy-Authorization` token is (undefined: nobody's). An agent's bounds hold across all its
+   * connections, as on its own socket.
+   */
+  async listenTcp(address: { host: string; port: number }, authenticate: (token: string) => Promise<GatewayOwner | undefined>): Promise<OpenGateway & { port: number }> {
+    const slots = new Map<string, Slots>();
+    const callerOf = async (req: http.IncomingMessage): Promise<Caller | undefined> => {
+      const token = /^Bearer ([\w.-]{1,200})$/.exec(req.headers['proxy-authorization'] ?? '')?.[1];
+      const owner = token ? await authenticate(token).catch(() => undefined) : undefined;
+      if (!owner) return undefined;
+      let agentSlots = slots.get(owner.agentId);
+      if (!agentSlots) slots.set(owner.agentId, (agentSlots = new Slots(this.limits.maxConnections)));
+      return { owner, exec: false, slots: agentSlots };
+    };
+    const server = await this.serve(address, callerOf);
+    const port = (server.address() as net.AddressInfo).port;
+    return { port, close: () => closeServer(server) };
+  }
+
+  /** A gateway server on a socket path or TCP address; `callerOf` says who each request comes from (undefined: refused, 407). */
+  private async serve(where: string | { host: string; port: number }, callerOf: (req: http.IncomingMessage) => Caller | undefined | Promise<Caller | undefined>): Promise<http.Server> {
+    if (typeof where === 'string') rmSync(where, { force: true });
+    const server = http.createServer(async (req, res) => {
+      const caller = await callerOf(req);
+      if (!caller) return deny(res, 407, 'EGRESS_UNAUTHENTICATED', 'This gateway serves agents that present their own token');
+      await this.forward(req, res, caller);
+    });
+    server.on('connect', async (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+      const caller = await callerOf(req);
+      if (!caller) return void client.end('HTTP/1.1 407 Proxy Authentication Required\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_UNAUTHENTICATED\n');
+      this.tunnel(req, client as net.Socket, head, caller);
+    });
     // Long polls and model streams may take long in all, so no request timeout; silence is bounded instead.
     server.requestTimeout = 0;
     server.timeout = this.limits.idleTimeoutMs;
@@ -255,7 +290,8 @@ export class EgressGateway {
     server.maxConnections = 2 * this.limits.maxConnections;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(socketPath, () => resolve());
+      if (typeof where === 'string') server.listen(where, () => resolve());
+      else server.listen(where.port, where.host, () => resolve());
     });
     return server;
   }

@@ -5,7 +5,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { gatewayFetch } from '../net/egress.js';
+import { gatewayFetch, type EgressGatewayAddress } from '../net/egress.js';
 import type { ChatModel } from './chat-model.js';
 import type { ModelSpec } from '@contracts/agent/model-spec.js';
 import { openAICompatibleModel } from './openai-compatible.js';
@@ -17,15 +17,15 @@ export function fromLanguageModel(model: LanguageModelV3): ChatModel {
 }
 
 /**
- * With `egressSocket` (a sandboxed agent) the agent holds no provider key: the egress gateway adds
+ * With an `egress` gateway (a sandboxed agent) the agent holds no provider key: the gateway adds
  * it, so the providers get a placeholder that keeps them from refusing to start without one.
  */
-export function createLanguageModel(spec: ModelSpec, opts: { apiKey?: string; egressSocket?: string } = {}): ChatModel {
-  const { egressSocket } = opts;
-  const viaGateway = egressSocket ? { apiKey: 'added-by-egress-gateway', fetch: gatewayFetch(egressSocket) } : {};
+export function createLanguageModel(spec: ModelSpec, opts: { apiKey?: string; egress?: EgressGatewayAddress } = {}): ChatModel {
+  const { egress } = opts;
+  const viaGateway = egress ? { apiKey: 'added-by-egress-gateway', fetch: gatewayFetch(egress) } : {};
   switch (spec.provider) {
     case 'openai-compatible':
-      return openAICompatibleModel({ baseURL: spec.baseURL, modelId: spec.modelId, apiKey: opts.apiKey, egressSocket });
+      return openAICompatibleModel({ baseURL: spec.baseURL, modelId: spec.modelId, apiKey: opts.apiKey, egress });
     case 'openai':
       return fromLanguageModel(createOpenAI(viaGateway)(spec.modelId));
     case 'anthropic':

@@ -22,7 +22,7 @@ import { randomBytes } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LanguageModelV3CallOptions, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { gatewayTarget } from '../net/egress.js';
+import { gatewayConnection, gatewayTarget, type EgressGatewayAddress } from '../net/egress.js';
 import type { ChatModel } from './chat-model.js';
 
 export interface OpenAICompatibleOptions {
@@ -30,8 +30,8 @@ export interface OpenAICompatibleOptions {
   baseURL: string;
   modelId: string;
   apiKey?: string;
-  /** The egress gateway's Unix socket of a sandboxed agent (net/egress.ts); unset: direct. */
-  egressSocket?: string;
+  /** A sandboxed agent's egress gateway (net/egress.ts); unset: direct. */
+  egress?: EgressGatewayAddress;
 }
 
 /** A model call the server refused or that never reached it. */
@@ -165,21 +165,22 @@ async function errorFromResponse(res: IncomingMessage): Promise<ModelCallError> 
   return new ModelCallError(message ?? res.statusMessage ?? `HTTP ${status}`, status, retryableStatus(status) && !quotaSpent, flatHeaders(res));
 }
 
-/** Where a model call goes: straight to the server, or through the egress gateway's socket. */
+/** Where a model call goes: straight to the server, or through the egress gateway. */
 interface Endpoint {
   url: URL;
   agent: HttpAgent;
-  egressSocket?: string;
+  egress?: EgressGatewayAddress;
 }
 
 function post(endpoint: Endpoint, body: string, headers: Record<string, string>, signal: AbortSignal | undefined, retried = false): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const { url, agent, egressSocket } = endpoint;
+    const { url, agent, egress } = endpoint;
     const options = { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) }, ...(signal ? { signal } : {}) };
     let req: ClientRequest;
-    if (egressSocket) {
+    if (egress) {
       const { host, path } = gatewayTarget(url);
-      req = httpRequest({ ...options, socketPath: egressSocket, path, headers: { ...options.headers, host } }, resolve);
+      const gateway = gatewayConnection(egress);
+      req = httpRequest({ ...options, ...gateway.connect, path, headers: { ...options.headers, ...gateway.headers, host } }, resolve);
     } else {
       req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, resolve);
     }
@@ -526,8 +527,8 @@ async function* streamParts(res: IncomingMessage): AsyncGenerator<LanguageModelV
 /** A `ChatModel` speaking the OpenAI chat-completions streaming protocol over node:http(s). */
 export function openAICompatibleModel(opts: OpenAICompatibleOptions): ChatModel {
   const url = new URL(`${opts.baseURL}/chat/completions`);
-  const agent = url.protocol === 'https:' && !opts.egressSocket ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
-  const endpoint: Endpoint = { url, agent, egressSocket: opts.egressSocket };
+  const agent = url.protocol === 'https:' && !opts.egress ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const endpoint: Endpoint = { url, agent, egress: opts.egress };
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
   if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
   return {

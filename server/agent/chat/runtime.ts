@@ -96,7 +96,7 @@ export class ChatRuntime {
       deps.model !== undefined
         ? deps.model
         : chat.model
-          ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egressSocket: deps.config.egressSocket })
+          ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egress: deps.config.egress })
           : null;
     this.tools = deps.tools ?? workspaceTools(deps.config);
   }

@@ -14,14 +14,14 @@ import { type Api, Bot, GrammyError, HttpError, type Context, type Transformer }
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Logger } from '../../common/log.js';
 import { sleep } from '../../common/timers.js';
-import { gatewayFetch } from '../net/egress.js';
+import { gatewayFetch, type EgressGatewayAddress } from '../net/egress.js';
 
 export interface TelegramBotOptions {
   token: string;
   /** `https://api.telegram.org`, a self-hosted Bot API server, or the tests' fake. */
   apiRoot: string;
-  /** A sandboxed agent's egress gateway socket (net/egress.ts); unset: direct. */
-  egressSocket?: string;
+  /** A sandboxed agent's egress gateway (net/egress.ts); unset: direct. */
+  egress?: EgressGatewayAddress;
   pollTimeoutSeconds: number;
   retryBaseMs: number;
   retryMaxMs: number;
@@ -80,7 +80,7 @@ export class TelegramBot {
     // The client timeout bounds every call: a long poll plus margin, and room for a 50 MB upload.
     const client = { apiRoot: opts.apiRoot, timeoutSeconds: Math.max(120, opts.pollTimeoutSeconds + 30) };
     // grammY types `fetch` as node-fetch's; ours is WHATWG fetch, which it also drives.
-    this.bot = new Bot(opts.token, { client: opts.egressSocket ? { ...client, fetch: gatewayFetch(opts.egressSocket) as never } : client });
+    this.bot = new Bot(opts.token, { client: opts.egress ? { ...client, fetch: gatewayFetch(opts.egress) as never } : client });
     this.bot.api.config.use(this.retrying());
     // Handlers run beside the loop, not inside it: a long chat run must not hold up polling.
     this.bot.on('message', (ctx) => {

@@ -95,7 +95,7 @@ export class MessengerService {
           const bot = new TelegramBot({
             token,
             apiRoot: telegram.apiRoot,
-            egressSocket: config.egressSocket,
+            egress: config.egress,
             pollTimeoutSeconds: telegram.pollTimeoutSeconds,
             retryBaseMs: telegram.retryBaseMs,
             retryMaxMs: telegram.retryMaxMs,
