@@ -55,6 +55,11 @@ export class AgentRegistry {
     return row ? this.endpoint(row) : undefined;
   }
 
+  async byId(id: string): Promise<AgentEndpoint | undefined> {
+    const row = await this.db.agent.findUnique({ where: { id } });
+    return row ? this.endpoint(row) : undefined;
+  }
+
   async byName(name: string): Promise<AgentEndpoint | undefined> {
     const row = await this.db.agent.findUnique({ where: { name } });
     return row ? this.endpoint(row) : undefined;
