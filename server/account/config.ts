@@ -10,6 +10,15 @@ import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js'
 const count = (fallback: number, min: number, max: number) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
 
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const jsonStringArray = z.string().transform((v, ctx) => {
+  try {
+    return z.array(z.string().min(1)).min(1).parse(JSON.parse(v));
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON array of strings' });
+    return z.NEVER;
+  }
+});
 const intSetting = (fallback: number, { min, max }: { min: number; max: number }) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
 
@@ -113,9 +122,52 @@ export const accountEnv = z.object({
     values: 'a file path',
   }),
   AGENT_PROVISIONER: z
-    .enum(['local', 'static'])
+    .enum(['local', 'static', 'kubernetes'])
     .default('local')
-    .describe('`local`: one agent process per user on this machine; `static`: agents registered with `npm run agents`'),
+    .describe(
+      '`local`: one agent process per user on this machine; `static`: agents registered with `npm run agents`; `kubernetes`: one StatefulSet per user in `KUBE_NAMESPACE` ([deployment](deployment.md#kubernetes))',
+    ),
+  // Agents on Kubernetes (agents/provisioners/kubernetes/, deploy/kubernetes/).
+  KUBE_CONFIG: optionalString.meta({
+    description: 'the kubeconfig file the `kubernetes` provisioner uses',
+    default: 'unset → the service account of the Pod this service runs in',
+    values: 'a file path',
+  }),
+  KUBE_NAMESPACE: z
+    .string()
+    .regex(DNS_LABEL, 'must be a DNS label')
+    .default('agents')
+    .describe("the namespace of the agents' StatefulSets, Secrets, workspace claims and Services"),
+  KUBE_AGENT_IMAGE: z.string().min(1).default('agent-accounts/agent:latest').describe("the agents' container image (deploy/docker/agent.Dockerfile)"),
+  KUBE_AGENT_COMMAND: optionalString.pipe(jsonStringArray.optional()).meta({
+    description: "the agent container's command instead of the image's (the test harness runs this repository's build)",
+    internal: true,
+    values: 'a JSON array of strings',
+  }),
+  KUBE_RUNTIME_CLASS: optionalString.pipe(z.string().regex(DNS_LABEL, 'must be a DNS label').optional()).meta({
+    description: "the agents' RuntimeClass: a sandboxed runtime such as gVisor (`gvisor`) or Kata (`kata`), as tenants' code runs there",
+    default: 'unset → the cluster default runtime',
+    values: 'a RuntimeClass name',
+  }),
+  KUBE_STORAGE_CLASS: optionalString.meta({
+    description: "the StorageClass of the agents' workspace claims",
+    default: 'unset → the cluster default class',
+    values: 'a StorageClass name',
+  }),
+  KUBE_WORKSPACE_SIZE: z
+    .string()
+    .regex(/^\d+(Mi|Gi|Ti)$/, 'must be a size such as 512Mi or 1Gi')
+    .default('1Gi')
+    .describe("size of each agent's workspace claim (its files and agent.db)"),
+  KUBE_EGRESS_URL: z
+    .url({ protocol: /^http$/ })
+    .default('http://account-egress.agent-accounts.svc:8081')
+    .describe("where agent Pods reach the account service's egress gateway (the `account-egress` Service)"),
+  KUBE_EGRESS_HOST: z.string().min(1).default('0.0.0.0').describe('the address the egress gateway listens on for agent Pods'),
+  KUBE_EGRESS_PORT: port(8081).describe('the port the egress gateway listens on for agent Pods'),
+  KUBE_START_TIMEOUT: z
+    .preprocess((v) => (v === '' || v === undefined ? 60 : v), z.coerce.number().min(1).max(600))
+    .describe('seconds a request waits for a waking agent before 503 `AGENT_STARTING` with `Retry-After`'),
   AGENT_IDLE_TIMEOUT: z
     .preprocess((v) => (v === '' || v === undefined ? 1800 : v), z.coerce.number().int().min(0))
     .describe(
@@ -405,6 +457,21 @@ const schema = accountEnv
       /** How long a request body may take; uploads must progress instead (common/http.ts, BodyTimeouts); local agents get the same. */
       bodyTimeouts: { requestSeconds: env.REQUEST_BODY_TIMEOUT, uploadIdleSeconds: env.UPLOAD_IDLE_TIMEOUT_SECONDS },
       agentSecretsKey: env.AGENT_SECRETS_KEY,
+      kubernetes: {
+        kubeconfig: env.KUBE_CONFIG,
+        namespace: env.KUBE_NAMESPACE,
+        image: env.KUBE_AGENT_IMAGE,
+        command: env.KUBE_AGENT_COMMAND,
+        runtimeClass: env.KUBE_RUNTIME_CLASS,
+        storageClass: env.KUBE_STORAGE_CLASS,
+        workspaceSize: env.KUBE_WORKSPACE_SIZE,
+        egressUrl: env.KUBE_EGRESS_URL,
+        egressHost: env.KUBE_EGRESS_HOST,
+        egressPort: env.KUBE_EGRESS_PORT,
+        startTimeoutMs: env.KUBE_START_TIMEOUT * 1000,
+        /** Agents running across the cluster; unset: no cap (the host-memory default is a local one). */
+        maxRunning: env.AGENT_MAX_RUNNING,
+      },
       agentLauncher: {
         sandbox: env.AGENT_SANDBOX,
         bwrap: env.AGENT_SANDBOX_BWRAP,

@@ -18,7 +18,8 @@ import { AuthMetrics } from './auth-metrics.js';
 import { ModelBudget } from './agents/model-usage.js';
 import { requestSlots, streamSlots, type UserSlots } from './agents/user-slots.js';
 import { LocalProvisioner, agentEnvironment } from './agents/provisioners/local/provisioner.js';
-import type { AgentProvisioner } from './agents/provisioners/provisioner.js';
+import { isSleepingAgents, type AgentProvisioner } from './agents/provisioners/provisioner.js';
+import type { KubernetesProvisioner, KubernetesProvisionerOptions } from './agents/provisioners/kubernetes/provisioner.js';
 import { StaticProvisioner } from './agents/provisioners/static.js';
 import { AgentRegistry } from './agents/registry.js';
 import { AgentMetrics } from './agents/metrics.js';
@@ -148,55 +149,83 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   const registry = new AgentRegistry(store.db, box);
   // Bound below: the bots need the provisioner, the provisioner asks them for an agent's bot settings.
   let bots: MessengerBots | undefined;
-  const provisioner =
+  const userEnv = async (userId: string) => (bots ? bots.agentEnv(userId) : {});
+  const workspaceQuotaMb = async (userId: string) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account);
+  // A crash changes no row: its event is a statement of its own (admin/webhooks/outbox.ts).
+  const onCrash = (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => {
+    emitEvent(store.db, { type: 'agent.crashed', data: { user_id: userId, exit_code: exit.code, signal: exit.signal } }).catch((error: unknown) =>
+      log.warn({ err: error }, 'writing the agent.crashed webhook event failed'),
+    );
+  };
+  const egressGateway = new EgressGateway(egressRoutes(config.egress), log, {
+    meter: modelMeter,
+    modelCallMaxTokens: config.modelCallMaxTokens,
+    limits: config.egressLimits,
+    onLimited: (limit) => egressLimited.inc({ limit }),
+  });
+  // What every agent inherits: runtime settings and the model's (never a key: the gateway adds those).
+  const agentEnv = {
+    ...agentEnvironment(process.env),
+    ...agentModelEnvironment(config.egress),
+    // The agents hold bodies to the same timeouts as this service.
+    REQUEST_BODY_TIMEOUT: String(config.bodyTimeouts.requestSeconds),
+    UPLOAD_IDLE_TIMEOUT_SECONDS: String(config.bodyTimeouts.uploadIdleSeconds),
+  };
+  const provisioner: AgentProvisioner =
     config.agentProvisioner === 'static'
       ? new StaticProvisioner(registry, log)
-      : new LocalProvisioner(registry, log, {
-          dataDir: config.dataDir,
-          idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
-          stopGraceMs: config.agentStopGraceMs,
-          maxRunning: config.agentMaxRunning,
-          agentEnv: {
-            ...agentEnvironment(process.env),
-            ...agentModelEnvironment(config.egress),
-            // The agents hold bodies to the same timeouts as this service.
-            REQUEST_BODY_TIMEOUT: String(config.bodyTimeouts.requestSeconds),
-            UPLOAD_IDLE_TIMEOUT_SECONDS: String(config.bodyTimeouts.uploadIdleSeconds),
-          },
-          launcher: new AgentLauncher(
-            config.agentLauncher,
-            new EgressGateway(egressRoutes(config.egress), log, {
-              meter: modelMeter,
-              modelCallMaxTokens: config.modelCallMaxTokens,
-              limits: config.egressLimits,
-              onLimited: (limit) => egressLimited.inc({ limit }),
-            }),
-            log,
-          ),
-          userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
-          workspaceQuotaMb: async (userId) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account),
-          onColdStart: (seconds) => agentMetrics.coldStart(seconds),
-          warmPool: { size: config.agentWarmPool, workspaceQuotaMb: config.workspaceQuotaMb.guest },
-
-          // A crash changes no row: its event is a statement of its own (admin/webhooks/outbox.ts).
-          onCrash: (userId, exit) => {
-            emitEvent(store.db, { type: 'agent.crashed', data: { user_id: userId, exit_code: exit.code, signal: exit.signal } }).catch((error: unknown) =>
-              log.warn({ err: error }, 'writing the agent.crashed webhook event failed'),
-            );
-          },
-        });
+      : config.agentProvisioner === 'kubernetes'
+        ? await startKubernetesProvisioner(registry, log, {
+            kubeconfig: config.kubernetes.kubeconfig,
+            pod: {
+              namespace: config.kubernetes.namespace,
+              image: config.kubernetes.image,
+              command: config.kubernetes.command,
+              runtimeClass: config.kubernetes.runtimeClass,
+              storageClass: config.kubernetes.storageClass,
+              workspaceSize: config.kubernetes.workspaceSize,
+              egressUrl: config.kubernetes.egressUrl,
+              memoryMb: config.agentLauncher.memoryBytes / 1024 / 1024,
+              cpuPercent: config.agentLauncher.cpuPercent,
+              tmpMb: config.agentLauncher.tmpBytes / 1024 / 1024,
+              stopGraceSeconds: config.agentStopGraceMs / 1000,
+              env: stringsOf(agentEnv),
+            },
+            idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
+            maxRunning: config.kubernetes.maxRunning,
+            startTimeoutMs: config.kubernetes.startTimeoutMs,
+            egress: { gateway: egressGateway, host: config.kubernetes.egressHost, port: config.kubernetes.egressPort },
+            userEnv,
+            workspaceQuotaMb,
+            onColdStart: (seconds) => agentMetrics.coldStart(seconds),
+            onCrash,
+          })
+        : new LocalProvisioner(registry, log, {
+            dataDir: config.dataDir,
+            idleTimeoutSeconds: config.agentIdleTimeoutSeconds,
+            stopGraceMs: config.agentStopGraceMs,
+            maxRunning: config.agentMaxRunning,
+            agentEnv,
+            launcher: new AgentLauncher(config.agentLauncher, egressGateway, log),
+            userEnv,
+            workspaceQuotaMb,
+            onColdStart: (seconds) => agentMetrics.coldStart(seconds),
+            warmPool: { size: config.agentWarmPool, workspaceQuotaMb: config.workspaceQuotaMb.guest },
+            onCrash,
+          });
   agentMetrics.watch(provisioner);
   // A returning user's sleeping agent starts at sign-in, a new one's comes from the warm pool: ready before the first message.
-  if (provisioner instanceof LocalProvisioner) tokens.signedIn = (userId) => void provisioner.warmUp(userId);
+  const sleeping = isSleepingAgents(provisioner) ? provisioner : undefined;
+  if (sleeping) tokens.signedIn = (userId) => void sleeping.warmUp(userId);
   const localAgentsScrape = new LocalAgentsScrape(metrics, () => (provisioner instanceof LocalProvisioner ? provisioner.runningAgents() : []));
-  if (provisioner instanceof LocalProvisioner) {
-    bots = new MessengerBots(store.db, box, provisioner, log, {
+  if (sleeping) {
+    bots = new MessengerBots(store.db, box, sleeping, log, {
       telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''),
       webhookBase: config.telegramWebhookBase,
     });
   }
   // Sleeping local agents are started when their next heartbeat is due.
-  const wakes = provisioner instanceof LocalProvisioner ? new WakeScheduler(store.db, provisioner, log, { pollMs: config.agentWakePollMs }) : undefined;
+  const wakes = sleeping ? new WakeScheduler(store.db, sleeping, log, { pollMs: config.agentWakePollMs }) : undefined;
   wakes?.start();
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);
@@ -280,3 +309,14 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     },
   };
 }
+
+/** Loaded only when configured: the Kubernetes client is large, and a local start stays fast without it. */
+async function startKubernetesProvisioner(registry: AgentRegistry, log: Logger, options: KubernetesProvisionerOptions): Promise<KubernetesProvisioner> {
+  const { KubernetesProvisioner } = await import('./agents/provisioners/kubernetes/provisioner.js');
+  const provisioner = new KubernetesProvisioner(registry, log, options);
+  await provisioner.start();
+  return provisioner;
+}
+
+const stringsOf = (env: NodeJS.ProcessEnv): Record<string, string> =>
+  Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));

@@ -60,7 +60,7 @@ export const agentEnv = z.object({
   }),
   AGENT_SECRETS_FILE: optionalString.meta({
     description:
-      'a file to read secret settings from (the same JSON object as `AGENT_SECRETS_FD`): the Kubernetes provisioner mounts the agent\'s Secret there, read-only, so they never sit in the environment',
+      "a file to read secret settings from (the same JSON object as `AGENT_SECRETS_FD`): the Kubernetes provisioner mounts the agent's Secret there, read-only, so they never sit in the environment",
     default: '—',
     values: 'a file path',
   }),

@@ -188,12 +188,10 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes (kubectl kustomize)', () => {
     expect(rules.sort()).toEqual(
       [
         'apps/statefulsets: create,delete,get,list,patch,watch',
-        'core/services: create,delete,get,list,watch',
-        'core/secrets: create,delete,get,list',
+        'core/services: create,delete,get,list',
+        'core/secrets: create,delete,get,list,patch',
         'core/persistentvolumeclaims: create,delete,get,list',
         'core/pods: get,list,watch',
-        'core/endpoints: get,list,watch',
-        'core/events: create,patch',
       ].sort(),
     );
     expect(JSON.stringify(role.rules)).not.toContain('*');

@@ -251,7 +251,10 @@ export class EgressGateway {
    * `Proxy-Authorization` token is (undefined: nobody's). An agent's bounds hold across all its
    * connections, as on its own socket.
    */
-  async listenTcp(address: { host: string; port: number }, authenticate: (token: string) => Promise<GatewayOwner | undefined>): Promise<OpenGateway & { port: number }> {
+  async listenTcp(
+    address: { host: string; port: number },
+    authenticate: (token: string) => Promise<GatewayOwner | undefined>,
+  ): Promise<OpenGateway & { port: number }> {
     const slots = new Map<string, Slots>();
     const callerOf = async (req: http.IncomingMessage): Promise<Caller | undefined> => {
       const token = /^Bearer ([\w.-]{1,200})$/.exec(req.headers['proxy-authorization'] ?? '')?.[1];
@@ -267,7 +270,10 @@ export class EgressGateway {
   }
 
   /** A gateway server on a socket path or TCP address; `callerOf` says who each request comes from (undefined: refused, 407). */
-  private async serve(where: string | { host: string; port: number }, callerOf: (req: http.IncomingMessage) => Caller | undefined | Promise<Caller | undefined>): Promise<http.Server> {
+  private async serve(
+    where: string | { host: string; port: number },
+    callerOf: (req: http.IncomingMessage) => Caller | undefined | Promise<Caller | undefined>,
+  ): Promise<http.Server> {
     if (typeof where === 'string') rmSync(where, { force: true });
     const server = http.createServer(async (req, res) => {
       const caller = await callerOf(req);
@@ -276,7 +282,8 @@ export class EgressGateway {
     });
     server.on('connect', async (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
       const caller = await callerOf(req);
-      if (!caller) return void client.end('HTTP/1.1 407 Proxy Authentication Required\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_UNAUTHENTICATED\n');
+      if (!caller)
+        return void client.end('HTTP/1.1 407 Proxy Authentication Required\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nEGRESS_UNAUTHENTICATED\n');
       this.tunnel(req, client as net.Socket, head, caller);
     });
     // Long polls and model streams may take long in all, so no request timeout; silence is bounded instead.

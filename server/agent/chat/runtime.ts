@@ -93,11 +93,7 @@ export class ChatRuntime {
     const chat = deps.config.chat;
     this.registry = new RunRegistry(chat.streamGraceMs);
     this.model =
-      deps.model !== undefined
-        ? deps.model
-        : chat.model
-          ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egress: deps.config.egress })
-          : null;
+      deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egress: deps.config.egress }) : null;
     this.tools = deps.tools ?? workspaceTools(deps.config);
   }
 

@@ -5,6 +5,7 @@
  *
  * - `local` (default, local/): one sandboxed process per user on this machine.
  * - `static` (static.ts): agents run elsewhere and are registered and assigned with `npm run agents`.
+ * - `kubernetes` (kubernetes/): one StatefulSet of 0 or 1 replicas per user in a cluster.
  *
  * A provisioner of machines elsewhere implements the same interface: `agentFor` creates or wakes the
  * user's agent (registering its URL and secret in the registry on creation) and resolves once its
@@ -26,6 +27,19 @@ export interface AgentProvisioner {
   listRunning?(): RunningAgentInfo[];
   close(): Promise<void>;
 }
+
+/** A provisioner whose agents sleep and wake (local, kubernetes): bots, heartbeats and sign-ins wake them. */
+export interface SleepingAgents extends AgentProvisioner {
+  /** Stops the user's agent if it runs so its next start reads its settings again (`start`: and starts it). */
+  restart(userId: string, opts: { start: boolean }): Promise<void>;
+  /** Starts the user's agent for its schedule unless it runs. */
+  wake(userId: string): Promise<void>;
+  /** At sign-in: starts a returning user's sleeping agent ahead of the first message. */
+  warmUp(userId: string): Promise<void>;
+}
+
+export const isSleepingAgents = (provisioner: AgentProvisioner): provisioner is SleepingAgents =>
+  'restart' in provisioner && 'wake' in provisioner && 'warmUp' in provisioner;
 
 export interface RunningAgentInfo {
   agentId: string;

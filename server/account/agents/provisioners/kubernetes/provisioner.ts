@@ -236,7 +236,9 @@ export class KubernetesProvisioner implements AgentProvisioner {
     const { namespace } = this;
     // Whatever is missing is created (a first start, or one an instance died in the middle of); what exists is kept.
     await this.apply(agentSecret(identity, namespace, secrets));
-    await this.call(() => this.core.createNamespacedPersistentVolumeClaim({ namespace, body: agentVolumeClaim(identity, this.options.pod) })).catch(ignoreStatus(409));
+    await this.call(() => this.core.createNamespacedPersistentVolumeClaim({ namespace, body: agentVolumeClaim(identity, this.options.pod) })).catch(
+      ignoreStatus(409),
+    );
     await this.call(() => this.core.createNamespacedService({ namespace, body: agentService(identity, namespace) })).catch(ignoreStatus(409));
     if (!wasRunning) await this.apply(agentStatefulSet(identity, this.options.pod, 1, env));
     const pod = await this.readyPod(agent.id);
@@ -511,6 +513,7 @@ export class KubernetesProvisioner implements AgentProvisioner {
   }
 }
 
-const podUrl = (pod: { status: { podIP: string } }) => `http://${pod.status.podIP.includes(':') ? `[${pod.status.podIP}]` : pod.status.podIP}:${AGENT_POD_PORT}`;
+const podUrl = (pod: { status: { podIP: string } }) =>
+  `http://${pod.status.podIP.includes(':') ? `[${pod.status.podIP}]` : pod.status.podIP}:${AGENT_POD_PORT}`;
 
 const restartCount = (pod: V1Pod) => pod.status?.containerStatuses?.reduce((sum, status) => sum + status.restartCount, 0) ?? 0;
