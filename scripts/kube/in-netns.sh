@@ -3,14 +3,16 @@
 #
 #   bash scripts/kube/in-netns.sh <command…>       # exit code of the command passes through
 #
-# The namespace has only `lo`, brought up, with 10.244.0.1/24 on it and the whole 10.244.0.0/24
+# The namespace has only `lo`, brought up, with 10.244.0.1/24 on it and the whole 10.244.0.0/16
 # routed as local, so the control plane listens on 10.244.0.1 (Endpoints refuse loopback addresses)
-# and each pod the test kubelet starts binds its own 10.244.0.x. It has no other interface: nothing
-# sent to 10.244.0.0/24 (or anywhere) inside it can leave the namespace, and nothing on the host's
-# network (PostgreSQL, Redis on 127.0.0.1) is reachable from inside.
+# and each pod the test kubelet starts binds its own 10.244.X.y (each test kubelet takes a /24 of
+# its own, so test files running side by side never share a pod IP). It has no other interface:
+# nothing sent to 10.244.0.0/16 (or anywhere) inside it can leave the namespace, and nothing on the
+# host's network (PostgreSQL, Redis on 127.0.0.1) is reachable from inside: tests there use the
+# embedded stores (test/support/postgres.ts finds no server and says so in its result).
 # As root: `unshare --net`; otherwise `unshare --user --map-root-user --net` (user namespaces).
 set -euo pipefail
-KUBE_NETNS_CIDR=10.244.0.0/24
+KUBE_NETNS_CIDR=10.244.0.0/16
 KUBE_NETNS_ADDR=10.244.0.1/24
 
 if [ "${1:-}" = "--inside-netns" ]; then
