@@ -4,16 +4,23 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // Three suites: `unit` (unit and integration, the default of `npx vitest run`), and the long
 // `security` and `reliability` suites. VITEST_SUITE picks one (`npm run test:security`), or `all`:
 // `npm test` runs all three in one vitest run, so the two workers never idle at one suite's tail
-// while the next waits to start.
+// while the next waits to start. A fourth, `kube` (a real Kubernetes control plane and the test
+// kubelet, test/kube/), is not part of `all`: it runs inside a private network namespace
+// (`npm run test:kube`: scripts/kube/in-netns.sh with VITEST_SUITE=kube).
 const SUITES = {
-  unit: { include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/reliability/**', 'test/security/**'], testTimeout: 30_000 },
+  unit: {
+    include: ['test/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, 'test/reliability/**', 'test/security/**', 'test/kube/**'],
+    testTimeout: 30_000,
+  },
   security: { include: ['test/security/**/*.test.ts'], exclude: [...configDefaults.exclude], testTimeout: 300_000 },
   reliability: { include: ['test/reliability/**/*.test.ts'], exclude: [...configDefaults.exclude], testTimeout: 300_000 },
+  kube: { include: ['test/kube/**/*.test.ts'], exclude: [...configDefaults.exclude], testTimeout: 120_000 },
 };
 type Suite = keyof typeof SUITES;
 const chosen = process.env.VITEST_SUITE ?? 'unit';
 if (chosen !== 'all' && !(chosen in SUITES)) throw new Error(`VITEST_SUITE must be one of ${Object.keys(SUITES).join(', ')} or all`);
-const suites = chosen === 'all' ? (Object.keys(SUITES) as Suite[]) : [chosen as Suite];
+const suites = chosen === 'all' ? (Object.keys(SUITES) as Suite[]).filter((s) => s !== 'kube') : [chosen as Suite];
 
 export default defineConfig({
   // tsconfig's `paths` (the shared contracts), which vite does not read by itself.

@@ -13,6 +13,9 @@ export const postgresServerUrl = () => serverUrl;
 let reachable: Promise<boolean> | undefined;
 
 export function postgresReachable(): Promise<boolean> {
+  // Inside the kube suite's private network namespace (scripts/kube/in-netns.sh) no server is
+  // reachable: the embedded stores only, without trying.
+  if (process.env.KUBE_NETNS === '1') return Promise.resolve(false);
   reachable ??= (async () => {
     const client = new pg.Client({ connectionString: serverUrl, connectionTimeoutMillis: 1_500 });
     try {
