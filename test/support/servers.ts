@@ -59,7 +59,8 @@ export async function startTestAgent(env: Record<string, string> = {}, log?: Log
 
 export interface TestAccount extends RunningAccount {
   dataDir: string;
-  stop(): Promise<void>;
+  /** Stops the service and removes its data directory (unless keepData: a next instance opens it). */
+  stop(opts?: { keepData?: boolean }): Promise<void>;
 }
 
 /** `log` receives the service's log lines; `configure` changes what no variable sets (the webhook retry schedule, say) before it starts. */
@@ -88,11 +89,11 @@ export async function startTestAccount(
   const account = await startAccount(config, options.log);
   return {
     ...account,
-    dataDir,
-    async stop() {
+    dataDir: config.dataDir,
+    async stop(opts) {
       await account.close();
       await database?.drop();
-      await rm(dataDir, { recursive: true, force: true });
+      if (!opts?.keepData) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,341 @@
+/**
+ * AGENT_PROVISIONER=kubernetes against a real control plane (etcd, kube-apiserver and
+ * kube-controller-manager v1.20.2) and the test kubelet (test/support/kube/), over real HTTP:
+ * the account service signs a guest in, its provisioner creates the agent's objects with only
+ * the Role of deploy/kubernetes/rbac.yaml (a service-account token, not admin), the kubelet runs
+ * the agent's Pod from this repository's build, and the account proxies chat and files to the
+ * Pod's IP. The kubelet does not enforce securityContext, runtimeClassName, limits or
+ * NetworkPolicy: the Pod spec is asserted as the API server stored it.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubernetesProvisioner } from '../../server/account/agents/provisioners/kubernetes/provisioner.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
+import { testDeviceId } from '../support/devices.js';
+import { corePath } from '../support/kube/api.js';
+import { type ControlPlane, startControlPlane } from '../support/kube/cluster.js';
+import { eventually, REPO_ROOT, startKubelet, type TestKubelet } from '../support/kube/kubelet.js';
+import { inKubeNetns, KUBE_NETNS_SKIP_REASON, KUBE_NODE_ADDRESS } from '../support/kube/netns.js';
+import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { freePort, startTestAccount, type TestAccount } from '../support/servers.js';
+import { events, openSse, readFrames } from '../support/sse.js';
+
+const run = promisify(execFile);
+const inside = inKubeNetns();
+const suite = inside ? describe : describe.skip;
+const NS = 'agents';
+const SELECTOR = 'app.kubernetes.io/part-of=agent-accounts,app.kubernetes.io/name=agent';
+
+/** The host's PostgreSQL through its Unix socket (a file: reachable from the private network namespace), when it runs. */
+const PG_SOCKET_URL = 'postgres://postgres@localhost/test?host=%2Fvar%2Frun%2Fpostgresql';
+
+suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes — skipped: ${KUBE_NETNS_SKIP_REASON}`, () => {
+  let cp: ControlPlane;
+  let kubelet: TestKubelet;
+  let model: ScriptedModel;
+  /** The account's ServiceAccount, bound to the Role of deploy/kubernetes/rbac.yaml: all the provisioner may use. */
+  let kubeconfig: string;
+  let signingKeys: string;
+  const secretsKey = randomBytes(32).toString('base64');
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    kubelet = await startKubelet({ cluster: cp });
+    const deploy = path.join(REPO_ROOT, 'deploy/kubernetes');
+    await run('kubectl', [
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      'apply',
+      '-f',
+      path.join(deploy, 'namespaces.yaml'),
+      '-f',
+      path.join(deploy, 'rbac.yaml'),
+      '-f',
+      path.join(deploy, 'runtimeclass-gvisor.yaml'),
+    ]);
+    signingKeys = path.join(cp.dir, 'signing-keys.json');
+    kubeconfig = await cp.writeKubeconfig(await cp.tokenFor('agent-accounts', 'account'), 'account');
+    model = await startScriptedModel({
+      responder: (request) => ({ text: `echo: ${lastUserText(request)}` }),
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await model?.close();
+    await kubelet?.stop();
+    await cp?.stop();
+  });
+
+  async function startKubeAccount(env: Record<string, string> = {}, kind: 'pglite' | 'postgres' = 'pglite'): Promise<TestAccount> {
+    const egressPort = await freePort();
+    return startTestAccount(kind, {
+      // One issuer and one key set: a token from one instance is good at the others, as behind one load balancer.
+      BASE_URL: 'http://account.test',
+      SIGNING_KEYS_FILE: signingKeys,
+      AGENT_SECRETS_KEY: secretsKey,
+      AGENT_PROVISIONER: 'kubernetes',
+      KUBE_CONFIG: kubeconfig,
+      KUBE_NAMESPACE: NS,
+      KUBE_RUNTIME_CLASS: 'gvisor',
+      KUBE_WORKSPACE_SIZE: '256Mi',
+      KUBE_AGENT_COMMAND: JSON.stringify(['node', '/app/dist/server/agent/main.js']),
+      KUBE_EGRESS_URL: `http://${KUBE_NODE_ADDRESS}:${egressPort}`,
+      KUBE_EGRESS_HOST: KUBE_NODE_ADDRESS,
+      KUBE_EGRESS_PORT: String(egressPort),
+      KUBE_START_TIMEOUT: '60',
+      AGENT_IDLE_TIMEOUT: '0',
+      AGENT_STOP_GRACE: '1',
+      MODEL: model.modelSpec,
+      ...env,
+    });
+  }
+
+  const provisionerOf = (account: TestAccount) => account.services.agents.provisioner as KubernetesProvisioner;
+
+  async function guest(account: TestAccount, label: string): Promise<TokenPair & { userId: string }> {
+    const res = await fetch(`${account.url}/api/v1/auth/guest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ device_id: testDeviceId(`${label}-${randomBytes(4).toString('hex')}`) }),
+    });
+    expect(res.status).toBe(200);
+    const pair = (await res.json()) as TokenPair;
+    const me = (await (await fetch(`${account.url}/api/v1/auth/me`, { headers: bearer(pair) })).json()) as { user_id: string };
+    return { ...pair, userId: me.user_id };
+  }
+
+  const bearer = (pair: TokenPair) => ({ authorization: `Bearer ${pair.access_token}` });
+
+  async function chat(account: TestAccount, pair: TokenPair, chatId: string, message: string): Promise<string> {
+    const res = await openSse(`${account.url}/api/v1/agent/chat`, {
+      method: 'POST',
+      headers: { ...bearer(pair), 'content-type': 'application/json' },
+      body: JSON.stringify({ message, chat_id: chatId }),
+    });
+    expect(res.status).toBe(200);
+    const frames = events(await readFrames(res));
+    return frames
+      .filter((e) => e.type === 'text')
+      .map((e) => String(e.content))
+      .join('');
+  }
+
+  async function agentObjects(): Promise<string[]> {
+    const names: string[] = [];
+    for (const [group, resource] of [
+      ['', 'secrets'],
+      ['', 'persistentvolumeclaims'],
+      ['', 'services'],
+      ['apps', 'statefulsets'],
+      ['', 'pods'],
+    ] as const) {
+      const base = group ? `/apis/${group}/v1/namespaces/${NS}/${resource}` : corePath(NS, resource);
+      const list = (await cp.api.get(`${base}?labelSelector=${encodeURIComponent(SELECTOR)}`)) as { items: Array<{ metadata: { name: string } }> };
+      for (const item of list.items) names.push(`${resource}/${item.metadata.name}`);
+    }
+    return names.sort();
+  }
+
+  const statefulSet = (agentId: string) => cp.api.getOrUndefined(`/apis/apps/v1/namespaces/${NS}/statefulsets/agent-${agentId}`);
+  const pod = (agentId: string) => cp.api.getOrUndefined(corePath(NS, 'pods', `agent-${agentId}-0`));
+
+  it('a guest chats and uploads a file; the agent is suspended (Pod gone, claim kept), woken by the next request, and finds history and file intact', async () => {
+    const account = await startKubeAccount({ AGENT_IDLE_TIMEOUT: '2' });
+    try {
+      const user = await guest(account, 'kube-chat');
+      expect(await chat(account, user, 'c1', 'hello pod')).toBe('echo: hello pod');
+      const agent = await account.services.agents.registry.forUser(user.userId);
+      if (!agent) throw new Error('no agent registered');
+      expect(agent.kind).toBe('kubernetes');
+
+      const form = new FormData();
+      form.append('file', new Blob(['kept across sleep']), 'note.txt');
+      const upload = await fetch(`${account.url}/api/v1/agent/files/upload`, { method: 'POST', headers: bearer(user), body: form });
+      expect(upload.status).toBe(200);
+      const uploaded = (await upload.json()) as { path: string };
+
+      // Idle for 2 s and says so: replicas 0, the Pod deleted, the claim and the other objects kept.
+      await eventually('suspended', async () => (await statefulSet(agent.id))?.spec?.replicas === 0 && !(await pod(agent.id)), 30_000);
+      expect(await agentObjects()).toEqual(
+        [
+          `persistentvolumeclaims/agent-${agent.id}-workspace`,
+          `secrets/agent-${agent.id}`,
+          `services/agent-${agent.id}`,
+          `statefulsets/agent-${agent.id}`,
+        ].sort(),
+      );
+
+      const history = await fetch(`${account.url}/api/v1/agent/chat/c1/history`, { headers: bearer(user) });
+      expect(history.status).toBe(200);
+      const messages = ((await history.json()) as { messages: Array<{ type: string; content?: string }> }).messages;
+      expect(messages.map((m) => m.content)).toEqual(['hello pod', 'echo: hello pod']);
+      const file = await fetch(`${account.url}/api/v1/agent/files/${uploaded.path}`, { headers: bearer(user) });
+      expect(file.status).toBe(200);
+      expect(await file.text()).toBe('kept across sleep');
+      expect(await chat(account, user, 'c1', 'again')).toBe('echo: again');
+    } finally {
+      await account.stop();
+    }
+  });
+
+  it('stores the Pod spec the docs promise: runtime class, non-root, read-only root, no capabilities, seccomp, no token, no service links, limits, probe, grace', async () => {
+    const account = await startKubeAccount();
+    try {
+      const user = await guest(account, 'kube-spec');
+      await chat(account, user, 'c', 'hi');
+      const agent = await account.services.agents.registry.forUser(user.userId);
+      const stored = await pod(agent?.id ?? '');
+      const spec = stored?.spec;
+      expect(spec.runtimeClassName).toBe('gvisor');
+      expect(spec.automountServiceAccountToken).toBe(false);
+      expect(spec.enableServiceLinks).toBe(false);
+      expect(spec.terminationGracePeriodSeconds).toBe(6);
+      expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } });
+      const [container] = spec.containers;
+      expect(container.securityContext).toEqual({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        privileged: false,
+        runAsNonRoot: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      expect(container.resources.limits).toEqual({ memory: '1Gi', cpu: '1' });
+      expect(container.readinessProbe.httpGet).toMatchObject({ path: '/health', port: 'http' });
+      // Secrets only in the mounted Secret, never in the Pod spec.
+      const env = JSON.stringify(container.env);
+      expect(env).not.toContain(agent?.secret ?? 'no secret');
+      expect(env).not.toMatch(/AGENT_SECRET"|AGENT_EGRESS_TOKEN|API_KEY/);
+      expect(spec.volumes.find((v: { name: string }) => v.name === 'secrets').secret.secretName).toBe(`agent-${agent?.id}`);
+    } finally {
+      await account.stop();
+    }
+  });
+
+  it("works with the Role alone: the account's service account is refused outside it", async () => {
+    const account = await startKubeAccount();
+    try {
+      // The same token as the provisioner's: no pods in the account's own namespace, no nodes, no deleting pods.
+      const { stdout } = await run('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', '--list', '-n', NS]);
+      expect(stdout).toMatch(/statefulsets\.apps/);
+      const outside: Array<[verb: string, resource: string, namespace: string]> = [
+        ['list', 'pods', 'agent-accounts'],
+        ['delete', 'pods', NS],
+        ['list', 'nodes', NS],
+        ['create', 'roles.rbac.authorization.k8s.io', NS],
+      ];
+      for (const [verb, resource, namespace] of outside) {
+        const check = await run('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', verb, resource, '-n', namespace]).catch(
+          (error: { stdout: string }) => error,
+        );
+        expect(check.stdout.trim(), `${verb} ${resource} in ${namespace}`).toBe('no');
+      }
+      const user = await guest(account, 'kube-role');
+      expect(await chat(account, user, 'c', 'with the role only')).toBe('echo: with the role only');
+    } finally {
+      await account.stop();
+    }
+  });
+
+  it('deleting an account deletes every object of its agent', async () => {
+    const account = await startKubeAccount();
+    try {
+      const user = await guest(account, 'kube-delete');
+      await chat(account, user, 'c', 'hi');
+      const agent = await account.services.agents.registry.forUser(user.userId);
+      expect((await agentObjects()).filter((name) => name.includes(agent?.id ?? '-'))).toHaveLength(5);
+      const res = await fetch(`${account.url}/api/v1/account`, { method: 'DELETE', headers: bearer(user) });
+      expect(res.status).toBeLessThan(300);
+      await eventually('objects gone', async () => (await agentObjects()).every((name) => !name.includes(agent?.id ?? '-')), 30_000);
+      expect(await account.services.agents.registry.forUser(user.userId)).toBeUndefined();
+    } finally {
+      await account.stop();
+    }
+  });
+
+  it('an instance that dies half-way leaves nothing the next start does not reconcile: orphans removed, a half-made agent completed on its next use', async () => {
+    const account = await startKubeAccount();
+    const user = await guest(account, 'kube-half');
+    const registry = account.services.agents.registry;
+    const labelsOf = (agentId: string) => ({
+      'app.kubernetes.io/name': 'agent',
+      'app.kubernetes.io/part-of': 'agent-accounts',
+      'agent-accounts.dev/agent-id': agentId,
+      'agent-accounts.dev/user-id': user.userId,
+    });
+    // Died between the registry row and the StatefulSet: the row and an empty Secret.
+    const halfId = crypto.randomUUID();
+    await registry.add({
+      id: halfId,
+      name: `agent-${halfId}`,
+      url: 'kubernetes://agents',
+      secret: randomBytes(32).toString('base64url'),
+      kind: 'kubernetes',
+      userId: user.userId,
+    });
+    await cp.api.post(corePath(NS, 'secrets'), { metadata: { name: `agent-${halfId}`, labels: labelsOf(halfId) }, data: {} });
+    // Died while deleting an account: no row, a Secret and a Service left.
+    const orphanId = crypto.randomUUID();
+    await cp.api.post(corePath(NS, 'secrets'), { metadata: { name: `agent-${orphanId}`, labels: labelsOf(orphanId) }, data: {} });
+    await cp.api.post(corePath(NS, 'services'), {
+      metadata: { name: `agent-${orphanId}`, labels: labelsOf(orphanId) },
+      spec: { clusterIP: 'None', selector: { 'agent-accounts.dev/agent-id': orphanId }, ports: [{ port: 8080 }] },
+    });
+    await account.stop({ keepData: true });
+
+    // The next instance on the same store (PGlite keeps it in its data directory).
+    const next = await startKubeAccount({ DATA_DIR: account.dataDir });
+    try {
+      expect((await agentObjects()).filter((name) => name.includes(orphanId))).toEqual([]);
+      expect(await chat(next, user, 'c', 'after the crash')).toBe('echo: after the crash');
+      expect((await agentObjects()).filter((name) => name.includes(halfId))).toHaveLength(5);
+    } finally {
+      await next.stop();
+      await rm(account.dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('two account instances racing to wake one agent make one Pod', async (context) => {
+    const probe = new pg.Client({ connectionString: PG_SOCKET_URL, connectionTimeoutMillis: 1_500 });
+    const reachable = await probe.connect().then(
+      () => true,
+      () => false,
+    );
+    await probe.end().catch(() => undefined);
+    if (!reachable) return context.skip('no PostgreSQL on /var/run/postgresql: two instances need one shared database');
+    const name = `t_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: PG_SOCKET_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    const databaseUrl = `postgres://postgres@localhost/${name}?host=%2Fvar%2Frun%2Fpostgresql`;
+    const first = await startKubeAccount({ DATABASE_URL: databaseUrl });
+    const second = await startKubeAccount({ DATABASE_URL: databaseUrl });
+    try {
+      const user = await guest(first, 'kube-race');
+      const chats = await Promise.all([
+        chat(first, user, 'a', 'one'),
+        chat(second, user, 'b', 'two'),
+        chat(first, user, 'c', 'three'),
+        chat(second, user, 'd', 'four'),
+      ]);
+      expect(chats).toEqual(['echo: one', 'echo: two', 'echo: three', 'echo: four']);
+      const agent = await first.services.agents.registry.forUser(user.userId);
+      const pods = (await agentObjects()).filter((n) => n.startsWith('pods/') && n.includes(agent?.id ?? '-'));
+      expect(pods).toEqual([`pods/agent-${agent?.id}-0`]);
+      // Still one after the race settles: the StatefulSet was applied, never created twice.
+      const set = await statefulSet(agent?.id ?? '');
+      expect(set?.spec.replicas).toBe(1);
+      expect(set?.metadata.managedFields.map((f: { manager: string }) => f.manager)).toContain('agent-accounts');
+      expect(provisionerOf(first).stats().running + provisionerOf(second).stats().running).toBeGreaterThanOrEqual(2);
+    } finally {
+      await first.stop();
+      await second.stop();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    }
+  });
+});
