@@ -20,6 +20,9 @@ echo "== build (the services' compiled tree, which local agents run from, and th
 npm run build --silent
 echo "== vitest: unit and integration, security (fuzz, JWT attacks, timing, headers), reliability (concurrency, faults, slow clients)"
 VITEST_SUITE=all npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest.json
+echo "== kubernetes: the provisioner against a real control plane (etcd, kube-apiserver, controller manager) and the test kubelet, in a private network namespace"
+bash scripts/kube/ensure-control-plane.sh >/dev/null
+bash scripts/kube/in-netns.sh env VITEST_SUITE=kube npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest-kube.json
 echo "== browser end-to-end (playwright + chromium)"
 PLAYWRIGHT_JSON_OUTPUT_NAME=test-reports/playwright.json npx playwright test --reporter=list,json
-node scripts/test-summary.mjs test-reports/vitest.json test-reports/playwright.json
+node scripts/test-summary.mjs test-reports/vitest.json test-reports/vitest-kube.json test-reports/playwright.json

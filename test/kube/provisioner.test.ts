@@ -144,6 +144,16 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
   const statefulSet = (agentId: string) => cp.api.getOrUndefined(`/apis/apps/v1/namespaces/${NS}/statefulsets/agent-${agentId}`);
   const pod = (agentId: string) => cp.api.getOrUndefined(corePath(NS, 'pods', `agent-${agentId}-0`));
 
+  it('every manifest of deploy/kubernetes passes a server-side dry run against the API server', async () => {
+    const { stdout } = await run('kubectl', ['--kubeconfig', cp.kubeconfigPath, 'apply', '--dry-run=server', '-k', path.join(REPO_ROOT, 'deploy/kubernetes')]);
+    const applied = stdout.trim().split('\n');
+    expect(applied.length).toBeGreaterThanOrEqual(12);
+    for (const line of applied) expect(line).toMatch(/\((server dry run)\)$/);
+    expect(stdout).toMatch(/deployment\.apps\/account/);
+    expect(stdout).toMatch(/networkpolicy\.networking\.k8s\.io\//);
+    expect(stdout).toMatch(/role\.rbac\.authorization\.k8s\.io\/agent-provisioner/);
+  });
+
   it('a guest chats and uploads a file; the agent is suspended (Pod gone, claim kept), woken by the next request, and finds history and file intact', async () => {
     const account = await startKubeAccount({ AGENT_IDLE_TIMEOUT: '2' });
     try {
