@@ -293,8 +293,10 @@ export class EgressGateway {
       this.onLimited('idle');
       socket.destroy();
     });
-    // Raw connections too (a tunnel or request each, and as many idle keep-alive ones).
-    server.maxConnections = 2 * this.limits.maxConnections;
+    // Raw connections of one agent's own socket too (a tunnel or request each, and as many idle
+    // keep-alive ones). Not on the shared TCP address: there a cap on all connections would let
+    // one pod shut out the others; each agent's slots bound it, and silence cuts idle ones.
+    if (typeof where === 'string') server.maxConnections = 2 * this.limits.maxConnections;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       if (typeof where === 'string') server.listen(where, () => resolve());

@@ -16,7 +16,7 @@
  *   agent make one Pod), restarts a crashed container with the kubelet's backoff, and suspending
  *   is one field (replicas 0: Pod gone, PVC kept).
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { V1PersistentVolumeClaim, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
 
 /** The agent container's port (named `http`). */
@@ -50,6 +50,24 @@ export const podName = (agentId: string) => `${objectName(agentId)}-0`;
  */
 export function egressToken(agentId: string, agentSecret: string): string {
   return `${agentId}.${createHmac('sha256', agentSecret).update(`egress:${agentId}`).digest('base64url')}`;
+}
+
+/**
+ * Who presents `token` at the egress gateway: the agent its id names, when the HMAC matches that
+ * agent's secret (constant-time) and the agent belongs to a user; otherwise nobody.
+ */
+export function egressTokenChecker(
+  agentById: (id: string) => Promise<{ id: string; secret: string; userId: string | null } | undefined>,
+): (token: string) => Promise<{ agentId: string; userId: string } | undefined> {
+  return async (token) => {
+    const agentId = token.split('.')[0] ?? '';
+    const agent = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(agentId) ? await agentById(agentId) : undefined;
+    if (!agent?.userId) return undefined;
+    const expected = Buffer.from(egressToken(agent.id, agent.secret));
+    const given = Buffer.from(token);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+    return { agentId: agent.id, userId: agent.userId };
+  };
 }
 
 /** What every agent Pod gets, from the account service's configuration (KUBE_*, AGENT_*). */

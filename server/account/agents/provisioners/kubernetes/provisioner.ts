@@ -28,7 +28,7 @@
  * with its own token (objects.ts, egressToken), and no operator key ever enters a Pod.
  */
 import { EventEmitter } from 'node:events';
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import {
   ApiException,
   AppsV1Api,
@@ -45,7 +45,7 @@ import {
 import { AppError } from '../../../../common/errors.js';
 import type { Logger } from '../../../../common/log.js';
 import { agentClient } from '../../client.js';
-import type { EgressGateway, GatewayOwner, OpenGateway } from '../../egress-gateway.js';
+import type { EgressGateway, OpenGateway } from '../../egress-gateway.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from '../../registry.js';
 import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats } from '../provisioner.js';
 import {
@@ -56,6 +56,7 @@ import {
   agentStatefulSet,
   agentVolumeClaim,
   egressToken,
+  egressTokenChecker,
   FIELD_MANAGER,
   LABEL,
   LAST_USED_ANNOTATION,
@@ -171,7 +172,10 @@ export class KubernetesProvisioner implements AgentProvisioner {
     for (const pod of this.pods.list()) this.restartsSeen.set(pod.metadata?.name ?? '', restartCount(pod));
     await this.reconcile();
     const { gateway, host, port } = this.options.egress;
-    this.gateway = await gateway.listenTcp({ host, port }, (token) => this.egressOwner(token));
+    this.gateway = await gateway.listenTcp(
+      { host, port },
+      egressTokenChecker((id) => this.registry.byId(id)),
+    );
   }
 
   /** The port the pods' egress gateway listens on (KUBE_EGRESS_PORT 0 picks one: tests). */
@@ -392,17 +396,6 @@ export class KubernetesProvisioner implements AgentProvisioner {
     const userId = pod.metadata?.labels?.[LABEL.userId];
     this.log.warn({ pod: name, exitCode: terminated?.exitCode, reason: terminated?.reason }, 'agent container restarted after a crash');
     if (userId) this.options.onCrash?.(userId, { code: terminated?.exitCode ?? null, signal: null });
-  }
-
-  /** The owner of an egress token, checked against the agent's own secret in the registry. */
-  private async egressOwner(token: string): Promise<GatewayOwner | undefined> {
-    const agentId = token.split('.')[0] ?? '';
-    const agent = /^[0-9a-f-]{36}$/.test(agentId) ? await this.registry.byId(agentId) : undefined;
-    if (!agent?.userId) return undefined;
-    const expected = Buffer.from(egressToken(agent.id, agent.secret));
-    const given = Buffer.from(token);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
-    return { agentId: agent.id, userId: agent.userId };
   }
 
   /** Deletes the objects of agents the registry does not know: what an instance that died while deleting an account left. */
