@@ -7,7 +7,7 @@
 # Binaries live in ${KUBE_BIN_DIR:-$HOME/.cache/agent-accounts/kube/v1.20.2} (outside the repo) and
 # are accepted only when their SHA-256 equals scripts/kube/SHA256SUMS. In order:
 #   1. reuse the bin dir when every sum matches;
-#   2. else decompress prebuilt binaries of exactly this build from ${KUBE_PREBUILT_DIR:-<repo>/../shared/kube}
+#   2. else decompress prebuilt binaries of exactly this build from ${KUBE_PREBUILT_DIR:-shared/kube in the checkout's parent dir}
 #      (kube-*.xz) when present, verifying the sums;
 #   3. else build them from Debian bookworm's own source package `kubernetes`
 #      (1.20.5+really1.20.2-1.1+deb12u1): `apt-get source` through a private apt configuration (the
@@ -26,7 +26,7 @@ set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SUMS="$REPO_ROOT/scripts/kube/SHA256SUMS"
 BIN_DIR="${KUBE_BIN_DIR:-$HOME/.cache/agent-accounts/kube/v1.20.2}"
-PREBUILT_DIR="${KUBE_PREBUILT_DIR:-$REPO_ROOT/../shared/kube}"
+PREBUILT_DIR="${KUBE_PREBUILT_DIR:-$(dirname "$REPO_ROOT")/shared/kube}"
 BUILD_DIR="${KUBE_BUILD_DIR:-$HOME/.cache/agent-accounts/kube/build}"
 DEB_VERSION="1.20.5+really1.20.2-1.1+deb12u1"
 GIT_VERSION="v1.20.2"
@@ -86,6 +86,12 @@ from_prebuilt() {
 build_from_source() {
   say "building kube-apiserver, kube-controller-manager, kube-scheduler $GIT_VERSION from Debian's source package (about 15 min); work tree: $BUILD_DIR"
   mkdir -p "$BUILD_DIR"
+  # One build at a time in a work tree (two test runs may start together).
+  exec 9>"$BUILD_DIR/.lock"
+  if ! flock -n 9; then
+    say "another build holds $BUILD_DIR: waiting for it"
+    flock 9
+  fi
   local apt="$BUILD_DIR/apt" src="$BUILD_DIR/src" gopath out="$BUILD_DIR/out"
 
   # 1. Toolchain: Debian's Go 1.19 (no module proxy is reachable; everything comes from vendor/).
