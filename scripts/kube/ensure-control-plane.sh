@@ -7,13 +7,16 @@
 # Binaries live in ${KUBE_BIN_DIR:-$HOME/.cache/agent-accounts/kube/v1.20.2} (outside the repo) and
 # are accepted only when their SHA-256 equals scripts/kube/SHA256SUMS. In order:
 #   1. reuse the bin dir when every sum matches;
-#   2. else decompress prebuilt binaries of exactly this build from ${KUBE_PREBUILT_DIR:-<repo>/../shared/kube}
+#   2. else decompress prebuilt binaries of exactly this build from ${KUBE_PREBUILT_DIR:-shared/kube in the checkout's parent dir}
 #      (kube-*.xz) when present, verifying the sums;
 #   3. else build them from Debian bookworm's own source package `kubernetes`
 #      (1.20.5+really1.20.2-1.1+deb12u1): `apt-get source` through a private apt configuration (the
 #      system's /etc/apt is left untouched), Go from `golang-1.19-go`, GOPATH mode, the OpenAPI
 #      definitions generated with the vendored openapi-gen, linked with the v1.20.2 version flags.
 #      About 15 minutes on one core; the work tree is kept in ${KUBE_BUILD_DIR:-$HOME/.cache/agent-accounts/kube/build}.
+#      Go embeds source paths in binaries, so the build runs at the GOPATH the recorded binaries were
+#      built at (${KUBE_BUILD_GOPATH:-/tmp/k8s-scout/gopath}, a symlink into the work tree), without
+#      -trimpath, with the link flags they were built with: only then can the sums match.
 #      A fresh build whose sums differ from SHA256SUMS is refused (set KUBE_ACCEPT_BUILD=1 to keep it
 #      anyway, e.g. after a toolchain update; then update SHA256SUMS on purpose).
 # etcd comes from Debian (`etcd-server`), installed with apt-get when `etcd` is missing.
@@ -23,7 +26,7 @@ set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SUMS="$REPO_ROOT/scripts/kube/SHA256SUMS"
 BIN_DIR="${KUBE_BIN_DIR:-$HOME/.cache/agent-accounts/kube/v1.20.2}"
-PREBUILT_DIR="${KUBE_PREBUILT_DIR:-$REPO_ROOT/../shared/kube}"
+PREBUILT_DIR="${KUBE_PREBUILT_DIR:-$(dirname "$REPO_ROOT")/shared/kube}"
 BUILD_DIR="${KUBE_BUILD_DIR:-$HOME/.cache/agent-accounts/kube/build}"
 DEB_VERSION="1.20.5+really1.20.2-1.1+deb12u1"
 GIT_VERSION="v1.20.2"
@@ -83,7 +86,13 @@ from_prebuilt() {
 build_from_source() {
   say "building kube-apiserver, kube-controller-manager, kube-scheduler $GIT_VERSION from Debian's source package (about 15 min); work tree: $BUILD_DIR"
   mkdir -p "$BUILD_DIR"
-  local apt="$BUILD_DIR/apt" src="$BUILD_DIR/src" gopath="$BUILD_DIR/gopath" out="$BUILD_DIR/out"
+  # One build at a time in a work tree (two test runs may start together).
+  exec 9>"$BUILD_DIR/.lock"
+  if ! flock -n 9; then
+    say "another build holds $BUILD_DIR: waiting for it"
+    flock 9
+  fi
+  local apt="$BUILD_DIR/apt" src="$BUILD_DIR/src" gopath out="$BUILD_DIR/out"
 
   # 1. Toolchain: Debian's Go 1.19 (no module proxy is reachable; everything comes from vendor/).
   local go=/usr/lib/go-1.19/bin/go
@@ -111,6 +120,8 @@ EOF
   fi
 
   # 3. GOPATH mode: module mode with -mod=vendor fails on this tree ("updates to go.mod needed").
+  #    The GOPATH is the one SHA256SUMS's binaries were built at (Go records source paths).
+  gopath="${KUBE_BUILD_GOPATH:-/tmp/k8s-scout/gopath}"
   mkdir -p "$gopath/src/k8s.io" "$out"
   ln -sfn "$src/kubernetes" "$gopath/src/k8s.io/kubernetes"
   export GOPATH="$gopath" GO111MODULE=off GOPROXY=off GOFLAGS= CGO_ENABLED=0 GOCACHE="$BUILD_DIR/gocache"
@@ -145,19 +156,21 @@ EOF
     fi
   fi
 
-  # 5. The three binaries, linked as upstream's release would be (version v1.20.2).
+  # 5. The three binaries, reporting version v1.20.2 (the source's other version fields, commit
+  #    faecb19… and build date 1970-01-01, are already right).
   local v=k8s.io/kubernetes/vendor/k8s.io/component-base/version
-  local ldflags="-s -w -X $v.gitVersion=$GIT_VERSION -X $v.gitMajor=1 -X $v.gitMinor=20 -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z"
+  local ldflags="-s -w -X $v.gitVersion=$GIT_VERSION -X $v.gitMajor=1 -X $v.gitMinor=20"
   for c in "${COMPONENTS[@]}"; do
     if [ ! -x "$out/$c" ]; then
       say "go build $c"
-      nice -n 10 "$go" build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "./cmd/$c" || die "go build ./cmd/$c failed"
+      nice -n 10 "$go" build -ldflags "$ldflags" -o "$out/$c.tmp" "./cmd/$c" || die "go build ./cmd/$c failed"
       mv -f "$out/$c.tmp" "$out/$c"
     fi
   done
 
   mkdir -p "$BIN_DIR"
-  for c in "${COMPONENTS[@]}"; do install -m 0755 "$out/$c" "$BIN_DIR/$c"; done
+  # A copy renamed into place: a control plane running from the old files keeps running.
+  for c in "${COMPONENTS[@]}"; do install -m 0755 "$out/$c" "$BIN_DIR/.$c.new" && mv -f "$BIN_DIR/.$c.new" "$BIN_DIR/$c"; done
   if ! sums_ok "$BIN_DIR"; then
     if [ "${KUBE_ACCEPT_BUILD:-}" = 1 ]; then
       say "warning: the fresh build differs from scripts/kube/SHA256SUMS; kept because KUBE_ACCEPT_BUILD=1:"

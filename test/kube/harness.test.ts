@@ -6,7 +6,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeApiError, corePath } from '../support/kube/api.js';
+import { KubeApi, KubeApiError, corePath } from '../support/kube/api.js';
 import { type ControlPlane, startControlPlane } from '../support/kube/cluster.js';
 import { eventually, startKubelet, type TestKubelet } from '../support/kube/kubelet.js';
 import { inKubeNetns, KUBE_NETNS_SKIP_REASON } from '../support/kube/netns.js';
@@ -191,5 +191,40 @@ suite(inside ? 'kube test harness (control plane + test kubelet)' : `kube test h
     expect(took).toBeGreaterThanOrEqual(1_900);
     expect(took).toBeLessThan(10_000);
     expect(kubelet.pod(ns, 'stubborn')).toBeUndefined();
+  });
+
+  it('gives a service account a token that RBAC holds to its Role', async () => {
+    const token = await cp.tokenFor(ns, 'provisioner');
+    const asSa = new KubeApi({ server: cp.server, ca: cp.ca, token });
+    try {
+      const denied = await asSa.get(corePath(ns, 'pods')).then(
+        () => 0,
+        (err) => (err instanceof KubeApiError ? err.status : -1),
+      );
+      expect(denied).toBe(403);
+      await cp.api.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+        metadata: { name: 'pod-reader' },
+        rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }],
+      });
+      await cp.api.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+        metadata: { name: 'provisioner-pod-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pod-reader' },
+        subjects: [{ kind: 'ServiceAccount', name: 'provisioner', namespace: ns }],
+      });
+      const list = await eventually('the RoleBinding in effect', () => asSa.get(corePath(ns, 'pods')).catch(() => undefined));
+      expect(list.items.length).toBeGreaterThan(0);
+      const otherNs = await asSa.get(corePath('default', 'pods')).then(
+        () => 0,
+        (err) => (err instanceof KubeApiError ? err.status : -1),
+      );
+      expect(otherNs).toBe(403);
+      // The kubeconfig written for the token works with @kubernetes/client-node too.
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(await cp.writeKubeconfig(token, 'provisioner'));
+      const pods = await kc.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace: ns });
+      expect(pods.items.map((p) => p.metadata?.name)).toContain('web-0');
+    } finally {
+      asSa.close();
+    }
   });
 });

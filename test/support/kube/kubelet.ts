@@ -37,7 +37,11 @@
  *
  * Networking: pods share the node's network namespace (the netns of in-netns.sh): a pod IP is an
  * address of that namespace's lo. A pod must listen on its own pod IP (status.podIP through the
- * downward API), not on 0.0.0.0 (that would take the port on every pod IP) nor 127.0.0.1 (shared).
+ * downward API), not on 0.0.0.0 (that would take the port on every pod IP) nor 127.0.0.1 (shared
+ * by every pod and the test itself). There is no kube-proxy and no cluster DNS: ClusterIPs and
+ * service names do not answer; reach pods at their IPs (Endpoints, pod status). Pods reach the
+ * test's own servers on 127.0.0.1 or 10.244.0.1, and the API server at KUBERNETES_SERVICE_HOST/PORT
+ * (its real address).
  *
  * NOT enforced (stored by the API server, asserted by tests, ignored here): securityContext
  * (runAsUser, readOnlyRootFilesystem, capabilities, seccomp, privilege escalation),
