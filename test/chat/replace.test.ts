@@ -92,7 +92,10 @@ describe('replacing a user message (regenerate, edit and resend)', () => {
     // The same request twice: the second finds its message gone.
     rig.model.queue({ text: 'replayed once' });
     await startAndFinish({ chat_id: 'r1', message: 'replay me', replace_from: current! });
-    expect(await refusal(client.chat.start.mutate({ chat_id: 'r1', message: 'replay me', replace_from: current! }))).toEqual({ code: 'MESSAGE_NOT_FOUND', status: 404 });
+    expect(await refusal(client.chat.start.mutate({ chat_id: 'r1', message: 'replay me', replace_from: current! }))).toEqual({
+      code: 'MESSAGE_NOT_FOUND',
+      status: 404,
+    });
     expect((await history('r1')).map((m) => (m.type === 'text' ? m.content : m.type))).toEqual(['replay me', 'replayed once']);
     expect(before).toHaveLength(2);
     // Only the one accepted replacement reached the model.
@@ -136,7 +139,11 @@ describe('replacing a user message (regenerate, edit and resend)', () => {
 
     rig.model.queue({ text: 'rest regenerated' });
     const [id] = userIds(await history('r4'));
-    const stream = await openSse(`${rig.agent.url}/chat`, { method: 'POST', headers: json, body: JSON.stringify({ chat_id: 'r4', message: 'busy', replace_from: id }) });
+    const stream = await openSse(`${rig.agent.url}/chat`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ chat_id: 'r4', message: 'busy', replace_from: id }),
+    });
     const frames = withoutKeepalive(await readFrames(stream));
     expect(frames.map((f) => f.data)).toEqual([{ type: 'text', content: 'rest regenerated' }, { type: 'done' }]);
     expect((await history('r4')).map((m) => (m.type === 'text' ? m.content : m.type))).toEqual(['busy', 'rest regenerated']);
