@@ -94,7 +94,7 @@ describe('ChatHistory', () => {
     expect(committed).toBe(true);
     expect(writer.read('locked', 10)).toEqual([
       { type: 'text', content: 'first', name: 'user' },
-      { type: 'text', content: 'second', name: 'user' },
+      { type: 'text', content: 'second', name: 'user', message_id: 'r' },
     ]);
     expect(await writer.delete('locked')).toBe(2);
     expect(writer.read('locked', 10)).toEqual([]);
