@@ -99,7 +99,7 @@ for (const size of [
 
     // Edit the first message, from the keyboard: Edit, type, Enter.
     const first = users(page).first();
-    await first.getByRole('button', { name: 'Edit and resend this message' }).click();
+    await first.getByRole('button', { name: 'Edit this message' }).click();
     const box = first.getByRole('textbox', { name: 'Edit your message' });
     await expect(box).toBeFocused();
     await expect(box).toHaveValue('what did I say first');
@@ -118,10 +118,10 @@ for (const size of [
     await expect(replies(page).last()).toContainText('You said: what did I say instead');
 
     // Escape cancels an edit (and stops nothing); the message stays as it was.
-    await users(page).first().getByRole('button', { name: 'Edit and resend this message' }).click();
+    await users(page).first().getByRole('button', { name: 'Edit this message' }).click();
     await page.keyboard.press('Escape');
     await expect(users(page).first().getByRole('textbox')).toHaveCount(0);
-    await expect(users(page).first().getByRole('button', { name: 'Edit and resend this message' })).toBeFocused();
+    await expect(users(page).first().getByRole('button', { name: 'Edit this message' })).toBeFocused();
   });
 }
 

@@ -39,7 +39,7 @@ export class Attachments {
   private readonly items: Attached[] = [];
   /** The chips, above the box; empty when nothing is attached. */
   readonly list = h('ul', { class: 'attachments', 'aria-label': 'Attached files', 'data-testid': 'attachments', hidden: true });
-  private readonly picker = h('input', { type: 'file', multiple: true, class: 'visually-hidden', tabIndex: -1, 'aria-hidden': 'true' });
+  private readonly picker = h('input', { type: 'file', multiple: true, hidden: true, 'data-testid': 'attach-input' });
   /** The paperclip. */
   readonly button = h('button', { type: 'button', class: 'attach', 'aria-label': 'Attach files', title: 'Attach files', 'data-testid': 'attach' }, '📎');
   private uploading = false;

@@ -92,7 +92,7 @@ export class Transcript {
     const bar = h('div', { class: 'msg-tools' });
     const item = h('li', { class: 'msg user', 'data-role': 'user' }, h('span', { class: 'who' }, 'You'), body, bar);
     if (messageId) item.dataset.messageId = messageId;
-    const edit = toolButton('Edit', 'Edit and resend this message', 'edit');
+    const edit = toolButton('Edit', 'Edit this message', 'edit');
     edit.onclick = () => this.startEdit(item, content, body, bar);
     bar.append(
       copyButton('Copy this message', () => content),
@@ -132,9 +132,9 @@ export class Transcript {
     const id = item.dataset.messageId;
     if (!id || !this.actions) return;
     const box = h('textarea', { class: 'edit-box', value: content, rows: Math.min(12, content.split('\n').length + 1), 'aria-label': 'Edit your message' });
-    const save = h('button', { type: 'submit', 'data-testid': 'edit-send' }, 'Send edited message');
+    const save = h('button', { type: 'submit', 'data-testid': 'edit-save' }, 'Save and rerun');
     const cancel = h('button', { type: 'button', 'data-testid': 'edit-cancel' }, 'Cancel');
-    const note = h('p', { class: 'hint', 'aria-live': 'polite' }, 'Sending replaces this message and everything after it.');
+    const note = h('p', { class: 'hint', 'aria-live': 'polite' }, 'Saving replaces this message and everything after it, and the agent replies again.');
     const form = h('form', { class: 'edit-form', 'aria-label': 'Edit message' }, box, note, h('div', { class: 'row' }, save, cancel));
     const close = () => {
       form.remove();
@@ -158,7 +158,7 @@ export class Transcript {
       const text = box.value.trim();
       if (!text) return;
       if (!this.actions?.canReplace()) {
-        note.textContent = 'The agent is still replying: stop the reply first (Escape), then send the edit.';
+        note.textContent = 'The agent is still replying: stop the reply first, then save the edit.';
         return;
       }
       this.actions.edit(id, text);
