@@ -47,6 +47,8 @@ const AGENT = {
   INVALID_WEBHOOK_SECRET: { status: 401, message: 'Missing or invalid webhook secret' },
   CHAT_NOT_FOUND: { status: 404, message: 'No such chat' },
   RUN_NOT_ACTIVE: { status: 409, message: 'No reply is running in this chat' },
+  RUN_ACTIVE: { status: 409, message: 'A reply is running in this chat: stop it first' },
+  MESSAGE_NOT_FOUND: { status: 404, message: 'No such user message in this chat' },
   INVALID_PATH: { status: 400, message: 'The workspace path is not valid' },
   NOT_A_FILE: { status: 400, message: 'The path names a directory, not a file' },
   MISSING_FILE: { status: 400, message: 'The multipart field `file` is required' },

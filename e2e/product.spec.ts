@@ -98,7 +98,7 @@ test('a guest chats, reloads mid-reply, gets a file written, uploads one, and si
   await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
 });
 
-test('a subagent appears, completes, and its result reaches the inbox', async ({ page }) => {
+test('a subagent appears, completes, and its result reaches the chat that started it', async ({ page }) => {
   await signInAsGuest(page, 'e2e-subagent-device');
   await send(page, 'start a helper');
   await expect(transcript(page)).toContainText('A helper is on it.');
@@ -110,8 +110,11 @@ test('a subagent appears, completes, and its result reaches the inbox', async ({
   await run.getByRole('button', { name: 'counter' }).click();
   await expect(page.getByRole('region', { name: /Details: counter/ }).locator('pre')).toHaveText('one, two, three');
   await shot(page, 'subagents-completed');
-  // The announcement is a pending message; the layout polls GET /pending every 10 s.
-  await expect(page.getByRole('region', { name: 'Messages from your agent' })).toContainText('one, two, three', { timeout: 20_000 });
+  // The announcement is a pending message (the layout polls GET /pending every 10 s), shown as a
+  // card in the chat that started the run, not in the inbox above every page.
+  await page.getByRole('link', { name: 'Chat' }).click();
+  await expect(transcript(page).locator('[data-role="subagent"]')).toContainText('one, two, three', { timeout: 20_000 });
+  await expect(page.getByRole('region', { name: 'Messages from your agent' })).toBeHidden();
 });
 
 /**

@@ -21,10 +21,28 @@ export const ChatMessageText = z.string().max(MESSAGE_MAX_CHARS).regex(/\S/, 'me
  */
 export const LastEventId = z.string().max(200).optional();
 
-/** `chat.start`: the message travels in a POST body; the reply is followed with `chat.stream`. */
+/**
+ * A user message's id in history (`message_id`): the id of the run it started (`run_id` of
+ * `chat.start`), so a client knows it for the message it just sent as well as for history.
+ */
+export const MessageId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[\w-]+$/, 'message id may hold letters, digits, _ and -');
+
+/**
+ * `chat.start`: the message travels in a POST body; the reply is followed with `chat.stream`.
+ * `replace_from` (a user message's `message_id`): a clear replacement, not a branch. That user
+ * message and everything after it are deleted and this message takes its place, in one
+ * transaction, then the run starts (regenerate: the same text; edit and resend: a new one).
+ * Refused with 409 `RUN_ACTIVE` while a reply runs in the chat, and 404 `MESSAGE_NOT_FOUND` for
+ * an id that is not a user message of this chat (another chat's, or one already replaced).
+ */
 export const ChatStartInput = z.object({
   message: ChatMessageText,
   chat_id: ChatId,
+  replace_from: MessageId.optional(),
 });
 export type ChatStartInput = z.infer<typeof ChatStartInput>;
 
@@ -64,6 +82,8 @@ export const ChatEvent = z.discriminatedUnion('type', [
     name: z.string().optional(),
     /** History only: assistant text that a cancelled, failed or timed-out run cut short. */
     cut: z.literal(true).optional(),
+    /** History only: a user message's id (`MessageId`), for `replace_from`. */
+    message_id: z.string().optional(),
   }),
   z.object({ type: z.literal('tool_use'), name: z.string(), input: z.string() }),
   z.object({ type: z.literal('file'), path: z.string(), caption: z.string().optional() }),

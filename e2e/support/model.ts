@@ -11,6 +11,10 @@
  * - `long list`: 60 numbered lines, a chunk every 40 ms (the scroll-follow test);
  * - `xss`: hostile Markdown and HTML (the XSS corpus), then a file with markup in its name;
  * - `spend the budget`: a short answer that reports 300,000 tokens (more than a guest's daily budget);
+ * - `roll …`: "Roll number N." with N counting this model's requests (a regenerated reply differs);
+ * - `what did I say …`: the user messages it was given, in order (what a replacement left);
+ * - `long reply`: about 6,000 characters of Markdown paragraphs (the collapse test);
+ * - `start a list helper`: spawns a subagent whose result is a Markdown list (the card test);
  * - anything else: a short greeting in a few chunks.
  */
 import { XSS_CORPUS, XSS_FILE } from './xss.js';
@@ -18,7 +22,7 @@ import { lastUserText, startScriptedModel, toolResults, type ModelRequest, type 
 
 const port = Number(process.env.E2E_MODEL_PORT ?? 3912);
 
-function respond(request: ModelRequest): ScriptedStep {
+function respond(request: ModelRequest, index: number): ScriptedStep {
   const text = lastUserText(request);
   if (text.startsWith('markdown')) {
     return {
@@ -63,6 +67,18 @@ function respond(request: ModelRequest): ScriptedStep {
   }
   if (text === 'spend the budget') return { text: 'That was expensive.', usage: { prompt_tokens: 100_000, completion_tokens: 200_000 } };
   if (text === 'count to three') return { text: 'one, two, three' };
+  if (text.startsWith('roll')) return { text: `Roll number ${index + 1}.` };
+  if (text.startsWith('what did I say')) {
+    const said = request.messages.filter((m) => m.role === 'user').map((m) => String(m.content));
+    return { text: `You said: ${said.join(' | ')}` };
+  }
+  if (text.startsWith('long reply'))
+    return { text: Array.from({ length: 30 }, (_, i) => `Paragraph ${i + 1}: ${'lorem ipsum dolor sit amet '.repeat(7)}\n\n`) };
+  if (text.startsWith('start a list helper')) {
+    if (toolResults(request).length === 0) return { toolCalls: [{ name: 'spawn_subagent', args: { label: 'fruit picker', task: 'list three fruits' } }] };
+    return { text: 'A list helper is on it.' };
+  }
+  if (text === 'list three fruits') return { text: '- **apple**\n- pear\n- plum' };
   if (text.length > 1_000) return { text: `Received ${text.length} characters.` };
   return { text: ['Hello! ', 'I am your agent. ', 'How can I help?'], delayMs: 50 };
 }

@@ -46,7 +46,17 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     eventStreamDoc('Send a message; the reply streams as SSE and ends with `done`', ChatEvent, ChatMessageInput),
     {
       authenticated: true,
-      errors: ['MALFORMED_JSON', 'BAD_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'REQUEST_TIMEOUT', 'VALIDATION_FAILED', 'SHUTTING_DOWN'],
+      errors: [
+        'MALFORMED_JSON',
+        'BAD_REQUEST',
+        'PAYLOAD_TOO_LARGE',
+        'UNSUPPORTED_MEDIA_TYPE',
+        'REQUEST_TIMEOUT',
+        'VALIDATION_FAILED',
+        'SHUTTING_DOWN',
+        'RUN_ACTIVE',
+        'MESSAGE_NOT_FOUND',
+      ],
     },
   );
 

@@ -90,7 +90,7 @@ describe('POST /chat', () => {
     expect(events(frames).map((e) => e.type)).toEqual(['text', 'text', 'error', 'done']);
     const { body } = await rig.get<{ messages: unknown[] }>('/chat/midfail/history');
     expect(body.messages).toEqual([
-      { type: 'text', content: 'hi', name: 'user' },
+      { type: 'text', content: 'hi', name: 'user', message_id: expect.any(String) },
       { type: 'text', content: 'part one', cut: true },
     ]);
   });
@@ -121,7 +121,7 @@ describe('POST /chat', () => {
       const history = await fetch(`${bare.url}/chat/c/history`, { headers: bare.auth }).then((r) => r.json());
       expect(history).toEqual({
         messages: [
-          { type: 'text', content: 'hello?', name: 'user' },
+          { type: 'text', content: 'hello?', name: 'user', message_id: expect.any(String) },
           { type: 'text', content: expect.stringMatching(/no model/i) },
         ],
       });
@@ -148,7 +148,7 @@ describe('POST /chat', () => {
     for (const id of ids) {
       const { body } = await rig.get<{ messages: unknown[] }>(`/chat/${id}/history`);
       expect(body.messages).toEqual([
-        { type: 'text', content: `msg-${id}`, name: 'user' },
+        { type: 'text', content: `msg-${id}`, name: 'user', message_id: expect.any(String) },
         { type: 'text', content: `echo:msg-${id}:end` },
       ]);
     }
@@ -161,7 +161,7 @@ describe('history, active, delete', () => {
     expect(status).toBe(200);
     expect(body).toEqual({
       messages: [
-        { type: 'text', content: 'make me a report', name: 'user' },
+        { type: 'text', content: 'make me a report', name: 'user', message_id: expect.any(String) },
         { type: 'tool_use', name: 'write_file', input: '{"path":"out/report.md","content":"# Report"}' },
         { type: 'tool_use', name: 'send_file', input: '{"path":"out/report.md","caption":"Your report"}' },
         { type: 'file', path: 'out/report.md' },

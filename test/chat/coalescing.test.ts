@@ -33,12 +33,12 @@ describe('ChatHistory', () => {
     }
     const first = chats[0]!;
     await writes[0];
-    expect(writer.read(first, 100)[0]).toEqual({ type: 'text', content: 'question', name: 'user' });
+    expect(writer.read(first, 100)[0]).toEqual({ type: 'text', content: 'question', name: 'user', message_id: 'r' });
     await Promise.all(writes);
     for (const chat of chats) {
       const history = writer.read(chat, 100);
       expect(history).toEqual([
-        { type: 'text', content: 'question', name: 'user' },
+        { type: 'text', content: 'question', name: 'user', message_id: 'r' },
         ...Array.from({ length: 39 }, (_, i) => ({ type: 'text', content: `part ${i + 1}` })),
       ]);
     }
@@ -94,7 +94,7 @@ describe('ChatHistory', () => {
     expect(committed).toBe(true);
     expect(writer.read('locked', 10)).toEqual([
       { type: 'text', content: 'first', name: 'user' },
-      { type: 'text', content: 'second', name: 'user' },
+      { type: 'text', content: 'second', name: 'user', message_id: 'r' },
     ]);
     expect(await writer.delete('locked')).toBe(2);
     expect(writer.read('locked', 10)).toEqual([]);

@@ -32,7 +32,7 @@ it('keeps a readable, consistent history after a kill -9 mid-run', async () => {
     const history = await fetch(`${second.url}/chat/crash/history`, { headers: auth }).then((r) => r.json());
     expect(history).toEqual({
       messages: [
-        { type: 'text', content: 'write a memo', name: 'user' },
+        { type: 'text', content: 'write a memo', name: 'user', message_id: expect.any(String) },
         { type: 'text', content: 'I will write it down.' },
         { type: 'tool_use', name: 'write_file', input: '{"path":"memo.txt","content":"remember"}' },
       ],

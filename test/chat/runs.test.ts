@@ -26,7 +26,7 @@ describe('runs', () => {
       const { body } = await quick.get('/chat/slow/history');
       expect(body).toEqual({
         messages: [
-          { type: 'text', content: 'take your time', name: 'user' },
+          { type: 'text', content: 'take your time', name: 'user', message_id: expect.any(String) },
           { type: 'text', content: 'thinking ', cut: true },
         ],
       });
@@ -66,9 +66,9 @@ describe('runs', () => {
     const { body } = await rig.get('/chat/cancel/history');
     expect(body).toEqual({
       messages: [
-        { type: 'text', content: 'first', name: 'user' },
+        { type: 'text', content: 'first', name: 'user', message_id: expect.any(String) },
         { type: 'text', content: 'partial', cut: true },
-        { type: 'text', content: 'second', name: 'user' },
+        { type: 'text', content: 'second', name: 'user', message_id: expect.any(String) },
         { type: 'text', content: 'second reply' },
       ],
     });
@@ -131,7 +131,7 @@ describe('runs', () => {
     const { body } = await rig.get('/chat/gone/history');
     expect(body).toEqual({
       messages: [
-        { type: 'text', content: 'keep going without me', name: 'user' },
+        { type: 'text', content: 'keep going without me', name: 'user', message_id: expect.any(String) },
         { type: 'text', content: tokens(15, 'd').join('') },
       ],
     });

@@ -58,7 +58,7 @@ describe('POST /chat/{chat_id}/stop', () => {
     // The stop answers once history is written, so it reads as the stream did.
     expect((await rig.get('/chat/story/history')).body).toEqual({
       messages: [
-        { type: 'text', content: 'tell me a story', name: 'user' },
+        { type: 'text', content: 'tell me a story', name: 'user', message_id: expect.any(String) },
         { type: 'text', content: 'Once upon ', cut: true },
         { type: 'error', content: 'stopped' },
       ],
@@ -80,7 +80,7 @@ describe('POST /chat/{chat_id}/stop', () => {
     const tail = events(await readFrames(stream));
     expect(tail.slice(-2)).toEqual([{ type: 'error', content: 'stopped' }, { type: 'done' }]);
     expect((await rig.get<{ messages: unknown[] }>('/chat/silent/history')).body.messages).toEqual([
-      { type: 'text', content: 'think hard', name: 'user' },
+      { type: 'text', content: 'think hard', name: 'user', message_id: expect.any(String) },
       { type: 'error', content: 'stopped' },
     ]);
   });

@@ -84,7 +84,12 @@ describe('chat over tRPC', () => {
     expect(got.map((g) => g.event)).toEqual([{ type: 'text', content: 'got ' }, { type: 'text', content: 'it' }, { type: 'done' }]);
     expect(got[0]!.id).toBe(`${started.run_id}-1`);
     expect(lastUserText(rig.model.requests.at(-1)!)).toBe(message);
-    expect((await client.chat.history.query({ chat_id: 't4' })).messages[0]).toEqual({ type: 'text', content: message, name: 'user' });
+    expect((await client.chat.history.query({ chat_id: 't4' })).messages[0]).toEqual({
+      type: 'text',
+      content: message,
+      name: 'user',
+      message_id: expect.any(String),
+    });
   });
 
   it('chat.stream from last_event_id still gets the whole reply when the run ended before it joined', async () => {

@@ -139,7 +139,7 @@ describe('a stop that must abandon a run', () => {
       try {
         const again = await guest(second, 'interrupted');
         expect(await history(second, again, 'cut')).toEqual([
-          { type: 'text', content: 'hang', name: 'user' },
+          { type: 'text', content: 'hang', name: 'user', message_id: expect.any(String) },
           { type: 'text', content: 'partial ', cut: true },
           { type: 'error', content: INTERRUPTED },
         ]);

@@ -47,7 +47,7 @@ describe('telegram bot', () => {
     // Same runtime and history as any chat.
     const history = await rig.json<{ messages: unknown[] }>('GET', `/chat/${encodeURIComponent('telegram:1001')}/history`);
     expect(history.body.messages).toEqual([
-      { type: 'text', content: 'what time is it?', name: 'user' },
+      { type: 'text', content: 'what time is it?', name: 'user', message_id: expect.any(String) },
       { type: 'text', content: 'Hello Alice!' },
     ]);
   });

@@ -82,7 +82,7 @@ describe('sending through the proxy', () => {
     expect(stream.status).toBe(200);
     expect(events(await readFrames(stream))).toEqual([{ type: 'text', content: 'got 32000 characters' }, { type: 'done' }]);
     const history = await sdk.trpc.agent.chat.history.query({ chat_id: 'long' });
-    expect(history.messages[0]).toEqual({ type: 'text', content: message, name: 'user' });
+    expect(history.messages[0]).toEqual({ type: 'text', content: message, name: 'user', message_id: expect.any(String) });
   });
 
   it('refuses one character over the bound before any agent run', async () => {
@@ -161,7 +161,7 @@ describe('stop through the proxy', () => {
     const again = await restStop('shared', bearer(alice));
     expect(again.status).toBe(409);
     expect((await trpcAs(alice).agent.chat.history.query({ chat_id: 'shared' })).messages).toEqual([
-      { type: 'text', content: 'hang on', name: 'user' },
+      { type: 'text', content: 'hang on', name: 'user', message_id: expect.any(String) },
       { type: 'text', content: 'partial ', cut: true },
       { type: 'error', content: 'stopped' },
     ]);

@@ -99,7 +99,7 @@ describe('tRPC proxy to the user own agent', () => {
 
     const history = await api.agent.chat.history.query({ chat_id: 'c1' });
     expect(history.messages).toEqual([
-      { type: 'text', content: 'hello', name: 'user' },
+      { type: 'text', content: 'hello', name: 'user', message_id: expect.any(String) },
       { type: 'text', content: 'echo: hello' },
     ]);
     expect(await api.agent.chat.active.query({ chat_id: 'c1' })).toEqual({ active: false, user_message: '' });

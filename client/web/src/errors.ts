@@ -37,6 +37,8 @@ const WORDING: Record<ErrorCode, string | null> = {
   INVALID_WEBHOOK_SECRET: null,
   CHAT_NOT_FOUND: null,
   RUN_NOT_ACTIVE: null,
+  RUN_ACTIVE: 'A reply is still running in this chat: stop it first, then try again.',
+  MESSAGE_NOT_FOUND: 'That message is no longer in this chat (it was replaced or deleted). Reload the chat and try again.',
   INVALID_PATH: null,
   NOT_A_FILE: null,
   MISSING_FILE: null,

@@ -31,7 +31,16 @@ export interface ChatRow {
 /** What a run writes: the loop's entries, plus the marker of a run stopped on request. */
 export type StoredEntry = HistoryEntry | { type: 'error'; content: string };
 
-type Row = { type: string; name: string | null; content: string | null; toolName: string | null; input: string | null; path: string | null; cut: 0 | 1 };
+type Row = {
+  type: string;
+  name: string | null;
+  content: string | null;
+  toolName: string | null;
+  input: string | null;
+  path: string | null;
+  cut: 0 | 1;
+  runId: string | null;
+};
 
 interface NewRow {
   chatId: string;
@@ -77,7 +86,7 @@ function newRow(chatId: string, runId: string, fields: Partial<NewRow> & Pick<Ne
 function toEvent(row: Row): ChatEvent | undefined {
   switch (row.type) {
     case 'text':
-      if (row.name === 'user') return { type: 'text', content: row.content ?? '', name: 'user' };
+      if (row.name === 'user') return { type: 'text', content: row.content ?? '', name: 'user', ...(row.runId ? { message_id: row.runId } : {}) };
       return row.cut ? { type: 'text', content: row.content ?? '', cut: true } : { type: 'text', content: row.content ?? '' };
     case 'tool_use':
       return { type: 'tool_use', name: row.toolName ?? '', input: row.input ?? '{}' };
@@ -104,6 +113,7 @@ export class ChatHistory {
   private readonly chatOf: Statement<[string], ChatRow>;
   private readonly retitle: Statement<[string, string]>;
   private readonly deleteChatAndList: (chatId: string) => number;
+  private readonly replaceFromRow: (row: NewRow, messageId: string) => boolean;
   private batch: { rows: NewRow[]; written: Promise<void> } | undefined;
   private tail: Promise<unknown> = Promise.resolve();
 
@@ -117,18 +127,31 @@ export class ChatHistory {
       `INSERT INTO chats (chat_id, title, created_at, updated_at) VALUES (@chatId, @title, @at, @at)
        ON CONFLICT (chat_id) DO UPDATE SET updated_at = excluded.updated_at`,
     );
+    const insertRow = (row: NewRow) => {
+      insert.run(row);
+      if (row.type === 'text' && row.name === 'user') touchChat.run({ chatId: row.chatId, title: titleFrom(row.content ?? '') || 'Chat', at: row.createdAt });
+    };
     this.insertRows = sql.transaction((rows: NewRow[]) => {
-      for (const row of rows) {
-        insert.run(row);
-        if (row.type === 'text' && row.name === 'user') touchChat.run({ chatId: row.chatId, title: titleFrom(row.content ?? '') || 'Chat', at: row.createdAt });
-      }
+      for (const row of rows) insertRow(row);
+    });
+    // A user message by its id (the run it started), in this chat only.
+    const userRowOf = sql.prepare<[string, string], { id: number }>(
+      `SELECT id FROM chat_messages WHERE chat_id = ? AND run_id = ? AND type = 'text' AND name = 'user' ORDER BY id LIMIT 1`,
+    );
+    const deleteFrom = sql.prepare<[string, number]>('DELETE FROM chat_messages WHERE chat_id = ? AND id >= ?');
+    this.replaceFromRow = sql.transaction((row: NewRow, messageId: string) => {
+      const from = userRowOf.get(row.chatId, messageId);
+      if (!from) return false;
+      deleteFrom.run(row.chatId, from.id);
+      insertRow(row);
+      return true;
     });
     const columns = 'chat_id AS chatId, title, created_at AS createdAt, updated_at AS updatedAt';
     this.chatsByActivity = sql.prepare(`SELECT ${columns} FROM chats ORDER BY updated_at DESC, rowid DESC LIMIT ?`);
     this.chatOf = sql.prepare(`SELECT ${columns} FROM chats WHERE chat_id = ?`);
     this.retitle = sql.prepare('UPDATE chats SET title = ? WHERE chat_id = ?');
     this.lastRowsOf = sql.prepare(
-      `SELECT type, name, content, tool_name AS toolName, input, path, cut FROM chat_messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?`,
+      `SELECT type, name, content, tool_name AS toolName, input, path, cut, run_id AS runId FROM chat_messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?`,
     );
     const deleteMessages = sql.prepare<[string]>('DELETE FROM chat_messages WHERE chat_id = ?');
     const deleteListed = sql.prepare<[string]>('DELETE FROM chats WHERE chat_id = ?');
@@ -146,6 +169,17 @@ export class ChatHistory {
 
   saveUserMessage(chatId: string, content: string, runId: string): Promise<void> {
     return this.write(newRow(chatId, runId, { type: 'text', name: 'user', content }));
+  }
+
+  /**
+   * A clear replacement: deletes the user message `messageId` (the run it started) and every
+   * entry after it, and saves `content` in its place, in one transaction. False (nothing
+   * changed) when `messageId` is not a user message of this chat.
+   */
+  async replaceFrom(chatId: string, messageId: string, content: string, runId: string): Promise<boolean> {
+    // After queued writes: the rows to delete are all in the table.
+    await this.tail.catch(() => undefined);
+    return this.whenFree(() => this.replaceFromRow(newRow(chatId, runId, { type: 'text', name: 'user', content }), messageId));
   }
 
   saveEntry(chatId: string, runId: string, entry: StoredEntry): Promise<void> {

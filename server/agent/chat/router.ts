@@ -23,9 +23,14 @@ import {
 export const chatRouter = router({
   // The runtime's own iterables, not re-yielded by a generator here: one layer less per event.
   // Each one counts in sse_streams_open while it lasts.
-  send: agentProcedure
-    .input(ChatMessageInput)
-    .subscription(({ input, ctx, signal }) => ctx.services.chat.send(input, signal ?? new AbortController().signal, ctx.services.metrics.sseStreams)),
+  // A replacement (`replace_from`) starts its run first: a refusal is the answer, not an event.
+  send: agentProcedure.input(ChatMessageInput).subscription(({ input, ctx, signal }) => {
+    const abort = signal ?? new AbortController().signal;
+    const { replace_from } = input;
+    return replace_from !== undefined && input.lastEventId === undefined
+      ? ctx.services.chat.sendReplacing({ ...input, replace_from }, abort, ctx.services.metrics.sseStreams)
+      : ctx.services.chat.send(input, abort, ctx.services.metrics.sseStreams);
+  }),
 
   stream: agentProcedure
     .input(ChatStreamInput)

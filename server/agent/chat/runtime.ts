@@ -115,18 +115,26 @@ export class ChatRuntime {
     return next;
   }
 
-  /** Starts a run for the chat (cancelling the active one first) and returns it; `contact`: a contact's run (`send`). */
-  start(chatId: string, message: string, contact?: ContactAudience): Promise<Run> {
+  /**
+   * Starts a run for the chat (cancelling the active one first) and returns it; `contact`: a
+   * contact's run (`send`). With `replaceFrom` (a user message's id) the message replaces that
+   * one and everything after it instead (docs/api.md, "Regenerate and edit"): refused while a
+   * reply runs (409) and for an id that is not a user message of this chat (404).
+   */
+  start(chatId: string, message: string, contact?: ContactAudience, replaceFrom?: string): Promise<Run> {
     return this.withChatLock(chatId, async () => {
       // Retry-After: the agent is back (restarted, or started again on its next use) within seconds.
       if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down', { 'Retry-After': '5' });
       const previous = this.registry.activeRun(chatId);
+      if (replaceFrom !== undefined && previous && !previous.ended) throw new AppError(409, 'RUN_ACTIVE', 'A reply is running in this chat: stop it first');
       if (previous) {
         previous.cancel(new RunCancelled('superseded by a new message'));
         await previous.finished;
       }
       const run = new Run(chatId, message, contact);
-      await this.deps.history.saveUserMessage(chatId, message, run.id);
+      if (replaceFrom === undefined) await this.deps.history.saveUserMessage(chatId, message, run.id);
+      else if (!(await this.deps.history.replaceFrom(chatId, replaceFrom, message, run.id)))
+        throw new AppError(404, 'MESSAGE_NOT_FOUND', 'No such user message in this chat');
       this.registry.add(run);
       this.deps.onRunStart?.(chatId);
       void this.execute(run);
@@ -233,9 +241,27 @@ export class ChatRuntime {
     }
   }
 
+  /**
+   * `chat.send` for a message that replaces another (`replace_from`): the run starts before the
+   * stream does, so that a refusal (404, 409) is the answer itself (an HTTP status over REST),
+   * not an event in a stream that has begun.
+   */
+  async sendReplacing(input: ChatMessageInput & { replace_from: string }, signal: AbortSignal, open?: OpenStreams): Promise<AsyncGenerator<StreamItem>> {
+    const run = await this.start(input.chat_id, input.message, undefined, input.replace_from);
+    const keepaliveMs = this.keepaliveMs;
+    open?.inc();
+    return (async function* () {
+      try {
+        yield* run.follow(0, signal, keepaliveMs);
+      } finally {
+        open?.dec();
+      }
+    })();
+  }
+
   /** `chat.start`: a new run, whose events `stream` follows from `last_event_id`. */
   async startRun(input: ChatStartInput): Promise<RunStarted> {
-    const run = await this.start(input.chat_id, input.message);
+    const run = await this.start(input.chat_id, input.message, undefined, input.replace_from);
     return { chat_id: input.chat_id, run_id: run.id, last_event_id: run.eventId(0) };
   }
 

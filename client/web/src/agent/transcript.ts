@@ -7,12 +7,30 @@
  * user's words, tool input, file names) only ever becomes text nodes. The list follows the
  * newest event while the reader is at the bottom; once they scroll up it stays put and offers
  * "Jump to latest" instead.
+ *
+ * Each message has its tools (message-tools.ts): Copy on every user message and reply, Edit on a
+ * user message (in place: the page sends the new text as a replacement of that message and
+ * everything after it), Regenerate on the last reply, and "Show more" on a long message. User
+ * messages carry their `message_id` (`data-message-id`), which a replacement names. Subagent
+ * results (pending messages from `subagent`) are cards in the chat that started them.
  */
 import { STOPPED } from '@contracts/agent/chat-limits.js';
 import { h } from '../dom.js';
 import { downloadFile, previewFile } from './files.js';
 import { renderMarkdown } from './markdown.js';
-import type { ChatEvent } from './types.js';
+import { collapseIfLong, copyButton, toolButton } from './message-tools.js';
+import { subagentCard } from './subagent-card.js';
+import type { ChatEvent, PendingMessage } from './types.js';
+
+/** What the page does for a message's Edit and the last reply's Regenerate. */
+export interface TranscriptActions {
+  /** Send `text` in place of the user message `messageId` and everything after it. */
+  edit(messageId: string, text: string): void;
+  /** A new reply to the last user message, in place of the last one. */
+  regenerate(): void;
+  /** Whether a message may be replaced now (not while a reply streams or a message is on its way). */
+  canReplace(): boolean;
+}
 
 /** How close to the bottom (px) still counts as reading the newest event. */
 const NEAR_BOTTOM_PX = 48;
@@ -23,10 +41,13 @@ export class Transcript {
   readonly view = h('div', { class: 'transcript', role: 'log', 'aria-label': 'Conversation', 'data-testid': 'transcript', tabIndex: 0 }, this.el);
   readonly jump = h('button', { type: 'button', class: 'jump small', hidden: true, 'data-testid': 'jump-latest' }, 'Jump to latest ↓');
   /** The assistant message in progress, its raw text, and whether a render is queued. */
-  private text: { body: HTMLElement; raw: string; queued: boolean } | null = null;
+  private text: { body: HTMLElement; bar: HTMLElement; raw: string; queued: boolean } | null = null;
   private following = true;
+  /** The one Regenerate button, moved to the last reply. */
+  private readonly regenerate = toolButton('Regenerate', 'Regenerate this reply', 'regenerate');
 
-  constructor() {
+  constructor(private readonly actions?: TranscriptActions) {
+    this.regenerate.onclick = () => this.actions?.regenerate();
     this.view.addEventListener('scroll', () => {
       this.following = this.view.scrollHeight - this.view.scrollTop - this.view.clientHeight <= NEAR_BOTTOM_PX;
       if (this.following) this.jump.hidden = true;
@@ -40,6 +61,7 @@ export class Transcript {
 
   clear(): void {
     this.el.replaceChildren();
+    this.regenerate.remove();
     this.text = null;
     this.following = true;
     this.jump.hidden = true;
@@ -62,16 +84,100 @@ export class Transcript {
     return item;
   }
 
-  user(content: string): HTMLElement {
+  user(content: string, messageId?: string): HTMLElement {
     this.endTurn();
     // Sending is reading the newest: follow again.
     this.following = true;
-    return this.add(h('li', { class: 'msg user', 'data-role': 'user' }, h('span', { class: 'who' }, 'You'), h('p', {}, content)));
+    const body = h('p', { class: 'body' }, content);
+    const bar = h('div', { class: 'msg-tools' });
+    const item = h('li', { class: 'msg user', 'data-role': 'user' }, h('span', { class: 'who' }, 'You'), body, bar);
+    if (messageId) item.dataset.messageId = messageId;
+    const edit = toolButton('Edit', 'Edit this message', 'edit');
+    edit.onclick = () => this.startEdit(item, content, body, bar);
+    bar.append(
+      copyButton('Copy this message', () => content),
+      edit,
+    );
+    this.add(item);
+    collapseIfLong(body, bar, content.length);
+    // A new exchange: the previous reply is no longer the one to regenerate.
+    this.placeRegenerate();
+    return item;
   }
 
-  note(content: string, source: string): void {
+  /** The last user message's id, once the agent has given it (`chat.start`'s run, a stream's). */
+  setLastUserId(messageId: string): void {
+    const last = [...this.el.querySelectorAll<HTMLElement>('[data-role="user"]')].at(-1);
+    if (last && !last.dataset.messageId) last.dataset.messageId = messageId;
+  }
+
+  /** The last user message: its id (when known) and text. */
+  lastUser(): { messageId: string | undefined; text: string } | undefined {
+    const last = [...this.el.querySelectorAll<HTMLElement>('[data-role="user"]')].at(-1);
+    return last ? { messageId: last.dataset.messageId, text: last.querySelector('.body')?.textContent ?? '' } : undefined;
+  }
+
+  /** Removes the user message `messageId` and everything after it (a replacement is on its way). */
+  truncateFrom(messageId: string): void {
     this.endTurn();
-    this.add(h('li', { class: 'msg note', 'data-role': 'pending' }, h('span', { class: 'who' }, `Agent (${source})`), h('p', {}, content)));
+    const from = [...this.el.children].find((li) => (li as HTMLElement).dataset.messageId === messageId);
+    if (!from) return;
+    while (from.nextElementSibling) from.nextElementSibling.remove();
+    from.remove();
+    this.placeRegenerate();
+  }
+
+  /** Edit in place: the bubble becomes a box; sending replaces this message and everything after it. */
+  private startEdit(item: HTMLElement, content: string, body: HTMLElement, bar: HTMLElement): void {
+    const id = item.dataset.messageId;
+    if (!id || !this.actions) return;
+    const box = h('textarea', { class: 'edit-box', value: content, rows: Math.min(12, content.split('\n').length + 1), 'aria-label': 'Edit your message' });
+    const save = h('button', { type: 'submit', 'data-testid': 'edit-save' }, 'Save and rerun');
+    const cancel = h('button', { type: 'button', 'data-testid': 'edit-cancel' }, 'Cancel');
+    const note = h('p', { class: 'hint', 'aria-live': 'polite' }, 'Saving replaces this message and everything after it, and the agent replies again.');
+    const form = h('form', { class: 'edit-form', 'aria-label': 'Edit message' }, box, note, h('div', { class: 'row' }, save, cancel));
+    const close = () => {
+      form.remove();
+      body.hidden = false;
+      bar.hidden = false;
+      bar.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
+    };
+    cancel.onclick = close;
+    box.onkeydown = (e) => {
+      if (e.key === 'Escape') {
+        // Not the page's Escape (which stops a reply): this one only cancels the edit.
+        e.preventDefault();
+        close();
+      } else if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        form.requestSubmit();
+      }
+    };
+    form.onsubmit = (e) => {
+      e.preventDefault();
+      const text = box.value.trim();
+      if (!text) return;
+      if (!this.actions?.canReplace()) {
+        note.textContent = 'The agent is still replying: stop the reply first, then save the edit.';
+        return;
+      }
+      this.actions.edit(id, text);
+    };
+    body.hidden = true;
+    bar.hidden = true;
+    item.append(form);
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  }
+
+  /** A proactive message: a subagent's result as a card, anything else as a note. */
+  note(message: PendingMessage): void {
+    this.endTurn();
+    if (message.source === 'subagent') {
+      this.add(subagentCard(message));
+      return;
+    }
+    this.add(h('li', { class: 'msg note', 'data-role': 'pending' }, h('span', { class: 'who' }, `Agent (${message.source})`), h('p', {}, message.content)));
   }
 
   /** Renders one chat event (live or from history). */
@@ -79,7 +185,7 @@ export class Transcript {
     switch (event.type) {
       case 'text':
         if (event.name === 'user') {
-          this.user(event.content);
+          this.user(event.content, event.message_id);
           return;
         }
         this.appendText(event.content);
@@ -123,8 +229,11 @@ export class Transcript {
   private appendText(delta: string): void {
     if (!this.text) {
       const body = h('div', { class: 'body markdown' });
-      this.add(h('li', { class: 'msg assistant', 'data-role': 'assistant' }, h('span', { class: 'who' }, 'Agent'), body));
-      this.text = { body, raw: '', queued: false };
+      const bar = h('div', { class: 'msg-tools' });
+      const text = { body, bar, raw: '', queued: false };
+      bar.append(copyButton('Copy this reply', () => text.raw));
+      this.add(h('li', { class: 'msg assistant', 'data-role': 'assistant' }, h('span', { class: 'who' }, 'Agent'), body, bar));
+      this.text = text;
     }
     this.text.raw += delta;
     const text = this.text;
@@ -134,7 +243,7 @@ export class Transcript {
     requestAnimationFrame(() => this.render(text));
   }
 
-  private render(text: { body: HTMLElement; raw: string; queued: boolean }): void {
+  private render(text: { body: HTMLElement; bar: HTMLElement; raw: string; queued: boolean }): void {
     text.queued = false;
     text.body.replaceChildren(renderMarkdown(text.raw));
     this.grew();
@@ -142,8 +251,29 @@ export class Transcript {
 
   /** Ends the assistant message in progress (rendering what it has at once). */
   endTurn(): void {
-    if (this.text?.queued) this.render(this.text);
+    const text = this.text;
+    if (text?.queued) this.render(text);
     this.text = null;
+    if (text) collapseIfLong(text.body, text.bar, text.raw.length);
+    this.placeRegenerate();
+  }
+
+  /** Regenerate sits on the last reply of the last exchange (also when it was stopped or cut off). */
+  private placeRegenerate(): void {
+    let bar: Element | null = null;
+    for (let li = this.el.lastElementChild; li && li.getAttribute('data-role') !== 'user'; li = li.previousElementSibling) {
+      if (li.getAttribute('data-role') === 'assistant') {
+        bar = li.querySelector('.msg-tools');
+        break;
+      }
+    }
+    if (bar && this.actions && this.text === null) bar.append(this.regenerate);
+    else this.regenerate.remove();
+  }
+
+  /** While a reply streams there is nothing to regenerate yet. */
+  setBusy(busy: boolean): void {
+    this.regenerate.disabled = busy;
   }
 
   /**
@@ -157,6 +287,7 @@ export class Transcript {
       last.setAttribute('data-stopped', 'true');
     }
     this.add(h('li', { class: 'msg stopped', 'data-role': 'stopped' }, 'Reply stopped.'));
+    this.placeRegenerate();
   }
 
   /** The reply in progress was lost with the connection (the agent restarted, or never came back). */

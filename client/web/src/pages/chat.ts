@@ -21,6 +21,13 @@
  * is not sent over a running reply: it waits in the box until the reply ends or is stopped.
  * Clearing and deleting the chat are in the chat's menu and ask first.
  *
+ * Messages (agent/transcript.ts, message-tools.ts): Copy on every message, Edit on a user
+ * message and Regenerate on the last reply (both a clear replacement: `agent.chat.start` with
+ * `replace_from`, which deletes that message and everything after it on the agent; refused while
+ * a reply runs), long messages folded behind "Show more", subagent results as cards in the chat
+ * that started them. Files attach from the message box (agent/attachments.ts: picker, drop,
+ * paste), are uploaded to `uploads/` on Send and named in the message.
+ *
  * Layout: the page fills the window; the transcript is the only thing that scrolls and the
  * message box stays at the bottom. The chat list is a sidebar on a wide screen (it can be
  * collapsed) and a drawer on a phone. Focus goes to the message box on load, after Stop, after
@@ -30,7 +37,8 @@ import { TRPCClientError } from '@trpc/client';
 import { CHAT_TITLE_MAX_CHARS, MESSAGE_MAX_CHARS } from '@contracts/agent/chat-limits.js';
 import { api, errorCode, errorMessage, isSessionError, live } from '../api.js';
 import { currentChat, listChats, newChatId, renameChat, setCurrentChat, type ChatSummary } from '../agent/chats.js';
-import { onPending } from '../agent/pending.js';
+import { Attachments } from '../agent/attachments.js';
+import { dismissPending, onPending, storedPending } from '../agent/pending.js';
 import { Transcript } from '../agent/transcript.js';
 import type { ChatEvent } from '../agent/types.js';
 import { alertBox, h, pageHeading } from '../dom.js';
@@ -78,7 +86,19 @@ export function chatPage(): HTMLElement {
   const page = h('div', { class: 'chat-page' });
   // The open chat's title is the page's heading.
   const heading = pageHeading('New chat');
-  const transcript = new Transcript();
+  const transcript = new Transcript({
+    canReplace: () => stop.hidden && !sending && loading === 0,
+    edit: (messageId, text) => void sendMessage(text, { replaceFrom: messageId, edit: true }),
+    regenerate: () => {
+      const last = transcript.lastUser();
+      if (!last?.messageId) return;
+      if (!stop.hidden || sending || loading > 0) {
+        status.textContent = 'The agent is still replying: stop the reply first (Escape), then regenerate it.';
+        return;
+      }
+      void sendMessage(last.text, { replaceFrom: last.messageId });
+    },
+  });
   const alert = alertBox();
   const status = h('p', { class: 'status', role: 'status', 'data-testid': 'chat-status' });
   const connection = h('p', { class: 'connection', role: 'status', 'data-testid': 'connection', 'data-state': 'online' });
@@ -182,6 +202,7 @@ export function chatPage(): HTMLElement {
     stop.hidden = !on;
     send.hidden = on;
     stop.disabled = false;
+    transcript.setBusy(on);
     if (hadFocus) input.focus();
     status.textContent = on ? 'The agent is replying…' : '';
     form.setAttribute('aria-busy', String(on));
@@ -241,6 +262,8 @@ export function chatPage(): HTMLElement {
           }
           resuming = false;
           last = item.id;
+          // A run followed from the start (after a reload): its id is its user message's.
+          transcript.setLastUserId(item.id.slice(0, item.id.lastIndexOf('-')));
           transcript.event(item.data);
           if (item.data.type === 'done') finish();
         },
@@ -302,7 +325,7 @@ export function chatPage(): HTMLElement {
   /** Why nothing can be sent today (a guest's messages or the model budget are used up), if so. */
   let spent: string | undefined;
   const updateSend = () => {
-    send.disabled = sending || !fits || spent !== undefined;
+    send.disabled = sending || !fits || spent !== undefined || attachments.busy;
   };
   const sendQueued = () => {
     if (loading > 0 || sending || queued === undefined) return;
@@ -353,6 +376,8 @@ export function chatPage(): HTMLElement {
       }
       for (const event of shown) transcript.event(event);
       transcript.endTurn();
+      // Subagent results for this chat that arrived before (kept in this browser) come last.
+      for (const m of storedPending()) if (m.chat_id === id && m.source === 'subagent') transcript.note(m);
       status.textContent = '';
       if (active.active) follow(id);
     } catch (error) {
@@ -381,16 +406,22 @@ export function chatPage(): HTMLElement {
   const inputError = h('p', { id: 'chat-input-error', class: 'field-error', 'data-testid': 'message-error', 'aria-live': 'polite' });
   const hint = h('p', { id: 'chat-input-hint', class: 'hint' }, 'Enter sends, Shift+Enter starts a new line, Escape stops the reply.');
   const send = h('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
+  const attachments = new Attachments(
+    (message) => (inputError.textContent = message),
+    () => updateSend(),
+  );
   const queuedNote = h('p', { class: 'hint', 'data-testid': 'queued', 'aria-live': 'polite' });
   const form = h(
     'form',
     { class: 'composer', 'aria-label': 'Send a message' },
     h('label', { for: 'chat-input', class: 'visually-hidden' }, 'Message'),
-    h('div', { class: 'composer-box' }, input, h('div', { class: 'composer-actions' }, send, stop)),
+    attachments.list,
+    h('div', { class: 'composer-box' }, attachments.button, attachments.input, input, h('div', { class: 'composer-actions' }, send, stop)),
     inputError,
     queuedNote,
     hint,
   );
+  attachments.wire(form, input);
   /** Whether the message fits; if not, says by how much, next to the field. */
   const checkLength = (message: string): boolean => {
     const over = message.length - MESSAGE_MAX_CHARS;
@@ -425,9 +456,9 @@ export function chatPage(): HTMLElement {
   document.addEventListener('keydown', onEscape);
   form.onsubmit = async (e) => {
     e.preventDefault();
-    const message = input.value.trim();
-    if (!message) return;
-    if (!checkLength(message)) {
+    const typed = input.value.trim();
+    if (!typed && attachments.count === 0) return;
+    if (!checkLength(typed)) {
       input.focus();
       return;
     }
@@ -439,21 +470,44 @@ export function chatPage(): HTMLElement {
       return;
     }
     if (loading > 0) {
+      if (attachments.count > 0) {
+        queuedNote.textContent = 'Your agent is starting: send again in a moment to upload the attached files.';
+        return;
+      }
       // Typing never waits for the agent: this goes as soon as the chat has loaded.
-      queued = queued === undefined ? message : `${queued}\n\n${message}`;
+      queued = queued === undefined ? typed : `${queued}\n\n${typed}`;
       input.value = '';
       queuedNote.textContent = 'Your message will be sent as soon as your agent is ready.';
       return;
+    }
+    let message = typed;
+    if (attachments.count > 0) {
+      // Files first (into uploads/), then the message naming them; a failed upload keeps both.
+      status.textContent = 'Uploading the attached files…';
+      const uploading = attachments.upload();
+      updateSend();
+      const lines = await uploading.catch(() => undefined);
+      updateSend();
+      status.textContent = '';
+      if (!lines) return;
+      message = typed ? `${typed}\n\n${lines.join('\n')}` : lines.join('\n');
+      if (!checkLength(message)) return;
+      attachments.clear();
     }
     input.value = '';
     await sendMessage(message);
   };
 
-  async function sendMessage(message: string): Promise<void> {
+  /**
+   * Sends a message; with `replaceFrom` it replaces that user message and everything after it
+   * (Regenerate, or Edit with `edit`), which the transcript shows at once.
+   */
+  async function sendMessage(message: string, replacing?: { replaceFrom: string; edit?: boolean }): Promise<void> {
     alert.clear();
     // A new message cancels a running reply (the agent does that); its stream ends with `done`.
     const id = chatId;
     end();
+    if (replacing) transcript.truncateFrom(replacing.replaceFrom);
     const shown = transcript.user(message);
     shown.dataset.state = 'sending';
     sending = true;
@@ -461,8 +515,9 @@ export function chatPage(): HTMLElement {
     status.textContent = 'Sending…';
     let failure: unknown;
     try {
-      const started = await api.agent.chat.start.mutate({ message, chat_id: id });
+      const started = await api.agent.chat.start.mutate({ message, chat_id: id, ...(replacing ? { replace_from: replacing.replaceFrom } : {}) });
       delete shown.dataset.state;
+      shown.dataset.messageId = started.run_id;
       if (chatId !== id) return;
       setConnection('online');
       void refreshList();
@@ -473,8 +528,11 @@ export function chatPage(): HTMLElement {
       shown.remove();
       const code = errorCode(error);
       if (code === 'GUEST_QUOTA' || code === 'BUDGET_EXCEEDED') showSpent(errorMessage(error));
-      if (!input.value) input.value = message;
+      // An edit's text goes to the box too; a regenerated message is still in the chat.
+      if (!input.value && (!replacing || replacing.edit)) input.value = message;
       if (chatId === id) status.textContent = '';
+      // A refused replacement changed nothing on the agent: show the chat as it is there.
+      if (replacing && chatId === id) void open(id);
     } finally {
       sending = false;
       updateSend();
@@ -559,6 +617,8 @@ export function chatPage(): HTMLElement {
     const id = chatId;
     end();
     const { deleted } = await api.agent.chat.delete.mutate({ chat_id: id });
+    // Its subagent results (kept in this browser) go with it.
+    for (const m of storedPending()) if (m.chat_id === id && m.source === 'subagent') dismissPending(m);
     return deleted;
   };
   confirmClear.onclick = async () => {
@@ -618,7 +678,7 @@ export function chatPage(): HTMLElement {
 
   // Proactive messages for this chat appear in it as they arrive.
   const unlisten = onPending((messages) => {
-    for (const m of messages) if (m.chat_id === chatId) transcript.note(m.content, m.source);
+    for (const m of messages) if (m.chat_id === chatId) transcript.note(m);
   });
   const listTimer = setInterval(() => {
     if (document.visibilityState === 'visible') void refreshList();

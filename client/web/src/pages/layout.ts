@@ -45,7 +45,8 @@ function inbox(): HTMLElement {
     list,
   );
   const render = () => {
-    const messages = storedPending();
+    // A subagent's result is a card in the chat that started it (agent/subagent-card.ts), not here.
+    const messages = storedPending().filter((m) => m.source !== 'subagent');
     box.hidden = messages.length === 0;
     list.replaceChildren(
       ...messages.map((m) => {
