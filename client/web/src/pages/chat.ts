@@ -11,10 +11,12 @@
  *
  * Connection: when the stream drops (the service or the agent went away), or goes silent with its
  * connection open (a hung agent or service: no byte, not even the agent's keepalive, for
- * STALL_MS), the page says so and retries with backoff (1, 2, 4, 8, then every 10 s); once the
+ * STALL_MS), the page says so and retries with backoff (1, 2, 4, then every 5 s); once the
  * service answers again the stream is resumed after the last event seen (`lastEventId`). If the
  * run did not survive (the agent restarted) and history does not hold its end either, the reply
- * is marked as cut off.
+ * is marked as cut off. Whatever fails for want of a connection (a send, opening a chat, clearing
+ * it) leaves the page reconnecting: nothing the user does in the meantime cancels the retries
+ * without arming new ones, so the page is back by itself within one backoff step of the service.
  *
  * Stop (Send turns into Stop while a reply streams; Escape anywhere on the page) ends the run on
  * the agent (`agent.chat.stop`); the chat and its partial reply stay, marked stopped. A message
@@ -48,8 +50,11 @@ import { onLeave } from '../router.js';
 type Item = ChatEvent | { id: string; data: ChatEvent };
 const isTracked = (item: Item): item is { id: string; data: ChatEvent } => 'data' in item && 'id' in item;
 
-/** Waits between reconnection attempts (ms); the last one repeats. */
-const BACKOFF_MS = [1_000, 2_000, 4_000, 8_000, 10_000];
+/**
+ * Waits between reconnection attempts (ms); the last one repeats. At most 5 s: a page is back
+ * within 10 s of the service (issue 37), one probe per tab every 5 s while it is away.
+ */
+const BACKOFF_MS = [1_000, 2_000, 4_000, 5_000];
 /**
  * Silence (ms) after which a followed stream counts as dropped although its connection is open
  * (a stalled agent or service sends nothing and closes nothing). The agent sends a `keepalive`
@@ -193,6 +198,18 @@ export function chatPage(): HTMLElement {
       if (!(await attempt().catch(() => false))) retry(attempt, tries + 1);
     }, wait);
   };
+
+  /**
+   * Reopens chat `id` (history, then its running reply) once the service answers. Whatever
+   * cancelled the retries before (`end()` ahead of a send, a clear, another chat) armed this
+   * instead when it failed for want of a connection.
+   */
+  const reconnect = (id: string, tries = 0) =>
+    retry(async () => {
+      await api.agent.chat.active.query({ chat_id: id });
+      if (chatId === id && !left) void open(id);
+      return true;
+    }, tries);
 
   // ----- streaming -----
   const stop = h('button', { type: 'button', hidden: true, 'data-testid': 'stop' }, 'Stop');
@@ -385,11 +402,7 @@ export function chatPage(): HTMLElement {
       if (chatId !== id) return;
       if (!isTransient(error)) return alert.fail(error);
       // Open it again once the service answers (the probe throws while it does not).
-      retry(async () => {
-        await api.agent.chat.active.query({ chat_id: id });
-        if (chatId === id) void open(id);
-        return true;
-      });
+      reconnect(id);
     }
   }
 
@@ -539,8 +552,12 @@ export function chatPage(): HTMLElement {
     }
     if (failure === undefined) return;
     // After updateSend: a rate limit's countdown keeps Send disabled until it may be retried.
-    if (isTransient(failure)) alert.show(`Not sent: ${errorMessage(failure)} Your message is still in the box; send it again when the connection is back.`);
-    else alert.fail(failure, send);
+    if (isTransient(failure)) {
+      alert.show(`Not sent: ${errorMessage(failure)} Your message is still in the box; send it again when the connection is back.`);
+      // `end()` above cancelled any retry: without a new one the page would say "Reconnecting"
+      // for ever. Try again soon (the user is waiting), then back off as usual.
+      if (chatId === id && !left) reconnect(id);
+    } else alert.fail(failure, send);
   }
 
   // ----- stop, rename, clear and delete -----
@@ -623,6 +640,7 @@ export function chatPage(): HTMLElement {
   };
   confirmClear.onclick = async () => {
     clearBox.hidden = true;
+    const id = chatId;
     try {
       await clear();
       transcript.clear();
@@ -631,6 +649,7 @@ export function chatPage(): HTMLElement {
       input.focus();
     } catch (error) {
       alert.fail(error);
+      if (isTransient(error) && chatId === id) reconnect(id);
     }
   };
   // Deleting asks first, naming the chat; the answer's button has focus, so Enter twice on
@@ -659,6 +678,7 @@ export function chatPage(): HTMLElement {
   confirmDelete.onclick = async () => {
     deleteBox.hidden = true;
     input.focus();
+    const id = chatId;
     try {
       await clear();
       await refreshList();
@@ -667,6 +687,7 @@ export function chatPage(): HTMLElement {
       input.focus();
     } catch (error) {
       alert.fail(error);
+      if (isTransient(error) && chatId === id) reconnect(id);
     }
   };
   const menu = h(
