@@ -123,6 +123,23 @@ describe('replacing a user message (regenerate, edit and resend)', () => {
     expect(messages.map((m) => m.type === 'text' && m.content)).toEqual(['long one', Array.from({ length: 20 }, (_, i) => `${i} `).join('')]);
   });
 
+  it('chat.send with replace_from is refused before its stream begins (an error, not an event)', async () => {
+    const error = await new Promise<unknown>((resolve) => {
+      const sub = client.chat.send.subscribe(
+        { chat_id: 'r1', message: 'x', replace_from: '000000000000' },
+        {
+          onData: (value) => {
+            sub.unsubscribe();
+            resolve(value);
+          },
+          onError: resolve,
+        },
+      );
+    });
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect((error as TRPCClientError<AgentRouter>).data).toMatchObject({ code: 'MESSAGE_NOT_FOUND', httpStatus: 404 });
+  });
+
   it('over REST, POST /chat takes replace_from too: a refusal is the HTTP answer, an accepted one streams', async () => {
     const json = { 'content-type': 'application/json', ...rig.agent.auth };
     const post = (body: unknown) => fetch(`${rig.agent.url}/chat`, { method: 'POST', headers: json, body: JSON.stringify(body) });
