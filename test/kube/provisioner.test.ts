@@ -251,6 +251,49 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     }
   });
 
+  it('a crashed agent is restarted by the kubelet with backoff and reported; the next message is answered', async () => {
+    const account = await startKubeAccount();
+    try {
+      const user = await guest(account, 'kube-crash');
+      await chat(account, user, 'c', 'before');
+      const agent = await account.services.agents.registry.forUser(user.userId);
+      expect(kubelet.kill(NS, `agent-${agent?.id}-0`, { signal: 'SIGKILL' })).toBe(true);
+      await eventually('crash reported', () => provisionerOf(account).stats().crashed >= 1, 20_000);
+      await eventually('ready again', async () => (await pod(agent?.id ?? ''))?.status?.containerStatuses?.[0]?.ready === true, 30_000);
+      expect((await pod(agent?.id ?? ''))?.status?.containerStatuses?.[0]?.restartCount).toBe(1);
+      expect(await chat(account, user, 'c', 'after')).toBe('echo: after');
+    } finally {
+      await account.stop();
+    }
+  });
+
+  it("AGENT_MAX_RUNNING counts the cluster's running agents: at the cap an idle one is suspended for a new one; a Pod that never gets ready answers 503 AGENT_STARTING with Retry-After", async () => {
+    const account = await startKubeAccount({ AGENT_MAX_RUNNING: '1' });
+    try {
+      const first = await guest(account, 'kube-cap-1');
+      await chat(account, first, 'c', 'one');
+      const firstAgent = await account.services.agents.registry.forUser(first.userId);
+      const second = await guest(account, 'kube-cap-2');
+      expect(await chat(account, second, 'c', 'two')).toBe('echo: two');
+      expect((await statefulSet(firstAgent?.id ?? ''))?.spec.replicas).toBe(0);
+      expect(provisionerOf(account).stats()).toMatchObject({ running: 1, evicted: 1 });
+    } finally {
+      await account.stop();
+    }
+    // An agent whose container never answers /health: the call gives up after KUBE_START_TIMEOUT.
+    const stuck = await startKubeAccount({ KUBE_START_TIMEOUT: '2', KUBE_AGENT_COMMAND: JSON.stringify(['sleep', '60']) });
+    try {
+      const user = await guest(stuck, 'kube-stuck');
+      const res = await fetch(`${stuck.url}/api/v1/agent/chats`, { headers: bearer(user) });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(await res.json()).toMatchObject({ code: 'AGENT_STARTING' });
+      await stuck.services.agents.provisioner.deleteAgentOf(user.userId);
+    } finally {
+      await stuck.stop();
+    }
+  });
+
   it('deleting an account deletes every object of its agent', async () => {
     const account = await startKubeAccount();
     try {
