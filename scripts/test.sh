@@ -20,9 +20,19 @@ echo "== build (the services' compiled tree, which local agents run from, and th
 npm run build --silent
 echo "== vitest: unit and integration, security (fuzz, JWT attacks, timing, headers), reliability (concurrency, faults, slow clients)"
 VITEST_SUITE=all npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest.json
-echo "== kubernetes: the provisioner against a real control plane (etcd, kube-apiserver, controller manager) and the test kubelet, in a private network namespace"
+# The Kubernetes suite runs beside Playwright (one browser worker leaves the second core mostly
+# free): its control plane and pods wait on each other more than they compute.
+echo "== kubernetes: the provisioner against a real control plane (etcd, kube-apiserver, controller manager) and the test kubelet, in a private network namespace (beside the browser suite; its output follows it)"
 bash scripts/kube/ensure-control-plane.sh >/dev/null
-bash scripts/kube/in-netns.sh env VITEST_SUITE=kube npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest-kube.json
+bash scripts/kube/in-netns.sh env VITEST_SUITE=kube npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest-kube.json >test-reports/kube.log 2>&1 &
+kube=$!
 echo "== browser end-to-end (playwright + chromium)"
-PLAYWRIGHT_JSON_OUTPUT_NAME=test-reports/playwright.json npx playwright test --reporter=list,json
+browser=0
+PLAYWRIGHT_JSON_OUTPUT_NAME=test-reports/playwright.json npx playwright test --reporter=list,json || browser=$?
+echo "== kubernetes suite output"
+kube_status=0
+wait "$kube" || kube_status=$?
+cat test-reports/kube.log
 node scripts/test-summary.mjs test-reports/vitest.json test-reports/vitest-kube.json test-reports/playwright.json
+# A suite that died without a report fails the run too.
+[ "$browser" -eq 0 ] && [ "$kube_status" -eq 0 ]
