@@ -226,7 +226,7 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     }
   });
 
-  it("works with the Role alone: the account's service account is refused outside it", async () => {
+  it("works with the Role alone (the account's service account is refused outside it), and a chat message costs no API request", async () => {
     const account = await startKubeAccount();
     try {
       // The same token as the provisioner's: no pods in the account's own namespace, no nodes, no deleting pods.
@@ -246,6 +246,10 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
       }
       const user = await guest(account, 'kube-role');
       expect(await chat(account, user, 'c', 'with the role only')).toBe('echo: with the role only');
+      // Steady state: where the agent answers comes from the watch, so messages cost no API request.
+      const before = provisionerOf(account).apiRequests;
+      for (const message of ['one', 'two', 'three']) expect(await chat(account, user, 'c', message)).toBe(`echo: ${message}`);
+      expect(provisionerOf(account).apiRequests).toBe(before);
     } finally {
       await account.stop();
     }
