@@ -1012,7 +1012,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
     }
     if (running) {
       running.pod = { ...pod, spec: running.pod.spec };
-      if (pod.metadata.deletionTimestamp) void terminatePod(running);
+      if (pod.metadata.deletionTimestamp) terminatePod(running).catch((err) => report(`terminate ${running.namespace}/${running.name}`, err));
       return;
     }
     if (!pod.spec?.nodeName) {
@@ -1036,7 +1036,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
       return;
     }
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return;
-    void startPod(pod);
+    startPod(pod).catch((err) => report(`start ${pod.metadata.namespace}/${pod.metadata.name}`, err));
   };
 
   // ---- the volume provisioner
