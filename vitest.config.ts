@@ -15,7 +15,13 @@ const SUITES = {
   },
   security: { include: ['test/security/**/*.test.ts'], exclude: [...configDefaults.exclude], testTimeout: 300_000 },
   reliability: { include: ['test/reliability/**/*.test.ts'], exclude: [...configDefaults.exclude], testTimeout: 300_000 },
-  kube: { include: ['test/kube/**/*.test.ts'], exclude: [...configDefaults.exclude], testTimeout: 120_000 },
+  kube: {
+    include: ['test/kube/**/*.test.ts'],
+    exclude: [...configDefaults.exclude],
+    testTimeout: 120_000,
+    // One control plane for the run (test/support/kube/shared.ts).
+    globalSetup: ['test/support/global-setup.ts', 'test/support/kube/global-setup.ts'],
+  },
 };
 type Suite = keyof typeof SUITES;
 const chosen = process.env.VITEST_SUITE ?? 'unit';

@@ -7,9 +7,10 @@ import * as k8s from '@kubernetes/client-node';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeApi, KubeApiError, corePath } from '../support/kube/api.js';
-import { type ControlPlane, startControlPlane } from '../support/kube/cluster.js';
+import type { ControlPlane } from '../support/kube/cluster.js';
 import { eventually, startKubelet, type TestKubelet } from '../support/kube/kubelet.js';
 import { inKubeNetns, KUBE_NETNS_SKIP_REASON } from '../support/kube/netns.js';
+import { sharedControlPlane } from '../support/kube/shared.js';
 
 const inside = inKubeNetns();
 const suite = inside ? describe : describe.skip;
@@ -33,11 +34,12 @@ suite(inside ? 'kube test harness (control plane + test kubelet)' : `kube test h
   let kubelet: TestKubelet;
   let core: k8s.CoreV1Api;
   let apps: k8s.AppsV1Api;
-  const ns = 'harness';
+  const ns = `harness-${Date.now().toString(36)}`;
 
   beforeAll(async () => {
-    cp = await startControlPlane();
-    kubelet = await startKubelet({ cluster: cp });
+    // The run's control plane (test/support/kube/global-setup.ts), a kubelet of this file's own.
+    cp = sharedControlPlane();
+    kubelet = await startKubelet({ cluster: cp, namespaces: [ns] });
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(cp.kubeconfigPath);
     core = kc.makeApiClient(k8s.CoreV1Api);
@@ -223,6 +225,7 @@ suite(inside ? 'kube test harness (control plane + test kubelet)' : `kube test h
       kc.loadFromFile(await cp.writeKubeconfig(token, 'provisioner'));
       const pods = await kc.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace: ns });
       expect(pods.items.map((p) => p.metadata?.name)).toContain('web-0');
+      expect(pods.items.every((p) => p.spec?.nodeName === kubelet.nodeName)).toBe(true);
     } finally {
       asSa.close();
     }

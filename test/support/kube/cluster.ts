@@ -58,6 +58,15 @@ export interface ControlPlaneOptions {
   timeoutMs?: number;
 }
 
+/** What a test process needs to reach a control plane another process started (vitest's globalSetup). */
+export interface ControlPlaneInfo {
+  server: string;
+  ca: string;
+  adminToken: string;
+  kubeconfigPath: string;
+  dir: string;
+}
+
 export interface ControlPlane {
   /** https://10.244.0.1:<port> */
   server: string;
@@ -69,6 +78,8 @@ export interface ControlPlane {
   kubeconfigPath: string;
   /** The temp dir holding certificates, tokens, kubeconfigs and the components' data. */
   dir: string;
+  /** The plain-data part, for connectControlPlane() in another process. */
+  info: ControlPlaneInfo;
   /** An admin client (test/support/kube/api.ts). */
   api: KubeApi;
   /**
@@ -82,8 +93,31 @@ export interface ControlPlane {
   startupMs: Record<string, number>;
   /** The tail of a component's stderr ('etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'). */
   logs(component: string): string;
-  /** Stops every component (SIGTERM, then SIGKILL after 5 s) and removes the temp dir. */
+  /** Stops every component (SIGTERM, then SIGKILL after 5 s) and removes the temp dir (connectControlPlane's: only closes its client). */
   stop(): Promise<void>;
+}
+
+/** A ControlPlane handle on one started elsewhere (e.g. by test/support/kube/global-setup.ts). */
+export function connectControlPlane(info: ControlPlaneInfo): ControlPlane {
+  const api = new KubeApi({ server: info.server, ca: info.ca, token: info.adminToken });
+  return {
+    ...info,
+    info,
+    api,
+    tokenFor: (namespace, serviceAccount) => serviceAccountToken(api, namespace, serviceAccount),
+    writeKubeconfig: (token, name) => writeKubeconfigFile(info, token, name),
+    startupMs: {},
+    logs: () => '',
+    async stop() {
+      api.close();
+    },
+  };
+}
+
+async function writeKubeconfigFile(info: ControlPlaneInfo, token: string, name = `user-${randomBytes(4).toString('hex')}`): Promise<string> {
+  const file = path.join(info.dir, `${name}-${randomBytes(3).toString('hex')}.kubeconfig`);
+  await writeFile(file, kubeconfigYaml(info.server, info.ca, token, name), { mode: 0o600 });
+  return file;
 }
 
 const DEFAULT_BIN_DIR = path.join(homedir(), '.cache', 'agent-accounts', 'kube', 'v1.20.2');
@@ -410,19 +444,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
     const byName = (name: string) => components.find((c) => c.name === name);
     let stopping: Promise<void> | undefined;
+    const info: ControlPlaneInfo = { server, ca, adminToken, kubeconfigPath, dir };
     return {
-      server,
-      ca,
-      adminToken,
-      kubeconfigPath,
-      dir,
+      ...info,
+      info,
       api: admin,
       tokenFor: (namespace, serviceAccount) => serviceAccountToken(admin, namespace, serviceAccount),
-      async writeKubeconfig(token, name = `user-${randomBytes(4).toString('hex')}`) {
-        const file = f(`${name}.kubeconfig`);
-        await writeFile(file, kubeconfigYaml(server, ca, token, name), { mode: 0o600 });
-        return file;
-      },
+      writeKubeconfig: (token, name) => writeKubeconfigFile(info, token, name),
       startupMs,
       logs: (name) => byName(name)?.logs() ?? '',
       stop() {

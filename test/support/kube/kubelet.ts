@@ -76,6 +76,11 @@ export interface KubeletOptions {
   capacity?: { cpu?: string; memory?: string; pods?: string };
   /** Node labels (added to kubernetes.io/hostname, os and arch). */
   labels?: Record<string, string>;
+  /**
+   * Only these namespaces: their pods are bound to and run on this node, their claims provisioned.
+   * Default: all. Test files sharing one control plane each run a kubelet over their own namespaces.
+   */
+  namespaces?: string[];
   /** Bind Pending pods with no nodeName to this node (default true; turn off when the scheduler runs). */
   bindPendingPods?: boolean;
   /** Provision hostPath PVs for Pending PVCs (default true; `storageClasses` limits it to those classes). */
@@ -989,8 +994,10 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
     }
   };
 
+  const inScope = (o: KubeObject) => !opts.namespaces || opts.namespaces.includes(o.metadata?.namespace);
+
   const onPod = (type: string, pod: KubeObject) => {
-    if (stopped) return;
+    if (stopped || !inScope(pod)) return;
     const uid = pod.metadata.uid as string;
     const mine = pod.spec?.nodeName === nodeName;
     const running = pods.get(uid);
@@ -1005,7 +1012,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
     }
     if (running) {
       running.pod = { ...pod, spec: running.pod.spec };
-      if (pod.metadata.deletionTimestamp) void terminatePod(running);
+      if (pod.metadata.deletionTimestamp) terminatePod(running).catch((err) => report(`terminate ${running.namespace}/${running.name}`, err));
       return;
     }
     if (!pod.spec?.nodeName) {
@@ -1029,7 +1036,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
       return;
     }
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return;
-    void startPod(pod);
+    startPod(pod).catch((err) => report(`start ${pod.metadata.namespace}/${pod.metadata.name}`, err));
   };
 
   // ---- the volume provisioner
@@ -1074,7 +1081,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
     if (type === 'DELETED') pvcs.delete(key);
     else pvcs.set(key, pvc);
     changes.emit('change');
-    if (opts.provisionVolumes === false || type === 'DELETED') return;
+    if (opts.provisionVolumes === false || type === 'DELETED' || !inScope(pvc)) return;
     if (!pvc.spec.volumeName && pvc.status?.phase !== 'Bound' && !pvc.metadata.deletionTimestamp) void provision(pvc);
   };
   const onPv = (type: string, pv: KubeObject) => {
