@@ -18,7 +18,8 @@ import type { KubernetesProvisioner } from '../../server/account/agents/provisio
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 import { corePath } from '../support/kube/api.js';
-import { type ControlPlane, startControlPlane } from '../support/kube/cluster.js';
+import type { ControlPlane } from '../support/kube/cluster.js';
+import { sharedControlPlane } from '../support/kube/shared.js';
 import { eventually, REPO_ROOT, startKubelet, type TestKubelet } from '../support/kube/kubelet.js';
 import { inKubeNetns, KUBE_NETNS_SKIP_REASON, KUBE_NODE_ADDRESS } from '../support/kube/netns.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
@@ -44,8 +45,9 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
   const secretsKey = randomBytes(32).toString('base64');
 
   beforeAll(async () => {
-    cp = await startControlPlane();
-    kubelet = await startKubelet({ cluster: cp });
+    cp = sharedControlPlane();
+    // The agents' namespace is this file's alone on the run's shared control plane.
+    kubelet = await startKubelet({ cluster: cp, namespaces: [NS] });
     const deploy = path.join(REPO_ROOT, 'deploy/kubernetes');
     await run('kubectl', [
       '--kubeconfig',
