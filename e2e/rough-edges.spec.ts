@@ -154,3 +154,63 @@ test('dark mode: code blocks and the rest of the chat keep readable colours', as
     expect(violations.flatMap((v) => v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary}`))).toEqual([]);
   }
 });
+
+test('Files: a duplicate upload asks (keep both says what it was named, replace replaces); files are renamed and deleted', async ({ page }) => {
+  await ownClient(page);
+  await signInAsGuest(page, `e2e-files-${Date.now()}`);
+  const status = page.getByTestId('upload-status');
+  const tree = page.getByTestId('file-tree');
+  const upload = async (name: string, content: string) => {
+    await page.getByLabel('File', { exact: true }).setInputFiles({ name, mimeType: 'text/plain', buffer: Buffer.from(content) });
+    await page.getByRole('button', { name: 'Upload', exact: true }).click();
+  };
+  for (const size of SIZES) {
+    await page.setViewportSize(size);
+    await page.goto('/files');
+    const stem = `notes-${size.width}`;
+    await upload(`${stem}.txt`, 'first');
+    await expect(status).toHaveText(`Uploaded uploads/${stem}.txt (5 B).`);
+
+    // The same name again: the page asks; "Keep both" says what the new file is called.
+    await upload(`${stem}.txt`, 'second!');
+    const question = page.getByTestId('upload-duplicate');
+    await expect(question).toContainText(`uploads/${stem}.txt already exists`);
+    await expect(page.getByTestId('upload-replace')).toBeFocused();
+    await page.getByTestId('upload-keep-both').click();
+    await expect(status).toHaveText(`Uploaded as uploads/${stem} (1).txt (7 B): uploads/${stem}.txt was already there and is unchanged.`);
+    await expect(tree.locator(`[data-file="uploads/${stem}.txt"]`)).toContainText('5 B');
+    await expect(tree.locator(`[data-file="uploads/${stem} (1).txt"]`)).toContainText('7 B');
+
+    // And once more: "Replace" replaces the file of that name, and adds none.
+    await upload(`${stem}.txt`, 'third, longer');
+    await page.getByTestId('upload-replace').click();
+    await expect(status).toHaveText(`Replaced uploads/${stem}.txt (13 B).`);
+    await expect(tree.locator(`[data-file="uploads/${stem}.txt"]`)).toContainText('13 B');
+    await expect(tree.locator(`[data-file^="uploads/${stem}"]`)).toHaveCount(2);
+
+    // Rename onto a taken name asks before replacing; another name just renames.
+    const copy = tree.locator(`[data-file="uploads/${stem} (1).txt"]`);
+    await copy.getByTestId('rename-file').click();
+    const field = copy.getByRole('textbox', { name: `New name for ${stem} (1).txt` });
+    await field.fill(`uploads/${stem}.txt`);
+    await field.press('Enter');
+    await expect(copy.getByRole('status')).toHaveText(`uploads/${stem}.txt already exists. Replace it with ${stem} (1).txt, or choose another name.`);
+    await field.fill(`kept/${stem}-copy.txt`);
+    await field.press('Enter');
+    await expect(status).toHaveText(`Renamed uploads/${stem} (1).txt to kept/${stem}-copy.txt.`);
+    const renamed = tree.locator(`[data-file="kept/${stem}-copy.txt"]`);
+    await expect(renamed).toContainText('7 B');
+
+    // Delete asks, with the answer focused; Cancel keeps it, Delete removes it.
+    await renamed.getByTestId('delete-file').click();
+    await expect(renamed.getByTestId('confirm-delete-file')).toBeFocused();
+    await renamed.getByRole('button', { name: 'Cancel' }).click();
+    await expect(renamed).toBeVisible();
+    await renamed.getByTestId('delete-file').click();
+    await renamed.getByTestId('confirm-delete-file').press('Enter');
+    await expect(status).toHaveText(`Deleted kept/${stem}-copy.txt.`);
+    await expect(tree.locator(`[data-file="kept/${stem}-copy.txt"]`)).toHaveCount(0);
+    await expect(tree.locator(`[data-file="uploads/${stem}.txt"]`)).toBeVisible();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+  }
+});
