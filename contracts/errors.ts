@@ -60,6 +60,7 @@ const AGENT = {
   FILE_CHANGED: { status: 409, message: 'The file changed while it was being read' },
   NOT_A_DIRECTORY: { status: 409, message: 'The target path is a file, not a directory' },
   NAME_TAKEN: { status: 409, message: 'No free name for the upload in the target directory' },
+  FILE_EXISTS: { status: 409, message: 'A file or directory of that name exists (send overwrite: true to replace a file)' },
   QUOTA_EXCEEDED: { status: 507, message: 'The workspace is full; delete files to make room' },
   SUBAGENT_DEPTH: { status: 403, message: 'Subagents cannot start subagents' },
   SUBAGENT_NOT_FOUND: { status: 404, message: 'No such subagent run' },

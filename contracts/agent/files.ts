@@ -87,3 +87,29 @@ export const UploadForm = z.object({
   file: z.string().meta({ format: 'binary' }).describe('The file (required)'),
   path: z.string().optional().describe('Target directory, workspace-relative; default `uploads`'),
 });
+
+/** `POST /files/delete`: one file (or symbolic link) of the workspace. */
+export const FileDeleteInput = z.object({ path: WorkspacePath.describe('Workspace-relative path of the file to delete') });
+export const FileDeleted = z
+  .object({
+    path: z.string().describe('Workspace-relative path that was deleted'),
+    deleted: z.literal(true),
+  })
+  .meta({ id: 'FileDeleted' });
+export type FileDeleted = z.infer<typeof FileDeleted>;
+
+/** `POST /files/move`: rename or move one file; never over an existing one unless `overwrite`. */
+export const FileMoveInput = z.object({
+  from: WorkspacePath.describe('Workspace-relative path of the file'),
+  to: WorkspacePath.describe('Its new workspace-relative path (missing parent directories are created)'),
+  overwrite: z.boolean().optional().describe('Replace a file that has the new name (default false: 409 FILE_EXISTS)'),
+});
+export type FileMoveInput = z.infer<typeof FileMoveInput>;
+export const FileMoved = z
+  .object({
+    from: z.string().describe('Workspace-relative path it had'),
+    path: z.string().describe('Workspace-relative path it has now'),
+    name: z.string(),
+  })
+  .meta({ id: 'FileMoved' });
+export type FileMoved = z.infer<typeof FileMoved>;

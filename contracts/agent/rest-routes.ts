@@ -42,6 +42,8 @@ export const AGENT_REST_ROUTES: readonly AgentRestRoute[] = [
   { method: 'GET', path: '/pending' },
   { method: 'GET', path: '/files/{path}', rest: true },
   { method: 'POST', path: '/files/upload' },
+  { method: 'POST', path: '/files/delete' },
+  { method: 'POST', path: '/files/move' },
   { method: 'GET', path: '/workspace/tree' },
   { method: 'GET', path: '/subagents' },
   { method: 'GET', path: '/subagents/{run_id}' },

@@ -50,6 +50,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   FILE_CHANGED: null,
   NOT_A_DIRECTORY: null,
   NAME_TAKEN: null,
+  FILE_EXISTS: 'A file of that name is already there. Choose another name, or replace it.',
   QUOTA_EXCEEDED: null,
   SUBAGENT_DEPTH: null,
   SUBAGENT_NOT_FOUND: null,

@@ -34,11 +34,19 @@ export function rerender(): void {
   render(true);
 }
 
+/** The product's name, in every tab title ("Sign in · Agent Accounts"). */
+export const PRODUCT_NAME = 'Agent Accounts';
+
 export function startRouter(app: HTMLElement, fallback: Page): void {
   render = (focus) => {
     for (const cleanup of cleanups.splice(0)) cleanup();
     app.replaceChildren((routes.get(location.pathname) ?? fallback)());
-    if (focus) app.querySelector<HTMLElement>('.page-title')?.focus();
+    // The tab says which page this is: the navigation's current entry ("Chat", not the open
+    // chat's title), else the page's heading ("Sign in", "Admin").
+    const title = app.querySelector<HTMLElement>('.page-title');
+    const page = (app.querySelector('nav [aria-current="page"]') ?? title)?.textContent?.trim();
+    document.title = page ? `${page} · ${PRODUCT_NAME}` : PRODUCT_NAME;
+    if (focus) title?.focus();
   };
   addEventListener('popstate', () => render(true));
   render(false);

@@ -31,7 +31,7 @@ import {
   RECONNECT,
   type ChatEvent,
 } from '@contracts/agent/chat.js';
-import { TreeInput } from '@contracts/agent/files.js';
+import { FileDeleteInput, FileMoveInput, TreeInput } from '@contracts/agent/files.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery } from '@contracts/agent/messenger.js';
 import { RunIdInput } from '@contracts/agent/subagents.js';
 import type { ErrorCode } from '@contracts/errors.js';
@@ -181,6 +181,8 @@ export const agentProxyRouter = router({
 
   files: router({
     tree: forward.query(TreeInput, (agent, input) => agent.files.tree.query(input)),
+    delete: forward.mutation(FileDeleteInput, (agent, input) => agent.files.delete.mutate(input)),
+    move: forward.mutation(FileMoveInput, (agent, input) => agent.files.move.mutate(input)),
   }),
 
   subagents: router({

@@ -12,7 +12,20 @@
 import { badRequest } from '../../common/errors.js';
 import { agentProcedure, router } from '../trpc.js';
 import { readWorkspaceFile, statWorkspaceFile } from './download.js';
-import { FileInfo, FilePathInput, FileReadInput, TREE_DEFAULT_DEPTH, TreeInput, TreeOutput, UploadResult } from '@contracts/agent/files.js';
+import {
+  FileDeleted,
+  FileDeleteInput,
+  FileInfo,
+  FileMoved,
+  FileMoveInput,
+  FilePathInput,
+  FileReadInput,
+  TREE_DEFAULT_DEPTH,
+  TreeInput,
+  TreeOutput,
+  UploadResult,
+} from '@contracts/agent/files.js';
+import { deleteWorkspaceFile, moveWorkspaceFile } from './manage.js';
 import { listTree } from './tree.js';
 import { UploadInput, uploadFile, uploadParts } from './upload.js';
 
@@ -44,6 +57,24 @@ export const filesRouter = router({
     .query(({ ctx, input }) => statWorkspaceFile(ctx.services.config.workspace, input.path)),
 
   read: agentProcedure.input(FileReadInput).query(({ ctx, input }) => readWorkspaceFile(ctx.services.config.workspace, input)),
+
+  delete: agentProcedure
+    .meta({
+      openapi: { method: 'POST', path: '/files/delete', summary: 'Delete a workspace file (not a directory)' },
+      errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'NOT_A_FILE'],
+    })
+    .input(FileDeleteInput)
+    .output(FileDeleted)
+    .mutation(({ ctx, input }) => deleteWorkspaceFile(ctx.services.config.workspace, input.path, ctx.services.quota)),
+
+  move: agentProcedure
+    .meta({
+      openapi: { method: 'POST', path: '/files/move', summary: 'Rename or move a workspace file; never over an existing one unless overwrite' },
+      errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'NOT_A_FILE', 'NOT_A_DIRECTORY', 'FILE_EXISTS'],
+    })
+    .input(FileMoveInput)
+    .output(FileMoved)
+    .mutation(({ ctx, input }) => moveWorkspaceFile(ctx.services.config.workspace, input, ctx.services.quota)),
 
   upload: agentProcedure
     .input(UploadInput)

@@ -8,7 +8,9 @@ import { alertBox, h, pageHeading } from '../dom.js';
 import { navigate } from '../router.js';
 import { loadTokens, saveTokens, type TokenPair } from '../session.js';
 import { emailForm } from '../signin/email.js';
+import { keepIf } from '../signin/available.js';
 import { oauthButtons } from '../signin/oauth.js';
+import { describeDevice } from '../device.js';
 import { addPasskeyForm } from '../signin/passkey.js';
 import { walletMethod } from '../signin/wallet.js';
 import { forgetMe } from '../who.js';
@@ -105,21 +107,35 @@ function methodsSection(view: AccountView, alert: ReturnType<typeof alertBox>, r
             : 'No sign-in methods.',
         ),
     h('h3', {}, 'Add a method'),
-    h('h4', {}, 'E-mail'),
-    emailForm(done, 'link-email', true),
-    h('h4', {}, 'Provider'),
-    oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
-    walletMethod.render(done),
-    h('h4', {}, 'Passkey'),
-    addPasskeyForm(done),
+    // Each with its heading, and only when this deployment offers it: no heading over nothing.
+    keepIf(h('div', {}, h('h4', {}, 'E-mail'), emailForm(done, 'link-email', true)), (m) => m.has('email')),
+    keepIf(
+      h(
+        'div',
+        {},
+        h('h4', {}, 'Provider'),
+        oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
+      ),
+      (m) => m.has('idpa') || m.has('idpb'),
+    ),
+    keepIf(walletMethod.render(done), (m) => m.has('wallet')),
+    keepIf(h('div', {}, h('h4', {}, 'Passkey'), addPasskeyForm(done)), (m) => m.has('passkey')),
   );
 }
 
 async function sessionsSection(alert: ReturnType<typeof alertBox>, reload: () => void): Promise<HTMLElement> {
   const { sessions } = await api.account.sessions.query();
   const items = sessions.map((s) => {
-    const device = s.user_agent ?? 'Unknown device';
-    const label = h('span', {}, `${device} · ${s.ip ?? 'unknown address'} · signed in ${when(s.created_at)} · last used ${when(s.last_used_at)}`);
+    // "Chrome on Linux"; the user-agent string as sent stays in the tooltip. A guest's session
+    // learns its user agent with its first use (tokens/usage.ts): this one is this browser.
+    const userAgent = s.user_agent ?? (s.current ? navigator.userAgent : null);
+    const device = describeDevice(userAgent);
+    const label = h(
+      'span',
+      {},
+      h('span', { class: 'device', 'data-testid': 'session-device', title: userAgent ?? '' }, device),
+      ` · ${s.ip ?? 'unknown address'} · signed in ${when(s.created_at)} · last used ${when(s.last_used_at)}`,
+    );
     if (s.current) return h('li', { 'data-testid': 'session', 'data-current': 'true' }, h('strong', {}, 'This device'), ' ', label);
     const revoke = h('button', { type: 'button', class: 'small', 'data-testid': 'revoke-session', 'aria-label': `Sign out ${device}` }, 'Sign out');
     revoke.onclick = async () => {
@@ -207,6 +223,26 @@ function deleteSection(): HTMLElement {
   return h('section', { 'aria-labelledby': 'delete-title' }, h('h2', { id: 'delete-title' }, 'Delete account'), start, form, alert.el);
 }
 
+/** The account's id is for support and the API, not for reading: folded away, with a copy button. */
+function accountIdDetails(userId: string): HTMLElement {
+  const copy = h('button', { type: 'button', class: 'small', 'data-testid': 'copy-account-id' }, 'Copy');
+  const copied = h('span', { role: 'status', class: 'muted' });
+  copy.onclick = async () => {
+    try {
+      await navigator.clipboard.writeText(userId);
+      copied.textContent = 'Copied.';
+    } catch {
+      copied.textContent = 'Select the id to copy it.';
+    }
+  };
+  return h(
+    'details',
+    { class: 'account-id' },
+    h('summary', {}, 'Account ID (for support)'),
+    h('div', { class: 'row' }, h('code', { 'data-testid': 'account-id' }, userId), copy, copied),
+  );
+}
+
 export function accountPage(): HTMLElement {
   const alert = alertBox();
   const body = h('div', {}, h('p', {}, 'Loading…'));
@@ -216,9 +252,16 @@ export function accountPage(): HTMLElement {
       const summary = h(
         'p',
         { 'data-testid': 'account-summary' },
-        `${view.tier === 'guest' ? 'Guest account' : view.tier === 'unverified' ? 'Unverified account (guest limits until an e-mail address or a provider is linked)' : 'Account'} ${view.user_id}, created ${when(view.created_at)}.`,
+        `${view.tier === 'guest' ? 'Guest account' : view.tier === 'unverified' ? 'Unverified account (guest limits until an e-mail address or a provider is linked)' : 'Account'}, created ${when(view.created_at)}.`,
       );
-      body.replaceChildren(summary, methodsSection(view, alert, reload), await sessionsSection(alert, reload), await activitySection(), deleteSection());
+      body.replaceChildren(
+        summary,
+        accountIdDetails(view.user_id),
+        methodsSection(view, alert, reload),
+        await sessionsSection(alert, reload),
+        await activitySection(),
+        deleteSection(),
+      );
     } catch (error) {
       alert.fail(error);
     }

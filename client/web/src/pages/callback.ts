@@ -63,7 +63,7 @@ export function callbackPage(): HTMLElement {
       },
     );
   }
-  return h('div', {}, h('h1', {}, 'Signing in'), status, back);
+  return h('div', {}, h('h1', { class: 'page-title', tabIndex: -1 }, 'Signing in'), status, back);
 }
 
 route('/auth/callback', callbackPage);

@@ -101,20 +101,18 @@ export function layout(page: () => HTMLElement): HTMLElement {
       showAccount();
       if (user.guest) {
         guestBanner.hidden = false;
-        const more = h('a', { href: '/account' }, 'e-mail address');
+        // The sentence ends where it is complete: the ways to keep the account follow it as
+        // buttons (the providers this deployment offers) and a link to all the others.
+        const more = h('a', { href: '/account', 'data-testid': 'guest-upgrade' }, 'More sign-in methods on the Account page');
         more.onclick = (e) => {
           e.preventDefault();
           go('/account');
         };
+        const buttons = oauthButtons((p) => p.label.replace('Sign in with', 'Link'));
+        buttons.append(more);
         guestBanner.replaceChildren(
-          h(
-            'p',
-            {},
-            'Your account has guest limits until a provider or a verified e-mail vouches for it: 50 messages a day, uploads up to 5 MB, no messenger. Keep this account and lift the limits by linking a provider, or your ',
-            more,
-            ':',
-          ),
-          oauthButtons((p) => p.label.replace('Sign in with', 'Link')),
+          h('p', {}, 'Guest account: 50 messages a day, uploads up to 5 MB, no messenger. Link a sign-in method to keep this account and lift the limits.'),
+          buttons,
         );
       }
     },

@@ -9,6 +9,8 @@ import { agentFetch, agentJson, ApiError, apiError } from '../api.js';
 import type { ContactStatus, MessengerContact, MessengerStatus } from '../agent/types.js';
 import { alertBox, h, pageHeading } from '../dom.js';
 import { notAvailable } from './subagents.js';
+import { go } from '../router.js';
+import { accountInfo } from '../who.js';
 
 const ACTIONS: Array<{ status: ContactStatus; label: string }> = [
   { status: 'allowed', label: 'Allow' },
@@ -30,8 +32,8 @@ export function messengerPage(): HTMLElement {
       return true;
     }
     if (error instanceof ApiError && error.code === 'GUEST_LIMITED') {
-      statusBox.replaceChildren(h('p', { class: 'unavailable', role: 'status' }, error.message));
-      contactsBox.replaceChildren();
+      statusBox.replaceChildren(guestPanel());
+      contactsSection.hidden = true;
       return true;
     }
     return false;
@@ -63,6 +65,9 @@ export function messengerPage(): HTMLElement {
     try {
       const query = filter.value ? `?status=${encodeURIComponent(filter.value)}` : '';
       const { contacts } = await agentJson<{ contacts: MessengerContact[] }>(`/messenger/contacts${query}`);
+      // A filter over nothing is noise: shown once there are contacts (or one is chosen already).
+      const filterField = contactsSection.querySelector<HTMLElement>('[data-testid="contact-filter-field"]');
+      if (filterField) filterField.hidden = contacts.length === 0 && !filter.value;
       if (contacts.length === 0) return void contactsBox.replaceChildren(h('p', {}, 'No contacts yet. People who write to your bot appear here.'));
       contactsBox.replaceChildren(
         h(
@@ -194,8 +199,32 @@ export function messengerPage(): HTMLElement {
     );
   }
 
+  /** A guest (or an unverified account) may not connect a bot: say so and how to lift it, and ask the agent nothing. */
+  function guestPanel(): HTMLElement {
+    const account = h('a', { href: '/account', 'data-testid': 'messenger-upgrade' }, 'Link an e-mail address or a provider');
+    account.onclick = (e) => {
+      e.preventDefault();
+      go('/account');
+    };
+    return h(
+      'div',
+      { class: 'unavailable', 'data-testid': 'messenger-guest' },
+      h(
+        'p',
+        {},
+        'With a Telegram bot of your own, you and the people you allow can talk to your agent from Telegram. Guest accounts cannot connect one: a bot speaking for an anonymous account invites abuse.',
+      ),
+      h('p', {}, account, ' on the Account page to keep this account and connect a bot (your chats and files stay).'),
+    );
+  }
+
   async function load(): Promise<void> {
     try {
+      if ((await accountInfo()).guest) {
+        statusBox.replaceChildren(guestPanel());
+        contactsSection.hidden = true;
+        return;
+      }
       const status = await agentJson<MessengerStatus>('/messenger/status');
       statusBox.replaceChildren(status.connected ? connectedPanel(status) : connectForm());
       await loadContacts();
@@ -204,13 +233,12 @@ export function messengerPage(): HTMLElement {
     }
   }
 
-  void load();
-  return h(
-    'div',
-    {},
-    pageHeading('Messenger'),
-    alert.el,
-    h('section', { 'aria-label': 'Bot status' }, statusBox),
-    h('section', { 'aria-label': 'Contacts' }, h('div', { class: 'field' }, h('label', { for: 'contact-filter' }, 'Show'), filter), contactsBox),
+  const contactsSection = h(
+    'section',
+    { 'aria-label': 'Contacts' },
+    h('div', { class: 'field', hidden: true, 'data-testid': 'contact-filter-field' }, h('label', { for: 'contact-filter' }, 'Show'), filter),
+    contactsBox,
   );
+  void load();
+  return h('div', {}, pageHeading('Messenger'), alert.el, h('section', { 'aria-label': 'Bot status' }, statusBox), contactsSection);
 }

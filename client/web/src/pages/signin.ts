@@ -1,4 +1,5 @@
 import { h } from '../dom.js';
+import { PRODUCT_NAME } from '../router.js';
 import { saveTokens } from '../session.js';
 import { emailMethod } from '../signin/email.js';
 import { guestMethod } from '../signin/guest.js';
@@ -7,8 +8,11 @@ import { oauthMethod } from '../signin/oauth.js';
 import { passkeyMethod } from '../signin/passkey.js';
 import { walletMethod } from '../signin/wallet.js';
 
-/** Every sign-in method, in the order the page shows them. */
-const methods: SignInMethod[] = [emailMethod, oauthMethod, walletMethod, passkeyMethod, guestMethod];
+/**
+ * Every sign-in method, in the order the page shows them. Guest first: it is the one click a new
+ * visitor needs, and it stays above the fold on a phone (e2e/rough-edges.spec.ts).
+ */
+const methods: SignInMethod[] = [guestMethod, emailMethod, oauthMethod, walletMethod, passkeyMethod];
 
 /** `notice`: why the user is here again (e.g. the session ended). */
 export function signInPage(onSignedIn: () => void, notice?: string): HTMLElement {
@@ -19,6 +23,7 @@ export function signInPage(onSignedIn: () => void, notice?: string): HTMLElement
   return h(
     'main',
     { class: 'signin' },
+    h('p', { class: 'brand signin-brand', 'data-testid': 'product-name' }, h('img', { src: '/favicon.svg', alt: '', width: 28, height: 28 }), PRODUCT_NAME),
     h('h1', { class: 'page-title', tabIndex: -1 }, 'Sign in'),
     h(
       'p',

@@ -32,6 +32,14 @@ export const guestMethod: SignInMethod = {
         alert.fail(error, button);
       }
     };
-    return h('section', { 'aria-labelledby': 'guest-title' }, h('h2', { id: 'guest-title' }, 'Guest'), captcha.el, button, alert.el);
+    return h(
+      'section',
+      { class: 'guest-method', 'aria-labelledby': 'guest-title' },
+      h('h2', { id: 'guest-title' }, 'New here?'),
+      h('p', {}, 'Start chatting now, no sign-up. Link an e-mail address or a provider later to keep the account.'),
+      captcha.el,
+      button,
+      alert.el,
+    );
   },
 };

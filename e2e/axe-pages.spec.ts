@@ -1,0 +1,94 @@
+import { AxeBuilder } from '@axe-core/playwright';
+import { expect, test, type Page } from '@playwright/test';
+import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import { mailTo } from './support/outbox.js';
+
+/**
+ * axe on every page of the web client, at a phone's 375×740 and a desktop's 1280×800, in the
+ * light and the dark colour scheme: sign-in, the e-mail link's page (a spent link), the provider
+ * callback's error, and signed in as a guest the chat (with a reply holding code), files,
+ * subagents, messenger and account; the admin page as an admin. No serious or critical finding.
+ */
+const SIZES = [
+  { width: 375, height: 740 },
+  { width: 1280, height: 800 },
+];
+
+async function axeProblems(page: Page): Promise<string[]> {
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')} ${n.failureSummary?.split('\n')[1] ?? ''}`));
+}
+
+/** Each page at both sizes and in both schemes; `ready` waits until the page has what it shows. */
+async function check(page: Page, path: string, ready: (page: Page) => Promise<void>): Promise<void> {
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme });
+    for (const size of SIZES) {
+      await page.setViewportSize(size);
+      await page.goto(path);
+      await ready(page);
+      expect(await axeProblems(page), `${path} at ${size.width}×${size.height}, ${colorScheme}`).toEqual([]);
+    }
+  }
+}
+
+const heading = (name: string | RegExp) => async (page: Page) => {
+  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible({ timeout: 20_000 });
+};
+
+test('signed out: sign-in, a spent e-mail link, a provider callback error', async ({ page }) => {
+  test.setTimeout(120_000);
+  await ownClient(page);
+  await check(page, '/', heading('Sign in'));
+  await check(page, '/auth/verify?token=spent-or-made-up', async (p) => {
+    await expect(p.getByRole('alert')).toBeVisible({ timeout: 20_000 });
+  });
+  await check(page, '/auth/callback?error=access_denied', async (p) => {
+    await expect(p.getByTestId('callback-error')).toBeVisible();
+  });
+});
+
+test('a guest: chat with a reply, files, subagents, messenger, account', async ({ page }) => {
+  test.setTimeout(240_000);
+  await ownClient(page);
+  await signInAsGuest(page, `e2e-axe-pages-${Date.now()}`);
+  await send(page, 'markdown please');
+  await expect(transcript(page).locator('code.hljs')).toBeVisible({ timeout: 20_000 });
+  await check(page, '/', async (p) => {
+    await expect(transcript(p).locator('code.hljs')).toBeVisible({ timeout: 20_000 });
+  });
+  await check(page, '/files', async (p) => {
+    await expect(p.getByTestId('file-tree')).not.toContainText('Loading', { timeout: 20_000 });
+  });
+  await check(page, '/subagents', heading('Subagents'));
+  await check(page, '/messenger', async (p) => {
+    await expect(p.getByTestId('messenger-status')).not.toContainText('Loading', { timeout: 20_000 });
+  });
+  await check(page, '/account', async (p) => {
+    await expect(p.getByTestId('session')).toHaveCount(1, { timeout: 20_000 });
+  });
+});
+
+test('an admin: the admin page', async ({ page }) => {
+  test.setTimeout(120_000);
+  await ownClient(page);
+  await page.goto('/');
+  const section = page.getByRole('region', { name: 'E-mail' });
+  // Another spec may have mailed this address before: its code is not the one on its way.
+  const previous = await mailTo('operator@e2e.example').then(
+    (mail) => mail.code,
+    () => undefined,
+  );
+  await section.getByLabel('E-mail address').fill('operator@e2e.example');
+  await section.getByRole('button', { name: 'Send me a sign-in code' }).click();
+  const { code } = await mailTo('operator@e2e.example', previous);
+  await section.getByLabel('6-digit code').fill(code);
+  await section.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByTestId('signed-in')).toContainText('Signed in as');
+  await check(page, '/admin', async (p) => {
+    await expect(p.getByTestId('admin-page')).toBeVisible();
+    await expect(p.getByRole('region', { name: 'Users' })).toBeVisible({ timeout: 20_000 });
+  });
+});
