@@ -21,7 +21,7 @@ import { median, runIfEntry, stop, table } from './lib/harness.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const SAMPLES = Math.max(3, Number(process.env.BENCH_FIRST_TOKEN_SAMPLES ?? (QUICK ? 5 : 10)));
-const POOL_SIZE = 2;
+export const POOL_SIZE = 2;
 
 type RowName = 'new guest, pool on' | 'new guest, pool off' | 'returning guest, agent running';
 export interface FirstTokenResults {
@@ -30,7 +30,7 @@ export interface FirstTokenResults {
   ratios: { poolOn: number; poolOff: number };
 }
 
-const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * 0.9) - 1)] as number;
+export const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * 0.9) - 1)] as number;
 
 /** Sign-in (new or returning device) to the first text of the reply, in ms. */
 async function firstToken(url: string, device: string): Promise<number> {
@@ -60,7 +60,8 @@ async function metric(url: string, name: string): Promise<number> {
   return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
 }
 
-async function poolFull(url: string): Promise<void> {
+/** Waits (at most 60 s) until the warm pool holds POOL_SIZE agents again. */
+export async function poolFull(url: string): Promise<void> {
   for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
     if ((await metric(url, 'agents_pooled')) >= POOL_SIZE) return;
     await new Promise((r) => setTimeout(r, 50));

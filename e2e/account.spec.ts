@@ -108,11 +108,20 @@ test('signs another session out from the Account page', async ({ browser }) => {
   await openAccount(one);
   await expect(one.getByTestId('session')).toHaveCount(2);
   await expect(one.locator('[data-testid=session][data-current=true]')).toContainText('This device');
-  await one.getByRole('button', { name: 'Sign out SecondDevice/1.0' }).click();
+  // Sessions are named by device: a program's user agent by its name, the raw string as the tooltip.
+  const second = one.locator('[data-testid=session]:not([data-current])').getByTestId('session-device');
+  await expect(second).toHaveText('SecondDevice');
+  await expect(second).toHaveAttribute('title', 'SecondDevice/1.0');
+  await one.getByRole('button', { name: 'Sign out SecondDevice', exact: true }).click();
   await expect(one.getByTestId('session')).toHaveCount(1);
   await expect(one.getByTestId('activity').first()).toContainText('Session signed out');
   // The other device finds its session ended at its next call.
-  await openAccount(two).catch(() => undefined);
+  // (Its own polls may find out first and show the sign-in page: the click is then not waited for.)
+  await two
+    .getByRole('navigation', { name: 'Main' })
+    .getByRole('link', { name: 'Account' })
+    .click({ timeout: 5_000 })
+    .catch(() => undefined);
   await expect(two.getByTestId('signin-notice')).toBeVisible();
 });
 

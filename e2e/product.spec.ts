@@ -66,13 +66,13 @@ test('a guest chats, reloads mid-reply, gets a file written, uploads one, and si
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Files' }).click();
   await expect(page.getByRole('heading', { name: 'Files', level: 1 })).toBeFocused();
   const tree = page.getByTestId('file-tree');
-  await expect(tree.getByRole('button', { name: 'hello.txt' })).toBeVisible();
+  await expect(tree.getByRole('button', { name: 'hello.txt', exact: true })).toBeVisible();
   await page
     .getByLabel('File', { exact: true })
     .setInputFiles({ name: 'upload-me.txt', mimeType: 'text/plain', buffer: Buffer.from('uploaded through the browser\n') });
   await page.getByRole('button', { name: 'Upload' }).click();
   await expect(page.getByTestId('upload-status')).toHaveText(/Uploaded uploads\/upload-me\.txt/);
-  await tree.getByRole('button', { name: 'upload-me.txt' }).click();
+  await tree.getByRole('button', { name: 'upload-me.txt', exact: true }).click();
   await expect(page.getByRole('region', { name: /Preview/ }).locator('pre')).toHaveText('uploaded through the browser\n');
   await shot(page, 'files');
 
@@ -82,7 +82,7 @@ test('a guest chats, reloads mid-reply, gets a file written, uploads one, and si
   await expect(page.getByTestId('subagents')).not.toHaveText('Loading…');
   await shot(page, 'subagents');
   await page.getByRole('link', { name: 'Messenger' }).click();
-  await expect(page.getByTestId('messenger-status')).toContainText(/Guests cannot use the messenger|not available/);
+  await expect(page.getByTestId('messenger-status')).toContainText(/Guest accounts cannot connect one|not available/);
   await shot(page, 'messenger');
 
   // Phone width: the same chat, one column.

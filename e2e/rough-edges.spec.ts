@@ -73,7 +73,7 @@ test('the guest banner ends in a sentence and leads to the sign-in options', asy
     expect(sentence).not.toMatch(/:\s*$/);
     // This deployment offers no provider: no provider button, and still a way on.
     await expect(banner.getByRole('button', { name: /Link provider/ })).toHaveCount(0);
-    const more = banner.getByRole('link', { name: 'More sign-in methods on the Account page' });
+    const more = banner.getByRole('link', { name: 'Other sign-in methods' });
     await expect(more).toBeVisible();
     await more.click();
     await expect(page).toHaveURL(/\/account$/);

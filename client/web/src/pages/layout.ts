@@ -103,7 +103,7 @@ export function layout(page: () => HTMLElement): HTMLElement {
         guestBanner.hidden = false;
         // The sentence ends where it is complete: the ways to keep the account follow it as
         // buttons (the providers this deployment offers) and a link to all the others.
-        const more = h('a', { href: '/account', 'data-testid': 'guest-upgrade' }, 'More sign-in methods on the Account page');
+        const more = h('a', { href: '/account', 'data-testid': 'guest-upgrade' }, 'Other sign-in methods');
         more.onclick = (e) => {
           e.preventDefault();
           go('/account');
