@@ -2,12 +2,15 @@
  * Real servers for tests: each call starts a service on a free loopback port with its own data
  * directory (and its own PostgreSQL database when asked), exactly as main.ts would.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { cp, mkdtemp, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startAccount, type RunningAccount } from '../../server/account/app.js';
 import { loadAccountConfig, type AccountConfig } from '../../server/account/config.js';
+import { openAccountStore } from '../../server/account/store.js';
 import { startAgent, type RunningAgent } from '../../server/agent/app.js';
 import { loadAgentConfig } from '../../server/agent/config.js';
 import { createTestDatabase } from './postgres.js';
@@ -57,6 +60,36 @@ export async function startTestAgent(env: Record<string, string> = {}, log?: Log
   };
 }
 
+let template: Promise<string> | undefined;
+
+/**
+ * An embedded account store made and migrated once for these migrations, copied into each test
+ * service's DATA_DIR: creating a PGlite database costs seconds of CPU (its initdb and the first
+ * migration), opening a copy a small part of that, and the suites start hundreds of services.
+ * Keyed by the migrations' content, so a changed migration makes a new one; made aside and
+ * renamed into place, so parallel test files never see half of one. What a service runs at start
+ * (its migrations) runs on the copy as on a new database.
+ */
+function accountDbTemplate(): Promise<string> {
+  template ??= (async () => {
+    const migrations = fileURLToPath(new URL('../../prisma/account/migrations/', import.meta.url));
+    const hash = createHash('sha256');
+    for (const entry of (await readdir(migrations, { recursive: true })).sort()) {
+      const file = path.join(migrations, entry);
+      if ((await stat(file)).isFile()) hash.update(entry).update(await readFile(file));
+    }
+    const dir = path.join(tmpdir(), `account-db-template-${hash.digest('hex').slice(0, 16)}`);
+    const db = path.join(dir, 'account-db');
+    if (existsSync(path.join(db, 'PG_VERSION'))) return db;
+    const building = await mkdtemp(path.join(tmpdir(), 'account-db-building-'));
+    const store = await openAccountStore({ dataDir: building });
+    await store.close();
+    await rename(building, dir).catch(() => rm(building, { recursive: true, force: true }));
+    return db;
+  })();
+  return template;
+}
+
 export interface TestAccount extends RunningAccount {
   dataDir: string;
   /** Stops the service and removes its data directory (unless keepData: a next instance opens it). */
@@ -71,6 +104,7 @@ export async function startTestAccount(
 ): Promise<TestAccount> {
   const dataDir = await tempDir('account-data');
   const database = kind === 'postgres' ? await createTestDatabase() : undefined;
+  if (!database && !env.DATABASE_URL && !env.DATA_DIR) await cp(await accountDbTemplate(), path.join(dataDir, 'account-db'), { recursive: true });
   const port = String(await freePort());
   const config = loadAccountConfig({
     PORT: port,
