@@ -65,7 +65,7 @@ test('the page renders the widget the service asks for and a solved challenge si
     });
   });
   await page.goto(`${account.url}/`);
-  const guestForm = page.getByRole('region', { name: /guest/i });
+  const guestForm = page.getByRole('region', { name: 'New here?' });
   // Unsolved: the page asks for the check and sends nothing.
   await guestForm.getByRole('button', { name: 'Continue as guest' }).click();
   await expect(guestForm.getByRole('alert')).toContainText('Complete the check');
