@@ -8,7 +8,7 @@ const kinds = await accountStoreKinds();
 describe.each(kinds)('account service on %s', (kind) => {
   let account: TestAccount;
   beforeAll(async () => {
-    account = await startTestAccount(kind);
+    account = await startTestAccount(kind, {}, { freshStore: true });
   });
   afterAll(() => account.stop());
 

@@ -44,7 +44,7 @@ describe('the data directory is private to the service user', () => {
   });
 
   it('another local user cannot read the account database, the keys or the outbox with its sign-in codes', async () => {
-    const account: TestAccount = await startTestAccount('pglite');
+    const account: TestAccount = await startTestAccount('pglite', {}, { freshStore: true });
     cleanup.push(() => account.stop());
     const res = await fetch(`${account.url}/api/v1/auth/login/email`, {
       method: 'POST',
@@ -84,7 +84,7 @@ describe('the data directory is private to the service user', () => {
   });
 
   it("another local user cannot read the tenants' agents under DATA_DIR/agents (local, sandboxed agents)", async () => {
-    const account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0' });
+    const account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0' }, { freshStore: true });
     cleanup.push(() => account.stop());
     const api = `${account.url}/api/v1`;
     const guest = await fetch(`${api}/auth/guest`, { method: 'POST', headers: json, body: JSON.stringify({ device_id: randomUUID() }) });

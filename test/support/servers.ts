@@ -96,15 +96,20 @@ export interface TestAccount extends RunningAccount {
   stop(opts?: { keepData?: boolean }): Promise<void>;
 }
 
-/** `log` receives the service's log lines; `configure` changes what no variable sets (the webhook retry schedule, say) before it starts. */
+/**
+ * `log` receives the service's log lines; `configure` changes what no variable sets (the webhook
+ * retry schedule, say) before it starts; `freshStore` makes its embedded store from nothing instead
+ * of from the migrated copy (tests of what a brand-new store does: its migrations, its files' modes).
+ */
 export async function startTestAccount(
   kind: 'pglite' | 'postgres' = 'pglite',
   env: Record<string, string> = {},
-  options: { log?: Logger; configure?: (config: AccountConfig) => void } = {},
+  options: { log?: Logger; configure?: (config: AccountConfig) => void; freshStore?: boolean } = {},
 ): Promise<TestAccount> {
   const dataDir = await tempDir('account-data');
   const database = kind === 'postgres' ? await createTestDatabase() : undefined;
-  if (!database && !env.DATABASE_URL && !env.DATA_DIR) await cp(await accountDbTemplate(), path.join(dataDir, 'account-db'), { recursive: true });
+  if (!database && !env.DATABASE_URL && !env.DATA_DIR && !options.freshStore)
+    await cp(await accountDbTemplate(), path.join(dataDir, 'account-db'), { recursive: true });
   const port = String(await freePort());
   const config = loadAccountConfig({
     PORT: port,
