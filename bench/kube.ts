@@ -23,9 +23,10 @@ import { promisify } from 'node:util';
 import type { KubernetesProvisioner } from '../server/account/agents/provisioners/kubernetes/provisioner.js';
 import { startControlPlane } from '../test/support/kube/cluster.js';
 import { REPO_ROOT, startKubelet } from '../test/support/kube/kubelet.js';
-import { inKubeNetns, KUBE_NETNS_SKIP_REASON, KUBE_NODE_ADDRESS } from '../test/support/kube/netns.js';
+import { kubeAccountEnv } from '../test/support/kube/account-env.js';
+import { inKubeNetns, KUBE_NETNS_SKIP_REASON } from '../test/support/kube/netns.js';
 import { startScriptedModel } from '../test/support/scripted-model.js';
-import { freePort, startTestAccount, type TestAccount } from '../test/support/servers.js';
+import { startTestAccount, type TestAccount } from '../test/support/servers.js';
 import { median, runIfEntry, table } from './lib/harness.js';
 
 const run = promisify(execFile);
@@ -68,19 +69,7 @@ export async function kubeBench(): Promise<KubeResults> {
     const deploy = path.join(REPO_ROOT, 'deploy/kubernetes');
     await run('kubectl', ['--kubeconfig', cp.kubeconfigPath, 'apply', '-f', path.join(deploy, 'namespaces.yaml'), '-f', path.join(deploy, 'rbac.yaml')]);
     const kubeconfig = await cp.writeKubeconfig(await cp.tokenFor('agent-accounts', 'account'), 'account');
-    const egressPort = await freePort();
-    account = await startTestAccount('pglite', {
-      AGENT_PROVISIONER: 'kubernetes',
-      KUBE_CONFIG: kubeconfig,
-      KUBE_NAMESPACE: NS,
-      KUBE_AGENT_COMMAND: JSON.stringify(['node', '/app/dist/server/agent/main.js']),
-      KUBE_EGRESS_URL: `http://${KUBE_NODE_ADDRESS}:${egressPort}`,
-      KUBE_EGRESS_HOST: KUBE_NODE_ADDRESS,
-      KUBE_EGRESS_PORT: String(egressPort),
-      AGENT_IDLE_TIMEOUT: '0',
-      AGENT_STOP_GRACE: '1',
-      MODEL: model.modelSpec,
-    });
+    account = await startTestAccount('pglite', await kubeAccountEnv({ kubeconfig, namespace: NS, modelSpec: model.modelSpec }));
     const provisioner = account.services.agents.provisioner as KubernetesProvisioner;
     const newUser = async () => (await account?.services.store.db.user.create({ data: { tier: 'guest' } }))?.id ?? '';
     const podGone = async (agentId: string) => {

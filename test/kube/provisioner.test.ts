@@ -21,9 +21,10 @@ import { corePath } from '../support/kube/api.js';
 import type { ControlPlane } from '../support/kube/cluster.js';
 import { sharedControlPlane } from '../support/kube/shared.js';
 import { eventually, REPO_ROOT, startKubelet, type TestKubelet } from '../support/kube/kubelet.js';
-import { inKubeNetns, KUBE_NETNS_SKIP_REASON, KUBE_NODE_ADDRESS } from '../support/kube/netns.js';
+import { kubeAccountEnv } from '../support/kube/account-env.js';
+import { inKubeNetns, KUBE_NETNS_SKIP_REASON } from '../support/kube/netns.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
-import { freePort, startTestAccount, type TestAccount } from '../support/servers.js';
+import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { events, openSse, readFrames } from '../support/sse.js';
 
 const run = promisify(execFile);
@@ -74,25 +75,15 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
   });
 
   async function startKubeAccount(env: Record<string, string> = {}, kind: 'pglite' | 'postgres' = 'pglite'): Promise<TestAccount> {
-    const egressPort = await freePort();
     return startTestAccount(kind, {
       // One issuer and one key set: a token from one instance is good at the others, as behind one load balancer.
       BASE_URL: 'http://account.test',
       SIGNING_KEYS_FILE: signingKeys,
       AGENT_SECRETS_KEY: secretsKey,
-      AGENT_PROVISIONER: 'kubernetes',
-      KUBE_CONFIG: kubeconfig,
-      KUBE_NAMESPACE: NS,
+      ...(await kubeAccountEnv({ kubeconfig, namespace: NS, modelSpec: model.modelSpec })),
       KUBE_RUNTIME_CLASS: 'gvisor',
       KUBE_WORKSPACE_SIZE: '256Mi',
-      KUBE_AGENT_COMMAND: JSON.stringify(['node', '/app/dist/server/agent/main.js']),
-      KUBE_EGRESS_URL: `http://${KUBE_NODE_ADDRESS}:${egressPort}`,
-      KUBE_EGRESS_HOST: KUBE_NODE_ADDRESS,
-      KUBE_EGRESS_PORT: String(egressPort),
       KUBE_START_TIMEOUT: '60',
-      AGENT_IDLE_TIMEOUT: '0',
-      AGENT_STOP_GRACE: '1',
-      MODEL: model.modelSpec,
       ...env,
     });
   }
