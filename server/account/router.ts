@@ -3,7 +3,7 @@ import { adminRouter } from './admin/router.js';
 import { agentProxyRouter } from './agents/router.js';
 import { authRouter } from './auth/router.js';
 import { tokensRouter } from './tokens/router.js';
-import { accountRouter as selfServiceRouter } from './users/router.js';
+import { accountRouter as selfServiceRouter } from './me/router.js';
 import { publicProcedure, router } from './trpc.js';
 
 export const accountRouter = router({

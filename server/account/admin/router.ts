@@ -6,9 +6,9 @@ import { z } from 'zod';
 import { notFound } from '../../common/errors.js';
 import { adminProcedure, router } from '../trpc.js';
 import { REFUSALS } from './access.js';
-import { listAudit, recordAudit } from './audit.js';
+import { listAudit, recordAudit } from '../events/audit.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
-import { setRole } from './roles.js';
+import { setRole } from '../users/roles.js';
 import {
   AgentUserInput,
   ApiKeys,

@@ -18,9 +18,9 @@ import {
   type TokenIssuer,
   type TokenSubject,
 } from './jwt.js';
-import { promoteAdminEmails } from '../admin/roles.js';
+import { promoteAdminEmails } from '../users/roles.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
-import type { ClientInfo } from '../users/activity.js';
+import type { ClientInfo } from '../events/activity.js';
 import {
   createSession,
   refreshDigest,

@@ -16,11 +16,11 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { unauthorized } from '../../common/errors.js';
-import { emitEvent } from '../admin/webhooks/outbox.js';
+import { emitEvent } from '../events/outbox.js';
 import type { AccountDb, AccountStore } from '../store.js';
-import { activityRow, NO_CLIENT, type ClientInfo } from '../users/activity.js';
+import { activityRow, NO_CLIENT, type ClientInfo } from '../events/activity.js';
 import { REFRESH_TTL_SECONDS } from './jwt.js';
-import { signInRefusal } from '../admin/bans.js';
+import { signInRefusal } from '../users/bans.js';
 
 const REUSE_GRACE_MS = 10_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -14,7 +14,7 @@
  */
 import { getAddress } from 'viem';
 import { forbidden } from '../../common/errors.js';
-import { emitEvent } from '../admin/webhooks/outbox.js';
+import { emitEvent } from '../events/outbox.js';
 import type { AccountServices } from '../services.js';
 
 export const REAUTH_WINDOW_MS = 10 * 60 * 1000;

@@ -19,8 +19,8 @@ import { getAddress } from 'viem';
 import { conflict, unauthorized } from '../../common/errors.js';
 import { Prisma, type AccountTier } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
-import { emitEvent } from '../admin/webhooks/outbox.js';
-import { activityRow, type ClientInfo } from './activity.js';
+import { emitEvent } from '../events/outbox.js';
+import { activityRow, type ClientInfo } from '../events/activity.js';
 
 export type IdentityProvider = 'guest' | 'email' | 'idpa' | 'idpb' | 'wallet' | 'passkey';
 

@@ -10,7 +10,7 @@ import type { Prisma } from '../../../generated/account/client.js';
 import type { AccountDb } from '../../store.js';
 import { utc } from '../../users/account.js';
 import { checkEndpointAddress } from './address-guard.js';
-import type { WebhookEventType } from './outbox.js';
+import type { WebhookEventType } from '../../events/outbox.js';
 import { newWebhookSecret } from './signature.js';
 import { messageId } from './worker.js';
 

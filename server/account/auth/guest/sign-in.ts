@@ -20,7 +20,7 @@ import { isUniqueViolation, type HotSql } from '../../hot-sql.js';
 import type { RateLimits } from '../../ratelimit/limits.js';
 import { signUpCapped } from '../../ratelimit/policy.js';
 import { REFRESH_TTL_SECONDS } from '../../tokens/jwt.js';
-import { signInRefusal } from '../../admin/bans.js';
+import { signInRefusal } from '../../users/bans.js';
 
 export interface GuestSession {
   userId: string;

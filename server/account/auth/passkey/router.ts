@@ -6,7 +6,7 @@
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router, userProcedure } from '../../trpc.js';
-import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
+import { completeSignIn, signInCall, signInTarget } from '../sign-in.js';
 import { CreationOptions, LoginOptionsInput, LoginVerifyInput, RegisterOptionsInput, RegisterVerifyInput, RequestOptions } from './schemas.js';
 import { loginOptions, registrationOptions, verifyLogin, verifyRegistration } from './service.js';
 

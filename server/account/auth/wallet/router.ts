@@ -1,6 +1,6 @@
 import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
-import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
+import { completeSignIn, signInCall, signInTarget } from '../sign-in.js';
 import { WalletChallenge, WalletChallengeInput, WalletVerifyInput } from './schemas.js';
 import { issueChallenge, verifySignIn } from './siwe.js';
 

@@ -9,7 +9,7 @@
  * that happen while it is registered, as with every webhook service), so the outbox costs a
  * sign-up one indexed look-up on a deployment without webhooks.
  */
-import type { Prisma } from '../../../generated/account/client.js';
+import type { Prisma } from '../../generated/account/client.js';
 
 export const WEBHOOK_EVENT_TYPES = [
   'user.created',

@@ -14,7 +14,7 @@ import type { AccountDb } from '../store.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LinkTarget, TokenService } from '../tokens/service.js';
 import type { AccountContext } from '../trpc.js';
-import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from './identities.js';
+import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from '../users/identities.js';
 
 export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip'>;
 

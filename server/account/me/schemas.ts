@@ -1,6 +1,6 @@
 /** Wire shapes of account self-service (docs/api.md, "Account self-service"). */
 import { z } from 'zod';
-import { ACTIVITY_TYPES } from './activity.js';
+import { ACTIVITY_TYPES } from '../events/activity.js';
 
 /** UTC, ISO 8601 without a zone suffix. */
 const Timestamp = z.string().meta({ description: 'UTC, ISO 8601 without a zone suffix' });
