@@ -8,7 +8,7 @@
 import type { IRouter, Request } from 'express';
 import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
-import { proxyToOwnAgent } from './agents/http-proxy.js';
+import { proxyToOwnAgent } from './agents/proxy/http-proxy.js';
 import type { AccountServices } from './services.js';
 import { notFound } from '../common/errors.js';
 import { jsonBody } from '../common/http.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { adminRouter } from './admin/router.js';
-import { agentProxyRouter } from './agents/router.js';
+import { agentProxyRouter } from './agents/proxy/router.js';
 import { authRouter } from './auth/router.js';
 import { tokensRouter } from './tokens/router.js';
 import { accountRouter as selfServiceRouter } from './me/router.js';

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UsageScanner } from '../../server/account/agents/model-usage.js';
+import { UsageScanner } from '../../server/account/agents/egress/model-usage.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';

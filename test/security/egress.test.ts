@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type EgressLimit, type EgressLimits, type GatewayOwner, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
+import { EgressGateway, type EgressLimit, type EgressLimits, type GatewayOwner, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
 
 const OPERATOR_KEY = 'sk-operator-egress-test';
 

@@ -9,14 +9,14 @@ import https from 'node:https';
 import type { Request, Response } from 'express';
 import { RECONNECT } from '@contracts/agent/chat.js';
 import { isAgentUpload } from '@contracts/agent/rest-routes.js';
-import { AppError, notFound } from '../../common/errors.js';
-import { AccountRequest } from '../request.js';
-import type { AccountServices } from '../services.js';
+import { AppError, notFound } from '../../../common/errors.js';
+import { AccountRequest } from '../../request.js';
+import type { AccountServices } from '../../services.js';
 import { matchAgentRoute } from './agent-routes.js';
 import { admitAgentRequest, opensEventStream } from './guest-policy.js';
-import type { AgentMetrics } from './metrics.js';
-import type { AgentEndpoint } from './registry.js';
-import { agentRequestTarget } from './transport.js';
+import type { AgentMetrics } from '../metrics.js';
+import type { AgentEndpoint } from '../registry.js';
+import { agentRequestTarget } from '../transport.js';
 
 /** Headers that describe one hop, or carry the caller's credentials: never forwarded. */
 const NOT_FORWARDED = new Set([

@@ -11,8 +11,8 @@
  * those held by calls in flight are under the ceiling, so calls in parallel pass it by at most one
  * call (docs/security.md, "Model budget: calls in flight are reserved").
  */
-import { AppError } from '../../common/errors.js';
-import type { HotSql } from '../hot-sql.js';
+import { AppError } from '../../../common/errors.js';
+import type { HotSql } from '../../hot-sql.js';
 
 export interface TokenUsage {
   tokensIn: number;

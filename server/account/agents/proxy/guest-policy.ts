@@ -13,9 +13,9 @@
  * documented spelling), the tRPC routers name it per procedure.
  */
 import type { AgentRestRoute } from '@contracts/agent/rest-routes.js';
-import { AppError } from '../../common/errors.js';
-import type { RateLimits } from '../ratelimit/limits.js';
-import type { ModelBudget } from './model-usage.js';
+import { AppError } from '../../../common/errors.js';
+import type { RateLimits } from '../../ratelimit/limits.js';
+import type { ModelBudget } from '../egress/model-usage.js';
 
 export const GUEST_UPLOAD_BYTES = 5 * 1024 * 1024;
 export const FULL_UPLOAD_BYTES = 50 * 1024 * 1024 + 1024 * 1024; // the agent enforces 50 MB of file; room for the multipart envelope

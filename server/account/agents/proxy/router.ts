@@ -35,13 +35,13 @@ import { FileDeleteInput, FileMoveInput, TreeInput } from '@contracts/agent/file
 import { ContactIdInput, ContactPatchInput, ContactsQuery } from '@contracts/agent/messenger.js';
 import { RunIdInput } from '@contracts/agent/subagents.js';
 import type { ErrorCode } from '@contracts/errors.js';
-import { AppError } from '../../common/errors.js';
-import { router, userProcedure, type AccountContext } from '../trpc.js';
-import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from './client.js';
+import { AppError } from '../../../common/errors.js';
+import { router, userProcedure, type AccountContext } from '../../trpc.js';
+import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from '../client.js';
 import { admitAgentAction, type AgentAction } from './guest-policy.js';
 import { agentUnreachable } from './http-proxy.js';
-import { BotConnected, BotTokenInput, OwnerCode } from '../messenger/schemas.js';
-import type { MessengerBots } from '../messenger/bots.js';
+import { BotConnected, BotTokenInput, OwnerCode } from '../../messenger/schemas.js';
+import type { MessengerBots } from '../../messenger/bots.js';
 
 type UserContext = AccountContext & { user: { userId: string; sessionId: string; guest: boolean } };
 type ActionOf<I> = AgentAction | ((input: I) => AgentAction);
