@@ -9,6 +9,17 @@ module.exports = {
       to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
     },
     {
+      name: 'no-folder-cycles',
+      severity: 'error',
+      comment:
+        'The folders of a service depend one way: two folders that import each other (users → admin → users) are one knot a newcomer has to learn whole. ' +
+        'Type-only imports count here too. A side effect every area needs (an event, an audit row) goes in a neutral folder (events/), not in the area that shows it. ' +
+        'A subfolder may use its parent folder (agents/proxy → agents/registry.ts): the parent counts its subfolders as its own.',
+      scope: 'folder',
+      from: { path: '^server/(account|agent)/' },
+      to: { circular: true },
+    },
+    {
       name: 'contracts-stand-alone',
       severity: 'error',
       comment: 'contracts/ is what both sides of a boundary share: it imports no service, client or bridge code.',
