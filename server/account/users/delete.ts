@@ -10,7 +10,7 @@
  * passkeys, activity and the bot go with it (ON DELETE CASCADE) — and every row elsewhere that
  * names the person: pending e-mail codes of their addresses, wallet challenges of their
  * addresses, OAuth states and auth codes, passkey challenges, model-usage counters; and the
- * `user.deleted` webhook event (admin/webhooks/outbox.ts), which names nothing but the user id.
+ * `user.deleted` webhook event (events/outbox.ts), which names nothing but the user id.
  */
 import { getAddress } from 'viem';
 import { forbidden } from '../../common/errors.js';
