@@ -8,7 +8,7 @@
 import type { IRouter, Request } from 'express';
 import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
-import { proxyToOwnAgent } from './agents/proxy/http-proxy.js';
+import { proxyToOwnAgent, type ProxyServices } from './agents/proxy/http-proxy.js';
 import type { AccountServices } from './services.js';
 import { notFound } from '../common/errors.js';
 import { jsonBody } from '../common/http.js';
@@ -29,7 +29,12 @@ const ACCOUNT_ERRORS: ServiceErrorCodes = {
   authenticated: ['MISSING_TOKEN', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'SESSION_REVOKED'],
 };
 
-export function mountAccountBridge(api: IRouter, services: AccountServices, contextFor: (req: Request) => AccountContext, baseUrl: string): void {
+export function mountAccountBridge(
+  api: IRouter,
+  services: ProxyServices & Pick<AccountServices, 'bots'>,
+  contextFor: (req: Request) => AccountContext,
+  baseUrl: string,
+): void {
   const table = new RouteTable(api, ACCOUNT_ERRORS);
   mountJsonProcedures(table, accountRouter, contextFor);
 

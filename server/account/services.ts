@@ -240,7 +240,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   pruning.unref();
   const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, rateLimits, frontendUrl: config.frontendUrl, log });
   const guestRetention =
-    config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
+    config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { provisioner }, bots }, config.guestRetentionDays, log) : undefined;
   guestRetention?.start();
   const webhookAttempts = new Counter({
     name: 'webhook_attempts_total',
