@@ -14,6 +14,7 @@
  */
 import { getAddress } from 'viem';
 import { forbidden } from '../../common/errors.js';
+import { giveUpAdminRole } from '../admin/roles.js';
 import { emitEvent } from '../admin/webhooks/outbox.js';
 import type { AccountServices } from '../services.js';
 
@@ -29,6 +30,7 @@ export async function deleteAccount(
   if (!session || now.getTime() - session.createdAt.getTime() > REAUTH_WINDOW_MS) {
     throw forbidden('Deleting the account needs a recent sign-in: sign in again, then delete within 10 minutes', 'REAUTH_REQUIRED');
   }
+  await giveUpAdminRole(services.store.db, userId);
   await removeUser(services, userId, now);
 }
 
