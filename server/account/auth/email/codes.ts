@@ -105,11 +105,7 @@ const SPEND = (where: string) => `
 
 /** Consumes a link token (and every other code and link of its address); returns what it was issued for, or undefined. */
 export async function consumeEmailToken(db: AccountDb, config: EmailCodeConfig, token: string, now = new Date()): Promise<ConsumedEmailCode | undefined> {
-  const rows = await db.$queryRawUnsafe<Array<{ email: string; requested_by: string | null }>>(
-    SPEND('c.token_hash = $2'),
-    now,
-    tokenHash(config.key, token),
-  );
+  const rows = await db.$queryRawUnsafe<Array<{ email: string; requested_by: string | null }>>(SPEND('c.token_hash = $2'), now, tokenHash(config.key, token));
   const row = rows[0];
   return row && { email: row.email, requestedBy: row.requested_by };
 }
