@@ -115,6 +115,7 @@ const ACCOUNT = {
   WEBHOOK_DISABLED: { status: 409, message: 'The webhook endpoint is disabled; enable it first' },
   IDENTITY_IN_USE: { status: 409, message: 'This sign-in method already belongs to another account' },
   SELF_ACTION: { status: 409, message: 'An admin cannot ban, delete or demote their own account' },
+  LAST_ADMIN: { status: 409, message: 'The last admin cannot be banned, deleted or demoted' },
   LAST_IDENTITY: { status: 409, message: 'This is the only way to sign in to this account' },
   AGENT_EXISTS: { status: 409, message: 'An agent with this name (or for this user) already exists' },
   RATE_LIMITED: { status: 429, message: 'Too many requests; see Retry-After' },
