@@ -175,9 +175,11 @@ export class LocalProvisioner implements AgentProvisioner {
    * After a sign-in: a new user takes a pooled agent if one is ready; a returning user's sleeping
    * agent starts, into a free slot or one a pooled agent yields, never by stopping another user's
    * agent, and at most MAX_WARMUPS_IN_FLIGHT at once, so a flood of sign-ins cannot churn agents or
-   * start more than the host holds. Never rejects.
+   * start more than the host holds. Never rejects. A new account (`created`) with no pooled agent
+   * ready costs nothing here: no look-up, since its first call starts its agent anyway.
    */
-  warmUp(userId: string): Promise<void> {
+  warmUp(userId: string, opts: { created?: boolean } = {}): Promise<void> {
+    if (opts.created && this.pool.length === 0) return Promise.resolve();
     if (this.closed || this.starting.has(userId) || this.warming.size >= MAX_WARMUPS_IN_FLIGHT) return Promise.resolve();
     this.warming.add(userId);
     return this.begin(userId, 'warmUp').then(
