@@ -15,7 +15,7 @@ import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LinkTarget, TokenService } from '../tokens/service.js';
 import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from '../users/identities.js';
 
-export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip'>;
+export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip' | 'afterAnswer'>;
 
 export interface SignInCall {
   db: AccountDb;
@@ -53,6 +53,12 @@ export async function completeSignIn(call: SignInCall, claim: IdentityClaim, tar
   return openSession(call, user, claim.provider);
 }
 
-/** For flows whose account is already settled (the OAuth exchange): just the session. */
-export const openSession = (call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'>, method: string): Promise<TokenPair> =>
-  call.tokens.startSession(user, { client: call.request.client, method });
+/**
+ * For flows whose account is already settled (the OAuth exchange): just the session. What should
+ * be ready for the user's first call (their agent: services.ts) starts once the answer is out.
+ */
+export async function openSession(call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'> & { created?: boolean }, method: string): Promise<TokenPair> {
+  const pair = await call.tokens.startSession(user, { client: call.request.client, method });
+  call.request.afterAnswer(() => call.tokens.signedIn({ userId: user.userId, created: user.created ?? false }));
+  return pair;
+}

@@ -467,8 +467,9 @@ export class KubernetesProvisioner implements AgentProvisioner {
   }
 
   /** At sign-in: a returning user's suspended agent starts now, not at the first message. */
-  async warmUp(userId: string): Promise<void> {
-    if (await this.registry.forUser(userId)) await this.agentFor(userId).catch(() => undefined);
+  async warmUp(userId: string, opts: { created?: boolean } = {}): Promise<void> {
+    // A new account's agent is made by its first call.
+    if (!opts.created && (await this.registry.forUser(userId))) await this.agentFor(userId).catch(() => undefined);
   }
 
   private podGone(agentId: string): Promise<void> {
