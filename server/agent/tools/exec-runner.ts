@@ -17,7 +17,7 @@
 import { rmSync } from 'node:fs';
 import http from 'node:http';
 import { z } from 'zod';
-import { type ExecResult, runShell, type ShellOptions } from './exec.js';
+import { type ExecResult, runShell, type ShellOptions } from './shell.js';
 
 const RunRequest = z.object({
   command: z.string().min(1).max(10_000),
