@@ -224,8 +224,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
       webhookBase: config.telegramWebhookBase,
     });
   }
-  // Sleeping local agents are started when their next heartbeat is due.
-  const wakes = sleeping ? new WakeScheduler(store.db, sleeping, log, { pollMs: config.agentWakePollMs }) : undefined;
+  // Sleeping agents (local or in Pods) are started when their next heartbeat is due.
+  const wakes = sleeping ? new WakeScheduler(store.db, sleeping, log, { pollMs: config.agentWakePollMs, kind: sleeping.agentKind }) : undefined;
   wakes?.start();
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);

@@ -9,6 +9,7 @@ import type { AccountServices } from '../services.js';
 import { utc } from '../users/account.js';
 import type { AdminCaller } from './access.js';
 import { recordAudit } from '../events/audit.js';
+import { refuseBanned } from '../users/bans.js';
 import { refuseKeyOnAdmin } from '../users/roles.js';
 
 type Services = Pick<AccountServices, 'store' | 'agents'>;
@@ -54,6 +55,8 @@ export async function stopAgent(services: Services, caller: AdminCaller, userId:
   await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   const agent = await services.store.db.agent.findUnique({ where: { userId }, select: { id: true, name: true } });
   if (!agent || !provisioner.stopAgentOf) throw notFound('This user has no agent this service runs', 'AGENT_NOT_FOUND');
+  // A banned user's agent stays stopped (docs/security.md, "Bans hold"): a restart is refused before it stops anything.
+  if (restart) await refuseBanned(services.store.db, userId);
   const wasRunning = await provisioner.stopAgentOf(userId);
   if (restart) await provisioner.agentFor(userId);
   await recordAudit(services.store.db, {

@@ -220,7 +220,7 @@ const agentsRouter = router({
     .meta({
       openapi: { method: 'POST', path: '/admin/agents/{user_id}/restart', summary: "Restart the user's agent (204)" },
       rest: { kind: 'empty' },
-      errors: [...REFUSALS, 'AGENT_NOT_FOUND', 'AGENT_UNAVAILABLE', 'AGENT_CAPACITY'],
+      errors: [...REFUSALS, 'AGENT_NOT_FOUND', 'AGENT_UNAVAILABLE', 'AGENT_CAPACITY', 'USER_BANNED'],
     })
     .input(AgentUserInput)
     .output(z.void())

@@ -5,7 +5,8 @@
  * larger than the workspace quota, 256 open files; the quota is checked again after it ran.
  * In a Kubernetes Pod each command runs in the Pod's exec runner container (AGENT_EXEC_RUNNER,
  * exec-runner.ts), which holds none of the agent's secrets. Elsewhere it is not a sandbox (a shell
- * can reach what the agent's user can); `AGENT_EXEC=off` removes the tool. Secrets of the agent's own environment are not passed on.
+ * can reach what the agent's user can); `AGENT_EXEC=off` removes the tool. Secrets of the agent's
+ * own environment are not passed on (shell.ts).
  */
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';

@@ -1,8 +1,9 @@
 /**
- * Running one shell command: the workspace as its working directory, rlimits, a timeout that kills
- * its whole process group, an output cap, and an environment without the agent's secrets. The
- * `exec` tool (exec.ts) calls it directly, or through the exec runner in a Kubernetes Pod
- * (exec-runner.ts), which runs it the same way.
+ * One shell command as `exec` runs it, wherever that is (the agent's own process, or a Pod's exec
+ * runner, exec-runner.ts): `sh -c` in the workspace under rlimits (CPU seconds up to its timeout,
+ * no file larger than the workspace quota, 256 open files), optionally inside the nested sandbox
+ * and with an HTTP proxy, its output capped, its whole process group killed at its timeout or
+ * when its caller gives up. Secrets of the environment are not passed on.
  */
 import { spawn } from 'node:child_process';
 

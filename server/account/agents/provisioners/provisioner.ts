@@ -30,6 +30,8 @@ export interface AgentProvisioner {
 
 /** A provisioner whose agents sleep and wake (local, kubernetes): bots, heartbeats and sign-ins wake them. */
 export interface SleepingAgents extends AgentProvisioner {
+  /** The registry kind of the agents it starts (`agents.kind`): the wake scheduler wakes those. */
+  readonly agentKind: string;
   /** Stops the user's agent if it runs so its next start reads its settings again (`start`: and starts it). */
   restart(userId: string, opts: { start: boolean }): Promise<void>;
   /** Starts the user's agent for its schedule unless it runs. */
@@ -42,7 +44,7 @@ export interface SleepingAgents extends AgentProvisioner {
 }
 
 export const isSleepingAgents = (provisioner: AgentProvisioner): provisioner is SleepingAgents =>
-  'restart' in provisioner && 'wake' in provisioner && 'warmUp' in provisioner;
+  'agentKind' in provisioner && 'restart' in provisioner && 'wake' in provisioner && 'warmUp' in provisioner;
 
 export interface RunningAgentInfo {
   agentId: string;

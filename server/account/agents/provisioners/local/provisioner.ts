@@ -31,7 +31,7 @@ import type { AgentLauncher, LaunchedAgent } from './launcher.js';
 import { agentFetch, releaseAgentConnections } from '../../transport.js';
 import { agentClient } from '../../client.js';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
-import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats, type RunningAgentInfo } from '../provisioner.js';
+import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentStats, type RunningAgentInfo, type SleepingAgents } from '../provisioner.js';
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const agent = agentFetch(url);
@@ -125,7 +125,8 @@ const FLOOD_WINDOW_MS = 1_000;
 /** Beside a warm-pool agent's workspace until it is claimed: what start-up clean-up may delete. */
 const UNCLAIMED_MARKER = 'unclaimed';
 
-export class LocalProvisioner implements AgentProvisioner {
+export class LocalProvisioner implements SleepingAgents {
+  readonly agentKind = 'local';
   private readonly running = new Map<string, Running>();
   private readonly starting = new Map<string, Promise<AgentEndpoint>>();
   private readonly restarts = new Map<string, { attempts: number; timer?: NodeJS.Timeout }>();
