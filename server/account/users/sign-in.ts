@@ -45,9 +45,12 @@ export async function completeSignIn(call: SignInCall, claim: IdentityClaim, tar
       : await signUpCapped(rateLimits, rateLimits.clientKey(request.ip), 'wallet', (create) =>
           create ? signInWithIdentity(db, claim, undefined, request.client) : signInExisting(db, claim, request.client),
         );
-  return openSession(call, user, claim.provider);
+  // A second factor already passed counts when the credential proved one, or when the account
+  // linked the method from a session that had passed it — never across accounts (auth/mfa/).
+  const secondFactor = claim.secondFactor === true || (target?.aal === 'aal2' && target.userId === user.userId);
+  return openSession(call, user, claim.provider, secondFactor);
 }
 
 /** For flows whose account is already settled (the OAuth exchange): just the session. */
-export const openSession = (call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'>, method: string): Promise<TokenPair> =>
-  call.tokens.startSession(user, { client: call.request.client, method });
+export const openSession = (call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'>, method: string, secondFactor = false): Promise<TokenPair> =>
+  call.tokens.startSession(user, { client: call.request.client, method, secondFactor });
