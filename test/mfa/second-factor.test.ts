@@ -18,7 +18,8 @@ const kinds = await accountStoreKinds();
 const FRONTEND = 'http://app.test:8080';
 
 /** The claims of an access token, read as any client may (its signature is the service's business). */
-const claimsOf = (pair: Pair): Record<string, unknown> => JSON.parse(Buffer.from(pair.access_token.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+const claimsOf = (pair: Pair): Record<string, unknown> =>
+  JSON.parse(Buffer.from(pair.access_token.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
 describe.each(kinds)('second factor on %s', (kind) => {
   let account: TestAccount;
@@ -51,8 +52,18 @@ describe.each(kinds)('second factor on %s', (kind) => {
     const email = uniqueEmail('enrol');
     const pair = await api.email(email);
     const started = await api.json<{ factor_id: string; secret: string; otpauth_uri: string }>(await api.post('/account/mfa/totp', undefined, bearer(pair)));
-    expect(readOtpauthUri(started.otpauth_uri)).toEqual({ issuer: 'Agent Accounts', account: email, secret: started.secret, algorithm: 'SHA1', digits: '6', period: '30' });
-    expect(await factors(pair)).toEqual({ factors: [expect.objectContaining({ id: started.factor_id, kind: 'totp', confirmed: false })], recovery_codes_left: 0 });
+    expect(readOtpauthUri(started.otpauth_uri)).toEqual({
+      issuer: 'Agent Accounts',
+      account: email,
+      secret: started.secret,
+      algorithm: 'SHA1',
+      digits: '6',
+      period: '30',
+    });
+    expect(await factors(pair)).toEqual({
+      factors: [expect.objectContaining({ id: started.factor_id, kind: 'totp', confirmed: false })],
+      recovery_codes_left: 0,
+    });
     // Unconfirmed, it guards nothing: a sign-in meanwhile is a plain one.
     const meanwhile = await api.email(email);
     expect(claimsOf(meanwhile).aal).toBeUndefined();
@@ -89,7 +100,8 @@ describe.each(kinds)('second factor on %s', (kind) => {
     await expectError(await refresh(refreshed), 401, 'INVALID_REFRESH_TOKEN');
     // Refresh keeps the session's level.
     expect(claimsOf(await api.json<Pair>(await refresh(passed)))).toMatchObject({ aal: 'aal2' });
-    const events = (await api.json<{ events: Array<{ type: string; detail: Record<string, string> }> }>(await api.get('/account/activity', bearer(passed)))).events;
+    const events = (await api.json<{ events: Array<{ type: string; detail: Record<string, string> }> }>(await api.get('/account/activity', bearer(passed))))
+      .events;
     expect(events[0]).toMatchObject({ type: 'mfa_verified', detail: { method: 'totp' } });
   });
 
@@ -166,10 +178,18 @@ describe.each(kinds)('second factor on %s', (kind) => {
     const alice = await api.email(uniqueEmail('alice-mfa'));
     const bob = await enrolled('bob-mfa');
     const pending = await api.json<{ factor_id: string; secret: string }>(await api.post('/account/mfa/totp', undefined, bearer(alice)));
-    await expectError(await api.post(`/account/mfa/totp/${bob.factorId}/confirm`, { code: await totpCode(bob.secret, { steps: 1 }) }, bearer(alice)), 404, 'MFA_FACTOR_NOT_FOUND');
+    await expectError(
+      await api.post(`/account/mfa/totp/${bob.factorId}/confirm`, { code: await totpCode(bob.secret, { steps: 1 }) }, bearer(alice)),
+      404,
+      'MFA_FACTOR_NOT_FOUND',
+    );
     await expectError(await api.del(`/account/mfa/${bob.factorId}`, bearer(alice)), 404, 'MFA_FACTOR_NOT_FOUND');
     await expectError(await api.del(`/account/mfa/${pending.factor_id}`, bearer(bob.pair)), 404, 'MFA_FACTOR_NOT_FOUND');
-    await expectError(await api.post(`/account/mfa/totp/${pending.factor_id}/confirm`, { code: await totpCode(pending.secret) }, bearer(bob.pair)), 404, 'MFA_FACTOR_NOT_FOUND');
+    await expectError(
+      await api.post(`/account/mfa/totp/${pending.factor_id}/confirm`, { code: await totpCode(pending.secret) }, bearer(bob.pair)),
+      404,
+      'MFA_FACTOR_NOT_FOUND',
+    );
     await expectError(await api.del('/account/mfa/not-a-uuid', bearer(alice)), 404, 'MFA_FACTOR_NOT_FOUND');
     expect((await factors(bob.pair)).factors).toEqual([expect.objectContaining({ id: bob.factorId, confirmed: true })]);
     expect((await factors(alice)).factors).toEqual([expect.objectContaining({ id: pending.factor_id, confirmed: false })]);
@@ -177,7 +197,11 @@ describe.each(kinds)('second factor on %s', (kind) => {
 
   it('confirming twice is 409 and makes no new recovery codes; a second app while one is active is 409; a new enrolment replaces an unconfirmed one', async () => {
     const { pair, factorId, secret, recoveryCodes, email } = await enrolled('twice');
-    await expectError(await api.post(`/account/mfa/totp/${factorId}/confirm`, { code: await totpCode(secret, { steps: 1 }) }, bearer(pair)), 409, 'MFA_ALREADY_CONFIRMED');
+    await expectError(
+      await api.post(`/account/mfa/totp/${factorId}/confirm`, { code: await totpCode(secret, { steps: 1 }) }, bearer(pair)),
+      409,
+      'MFA_ALREADY_CONFIRMED',
+    );
     await expectError(await api.post('/account/mfa/totp', undefined, bearer(pair)), 409, 'MFA_ALREADY_ENROLLED');
     const first = await api.email(email);
     expect((await verify(first, { recovery_code: recoveryCodes[0] })).status).toBe(200);
@@ -186,7 +210,11 @@ describe.each(kinds)('second factor on %s', (kind) => {
     const old = await api.json<{ factor_id: string }>(await api.post('/account/mfa/totp', undefined, bearer(other)));
     const fresh = await api.json<{ factor_id: string; secret: string }>(await api.post('/account/mfa/totp', undefined, bearer(other)));
     expect((await factors(other)).factors.map((f) => f.id)).toEqual([fresh.factor_id]);
-    await expectError(await api.post(`/account/mfa/totp/${old.factor_id}/confirm`, { code: await totpCode(fresh.secret) }, bearer(other)), 404, 'MFA_FACTOR_NOT_FOUND');
+    await expectError(
+      await api.post(`/account/mfa/totp/${old.factor_id}/confirm`, { code: await totpCode(fresh.secret) }, bearer(other)),
+      404,
+      'MFA_FACTOR_NOT_FOUND',
+    );
   });
 
   it('removing the factor needs aal2; then sign-ins are plain again, waiting sessions end, the recovery codes are gone', async () => {
@@ -211,7 +239,7 @@ describe.each(kinds)('second factor on %s', (kind) => {
   });
 
   it('a passkey with user verification is two factors (aal2 at once); without it, a first factor like any', async () => {
-    const { email, pair, secret } = await enrolled('passkey');
+    const { pair, secret } = await enrolled('passkey');
     const device = new SoftAuthenticator(FRONTEND);
     const options = await api.json<PublicKeyCredentialCreationOptionsJSON>(await api.post('/auth/passkey/register/options', {}, bearer(pair)));
     // Registered from an aal2 session of the same account: the new session is aal2 too.

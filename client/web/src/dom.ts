@@ -1,4 +1,4 @@
-import { errorMessage, isSessionError, retryAfter, sessionLost } from './api.js';
+import { errorCode, errorMessage, isSessionError, retryAfter, secondFactorRequired, sessionLost } from './api.js';
 
 /** Tiny DOM helper: h('button', {type: 'button', onclick}, 'Text'). */
 export function h<K extends keyof HTMLElementTagNameMap>(
@@ -22,7 +22,7 @@ export interface AlertBox {
   clear(): void;
   /**
    * Shows a failure. Rate limits with Retry-After count down (and keep `button` disabled until
-   * then); a lost session goes to sign-in.
+   * then); a lost session goes to sign-in; a session waiting for its second factor to that step.
    */
   fail(error: unknown, button?: HTMLButtonElement): void;
 }
@@ -48,6 +48,7 @@ export function alertBox(): AlertBox {
     fail(error, button) {
       stop();
       if (isSessionError(error)) return sessionLost();
+      if (errorCode(error) === 'MFA_REQUIRED') void secondFactorRequired();
       const message = errorMessage(error);
       const wait = retryAfter(error);
       if (!wait) {

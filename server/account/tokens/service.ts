@@ -83,8 +83,7 @@ export interface LinkTarget {
 }
 
 /** 403 MFA_REQUIRED: the session has one factor of two (auth/mfa/). */
-export const mfaRequired = (detail = 'This session has not passed the second factor yet: POST /auth/mfa/verify first') =>
-  forbidden(detail, 'MFA_REQUIRED');
+export const mfaRequired = (detail = 'This session has not passed the second factor yet: POST /auth/mfa/verify first') => forbidden(detail, 'MFA_REQUIRED');
 
 /** Which sessions `authenticate` lets through. */
 export interface AuthenticateOptions {
@@ -129,11 +128,7 @@ export class TokenService {
   async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<TokenPair> {
     const { sessionId, generation, metadata, aal } = await createSession(this.store, user.userId, origin);
     if (this.extras.adminEmails?.length) await promoteAdminEmails(this.store.db, this.extras.adminEmails, user.userId);
-    const pair = await signTokenPair(
-      this.issuer,
-      { userId: user.userId, sessionId, guest: user.guest, aal, metadata: this.metadataOf(metadata) },
-      generation,
-    );
+    const pair = await signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, aal, metadata: this.metadataOf(metadata) }, generation);
     if (aal !== 'aal1') this.signedIn(user.userId);
     return pair;
   }

@@ -164,15 +164,14 @@ export class SecondFactors {
         // Only a step newer than the last accepted one: a code works once, and never after a newer one.
         accepted =
           step !== undefined &&
-          (
-            await tx.$executeRaw`
+          (await tx.$executeRaw`
             UPDATE mfa_factors SET last_step = ${step}, last_used_at = ${now}
-             WHERE id = ${factor.id}::uuid AND confirmed_at IS NOT NULL AND (last_step IS NULL OR last_step < ${step})`
-          ) === 1;
+             WHERE id = ${factor.id}::uuid AND confirmed_at IS NOT NULL AND (last_step IS NULL OR last_step < ${step})`) === 1;
       } else {
         const hash = recoveryCodeHash(proof.recoveryCode);
         accepted =
-          hash !== undefined && (await tx.mfaRecoveryCode.updateMany({ where: { userId: user.userId, codeHash: hash, usedAt: null }, data: { usedAt: now } })).count === 1;
+          hash !== undefined &&
+          (await tx.mfaRecoveryCode.updateMany({ where: { userId: user.userId, codeHash: hash, usedAt: null }, data: { usedAt: now } })).count === 1;
       }
       if (accepted) await tx.activityEvent.create({ data: activityRow(user.userId, { type: 'mfa_verified', detail: { method } }, client, now) });
       return accepted;

@@ -26,11 +26,7 @@ export const newRecoveryCodes = (): string[] => Array.from({ length: RECOVERY_CO
  * undefined when the text cannot be a recovery code at all.
  */
 export function recoveryCodeHash(typed: string): string | undefined {
-  const code = typed
-    .toLowerCase()
-    .replace(/[\s-]/g, '')
-    .replace(/o/g, '0')
-    .replace(/[il]/g, '1');
+  const code = typed.toLowerCase().replace(/[\s-]/g, '').replace(/o/g, '0').replace(/[il]/g, '1');
   if (code.length !== CODE_LENGTH || ![...code].every((char) => CROCKFORD.includes(char))) return undefined;
   return createHash('sha256').update(code).digest('base64url');
 }

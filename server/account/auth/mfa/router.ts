@@ -20,7 +20,11 @@ export const mfaAccountRouter = router({
 
   enrolTotp: changing
     .meta({
-      openapi: { method: 'POST', path: '/account/mfa/totp', summary: 'Start adding an authenticator app: its secret and otpauth URI (inactive until confirmed)' },
+      openapi: {
+        method: 'POST',
+        path: '/account/mfa/totp',
+        summary: 'Start adding an authenticator app: its secret and otpauth URI (inactive until confirmed)',
+      },
       errors: ['GUEST_LIMITED', 'MFA_ALREADY_ENROLLED'],
     })
     .input(z.void())

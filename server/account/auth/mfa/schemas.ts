@@ -21,9 +21,7 @@ export const ConfirmTotpInput = z.object({
 
 export const RecoveryCodes = z
   .object({
-    recovery_codes: z
-      .array(z.string())
-      .meta({ description: 'Ten one-time codes, shown this once: each completes one sign-in instead of a code from the app' }),
+    recovery_codes: z.array(z.string()).meta({ description: 'Ten one-time codes, shown this once: each completes one sign-in instead of a code from the app' }),
   })
   .meta({ id: 'RecoveryCodes' });
 
@@ -58,10 +56,11 @@ export const VerifyMfaInput = z
     if ((input.code === undefined) === (input.recovery_code === undefined))
       ctx.addIssue({ code: 'custom', path: ['code'], message: 'send either code or recovery_code' });
   })
-  .transform((input): SecondFactorProof =>
-    input.code !== undefined
-      ? { code: typeof input.code === 'string' ? input.code : '' }
-      : { recoveryCode: typeof input.recovery_code === 'string' ? input.recovery_code.slice(0, 64) : '' },
+  .transform(
+    (input): SecondFactorProof =>
+      input.code !== undefined
+        ? { code: typeof input.code === 'string' ? input.code : '' }
+        : { recoveryCode: typeof input.recovery_code === 'string' ? input.recovery_code.slice(0, 64) : '' },
   );
 
 export type SecondFactorProof = { code: string } | { recoveryCode: string };
