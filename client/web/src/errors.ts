@@ -78,7 +78,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   CAPTCHA_INVALID: 'The check above was not passed or has expired; solve it again.',
   BOT_TOKEN_INVALID: null,
   REAUTH_REQUIRED: null,
-  MFA_REQUIRED: 'This needs two-step verification: confirm with your authenticator app first.',
+  MFA_REQUIRED: 'This needs two-step verification: turn it on under Account (authenticator app), then sign in again with its code.',
   MFA_FACTOR_NOT_FOUND: null,
   MFA_ALREADY_ENROLLED: 'This account already has an authenticator app. Remove it before adding another.',
   MFA_ALREADY_CONFIRMED: null,
