@@ -3,8 +3,8 @@
  * passed a second factor (ADMIN_REQUIRE_2FA is on by default: test/support/authenticator.ts), create
  * API keys through the API, and call admin routes with a token or a key.
  */
-import { CLI_ACTOR } from '../../server/account/admin/audit.js';
-import { setRole } from '../../server/account/admin/roles.js';
+import { CLI_ACTOR } from '../../server/account/events/audit.js';
+import { setRole } from '../../server/account/users/roles.js';
 import { signAccessToken } from '../../server/account/tokens/jwt.js';
 import { accountApi, bearer, uniqueEmail, type Pair } from './account-api.js';
 import { enrolTotp } from './authenticator.js';

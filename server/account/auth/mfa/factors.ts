@@ -25,7 +25,7 @@ import type { RateLimits } from '../../ratelimit/limits.js';
 import type { AccountDb } from '../../store.js';
 import type { AccessClaims } from '../../tokens/jwt.js';
 import { mfaRequired, type TokenService } from '../../tokens/service.js';
-import { activityRow, type ClientInfo } from '../../users/activity.js';
+import { activityRow, type ClientInfo } from '../../events/activity.js';
 import { utc } from '../../users/account.js';
 import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes.js';
 import type { SecondFactorProof } from './schemas.js';
