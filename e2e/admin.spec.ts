@@ -1,6 +1,6 @@
 import { expect, test, type Page } from '@playwright/test';
 import { ownClient } from './support/guest.js';
-import { mailTo } from './support/outbox.js';
+import { signInByEmail } from './support/outbox.js';
 import { enrolAuthenticator } from './support/second-factor.js';
 
 /**
@@ -10,16 +10,6 @@ import { enrolAuthenticator } from './support/second-factor.js';
  * next sign-in is refused, unbans them and the user signs in again; creates an API key; and adds a
  * webhook endpoint whose delivery log shows the next ban.
  */
-
-async function signInByEmail(page: Page, address: string, previousCode?: string): Promise<string> {
-  const section = page.getByRole('region', { name: 'E-mail' });
-  await section.getByLabel('E-mail address').fill(address);
-  await section.getByRole('button', { name: 'Send me a sign-in code' }).click();
-  const { code } = await mailTo(address, previousCode);
-  await section.getByLabel('6-digit code').fill(code);
-  await section.getByRole('button', { name: 'Sign in' }).click();
-  return code;
-}
 
 test('an admin finds a user, bans them (their sign-in is refused), unbans them, creates a key and a webhook', async ({ browser }) => {
   const suffix = Date.now().toString(36);

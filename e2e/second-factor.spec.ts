@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { expect, test, type Page } from '@playwright/test';
 import { ownClient } from './support/guest.js';
-import { mailTo } from './support/outbox.js';
+import { signInByEmail } from './support/outbox.js';
 import { enrolAuthenticator, passSecondStep } from './support/second-factor.js';
 
 /**
@@ -11,16 +11,6 @@ import { enrolAuthenticator, passSecondStep } from './support/second-factor.js';
  * downloaded), sees the app listed; its next sign-in stops at the second step until the app's code
  * is entered, and the one after that passes with a recovery code.
  */
-
-async function signInByEmail(page: Page, address: string, previousCode?: string): Promise<string> {
-  const section = page.getByRole('region', { name: 'E-mail' });
-  await section.getByLabel('E-mail address').fill(address);
-  await section.getByRole('button', { name: 'Send me a sign-in code' }).click();
-  const { code } = await mailTo(address, previousCode);
-  await section.getByLabel('6-digit code').fill(code);
-  await section.getByRole('button', { name: 'Sign in' }).click();
-  return code;
-}
 
 async function openAccount(page: Page): Promise<void> {
   await page.goto('/account');

@@ -74,6 +74,24 @@ export function alertBox(): AlertBox {
   };
 }
 
+/**
+ * A Copy button and the status beside it ("Copied.", or `fallback` where the clipboard is refused):
+ * `label` may hold an icon.
+ */
+export function copyButton(text: string, testId: string, fallback: string, ...label: Array<Node | string>): { button: HTMLButtonElement; status: HTMLElement } {
+  const button = h('button', { type: 'button', class: 'small', 'data-testid': testId }, ...(label.length ? label : ['Copy']));
+  const status = h('span', { role: 'status', class: 'muted' });
+  button.onclick = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      status.textContent = 'Copied.';
+    } catch {
+      status.textContent = fallback;
+    }
+  };
+  return { button, status };
+}
+
 /** A heading that receives focus when its page opens (screen readers announce the new page). */
 export function pageHeading(text: string): HTMLHeadingElement {
   return h('h1', { tabIndex: -1, class: 'page-title' }, text);

@@ -6,7 +6,7 @@
  * download.
  */
 import { account, api, errorCode } from '../api.js';
-import { type AlertBox, alertBox, h } from '../dom.js';
+import { type AlertBox, alertBox, copyButton, h } from '../dom.js';
 import { icon } from '../icons.js';
 import { qrCode } from './qr.js';
 
@@ -20,16 +20,7 @@ const grouped = (secret: string) => secret.replace(/(.{4})(?=.)/g, '$1 ');
 
 function recoveryCodesPanel(codes: string[], onSaved: () => void): HTMLElement {
   const text = `${codes.join('\n')}\n`;
-  const status = h('span', { role: 'status', class: 'muted' });
-  const copy = h('button', { type: 'button', class: 'small', 'data-testid': 'copy-recovery-codes' }, icon('copy'), ' Copy');
-  copy.onclick = async () => {
-    try {
-      await navigator.clipboard.writeText(text);
-      status.textContent = 'Copied.';
-    } catch {
-      status.textContent = 'Select the codes to copy them.';
-    }
-  };
+  const copy = copyButton(text, 'copy-recovery-codes', 'Select the codes to copy them.', icon('copy'), ' Copy');
   const download = h(
     'a',
     {
@@ -56,7 +47,7 @@ function recoveryCodesPanel(codes: string[], onSaved: () => void): HTMLElement {
       'Two-step verification is on. Keep these codes somewhere safe: if you lose your phone, each one lets you sign in once. They are shown only now.',
     ),
     h('ol', { 'data-testid': 'recovery-codes' }, ...codes.map((code) => h('li', {}, h('code', {}, code)))),
-    h('div', { class: 'row' }, copy, download, status),
+    h('div', { class: 'row' }, copy.button, download, copy.status),
     h('div', { class: 'row' }, saved),
   );
 }

@@ -4,7 +4,7 @@
  * and deleting the account after a confirmation. Everything goes through `api.account.*`.
  */
 import { api, errorCode } from '../api.js';
-import { alertBox, h, pageHeading } from '../dom.js';
+import { alertBox, copyButton, h, pageHeading } from '../dom.js';
 import { navigate } from '../router.js';
 import { loadTokens, saveTokens, type TokenPair } from '../session.js';
 import { emailForm } from '../signin/email.js';
@@ -229,21 +229,12 @@ function deleteSection(): HTMLElement {
 
 /** The account's id is for support and the API, not for reading: folded away, with a copy button. */
 function accountIdDetails(userId: string): HTMLElement {
-  const copy = h('button', { type: 'button', class: 'small', 'data-testid': 'copy-account-id' }, 'Copy');
-  const copied = h('span', { role: 'status', class: 'muted' });
-  copy.onclick = async () => {
-    try {
-      await navigator.clipboard.writeText(userId);
-      copied.textContent = 'Copied.';
-    } catch {
-      copied.textContent = 'Select the id to copy it.';
-    }
-  };
+  const copy = copyButton(userId, 'copy-account-id', 'Select the id to copy it.');
   return h(
     'details',
     { class: 'account-id' },
     h('summary', {}, 'Account ID (for support)'),
-    h('div', { class: 'row' }, h('code', { 'data-testid': 'account-id' }, userId), copy, copied),
+    h('div', { class: 'row' }, h('code', { 'data-testid': 'account-id' }, userId), copy.button, copy.status),
   );
 }
 
