@@ -48,9 +48,6 @@ const factorNotFound = () => notFound('No such second factor on this account', '
 const wrongCode = (detail = 'The code is wrong, expired or already used') => unauthorized(detail, 'INVALID_CODE');
 
 export class SecondFactors {
-  /** The clock codes are checked against (ms since the epoch). */
-  now: () => number = () => Date.now();
-
   constructor(private readonly deps: SecondFactorDeps) {}
 
   /** The account's factors (confirmed or not) and how many recovery codes are left: the Account page. */
@@ -96,10 +93,10 @@ export class SecondFactors {
     const { db, tokens } = this.deps;
     const factor = await this.factorOf(user.userId, factorId);
     if (factor.confirmedAt) throw conflict('This second factor is already confirmed', 'MFA_ALREADY_CONFIRMED');
-    const step = matchStep(this.secretOf(factor.secretSealed), code, this.now());
+    const step = matchStep(this.secretOf(factor.secretSealed), code, Date.now());
     if (step === undefined) throw wrongCode('The code is wrong: check the device clock and enter the code the app shows now');
     const recoveryCodes = newRecoveryCodes();
-    const now = new Date(this.now());
+    const now = new Date();
     const held = await db.$transaction(async (tx) => {
       await lockUser(tx, user.userId);
       if (await tx.mfaFactor.count({ where: { userId: user.userId, confirmedAt: { not: null } } }))
@@ -155,7 +152,7 @@ export class SecondFactors {
     const factor = await db.mfaFactor.findFirst({ where: { userId: user.userId, confirmedAt: { not: null } } });
     if (!factor) throw conflict('This account has no confirmed second factor', 'MFA_NOT_ENROLLED');
     await admitTry(rateLimits, user.userId);
-    const now = new Date(this.now());
+    const now = new Date();
     const method = 'code' in proof ? 'totp' : 'recovery_code';
     const passed = await db.$transaction(async (tx) => {
       let accepted: boolean;
