@@ -30,6 +30,7 @@ import { loadSecretBox } from './agents/secrets.js';
 import { loadEmailCodeKey } from './auth/email/codes.js';
 import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
 import { EmailSignIn } from './auth/email/service.js';
+import { SecondFactors } from './auth/mfa/factors.js';
 import { JsonRpcClient, type WalletRpc } from './auth/wallet/rpc.js';
 import type { AccountConfig } from './config.js';
 import { OAuthProviders } from './auth/oauth/providers.js';
@@ -54,6 +55,8 @@ export interface AccountServices {
   /** Outgoing mail: SMTP_URL, or the local outbox. */
   mail: MailQueue;
   email: EmailSignIn;
+  /** Second factors: enrolment and the second step of sign-ins (auth/mfa/). */
+  mfa: SecondFactors;
   /** Provider A and B for browser OAuth and native ID tokens (discovery cached). */
   oauth: OAuthProviders;
   /** Unset when CAPTCHA_PROVIDER is not. */
@@ -279,7 +282,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     bots,
     metrics,
     authMetrics,
-    adminAccess: new AdminAccess(store.db, tokens, metrics.registry),
+    adminAccess: new AdminAccess(store.db, tokens, metrics.registry, config.adminRequire2fa),
     agentMetrics,
     streamSlots: streamSlots(config.agentStreamsPerUser),
     requestSlots: requestSlots(config.agentRequestsPerUser),
@@ -287,6 +290,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     modelBudget,
     mail,
     email,
+    mfa: new SecondFactors({ db: store.db, box, rateLimits, tokens, issuer: config.passkey.rpName }),
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
     walletRpc: config.rpcUrl ? new JsonRpcClient(config.rpcUrl) : undefined,

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_ACTOR } from '../../server/account/events/audit.js';
 import { setRole } from '../../server/account/users/roles.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
+import { enrolTotp } from '../support/authenticator.js';
 import { adminApi, expectError } from '../support/admin-api.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
@@ -91,8 +92,10 @@ describe('admin access', () => {
     await expect.poll(async () => (await api.get('/admin/audit', shortLived.headers)).status, { timeout: 10_000, interval: 250 }).toBe(401);
   });
 
-  it('ADMIN_EMAILS makes an admin of a listed verified address when it signs up', async () => {
+  it('ADMIN_EMAILS makes an admin of a listed verified address when it signs up (whose role works once a second factor is passed)', async () => {
     const pair = await api.email(listed);
+    await expectError(await api.get('/admin/audit', bearer(pair)), 403, 'MFA_REQUIRED');
+    await enrolTotp(api, pair);
     expect((await api.get('/admin/audit', bearer(pair))).status).toBe(200);
     const { user_id } = await api.me(pair);
     const rows = await account.services.store.db.auditEvent.findMany({ where: { targetId: user_id, action: 'user.grant_admin' } });
@@ -124,6 +127,7 @@ describe.runIf(await postgresReachable())('npm run admin on PostgreSQL while the
   it('grant, key create and revoke work on the running service, and are audited as the command line', async () => {
     const email = uniqueEmail('cli');
     const pair = await api.email(email);
+    await enrolTotp(api, pair);
     await expectError(await api.get('/admin/audit', bearer(pair)), 403, 'FORBIDDEN');
     await cli('grant', email);
     expect((await api.get('/admin/audit', bearer(pair))).status).toBe(200);
