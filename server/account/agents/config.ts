@@ -220,6 +220,8 @@ export function agentsProblems(env: AgentsEnv): Array<[keyof AgentsEnv, string]>
 }
 
 /** The agents' part of the account's configuration. */
+export type AgentsConfig = ReturnType<typeof agentsConfig>;
+
 export function agentsConfig(env: AgentsEnv) {
   return {
     agentProvisioner: env.AGENT_PROVISIONER,
