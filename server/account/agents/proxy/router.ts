@@ -17,7 +17,7 @@
  * account, and its procedure types are the agent's own (`AgentForwards`), so adding a forward is
  * adding the row. The account router nests the record under `agent`.
  */
-import { tracked, type TrackedEnvelope } from '@trpc/server';
+import { tracked } from '@trpc/server';
 import { TRPCClientError } from '@trpc/client';
 import type { z } from 'zod';
 import { RECONNECT } from '@contracts/agent/chat.js';
