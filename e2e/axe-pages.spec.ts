@@ -1,7 +1,7 @@
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
-import { mailTo, signInByEmail } from './support/outbox.js';
+import { signInByEmail } from './support/outbox.js';
 import { enrolAuthenticator } from './support/second-factor.js';
 
 /**
