@@ -120,6 +120,7 @@ const ACCOUNT = {
   WEBHOOK_DISABLED: { status: 409, message: 'The webhook endpoint is disabled; enable it first' },
   IDENTITY_IN_USE: { status: 409, message: 'This sign-in method already belongs to another account' },
   SELF_ACTION: { status: 409, message: 'An admin cannot ban, delete or demote their own account' },
+  LAST_ADMIN: { status: 409, message: 'The last admin cannot be banned, deleted or demoted' },
   LAST_IDENTITY: { status: 409, message: 'This is the only way to sign in to this account' },
   MFA_ALREADY_ENROLLED: { status: 409, message: 'This account already has an authenticator app; remove it before adding another' },
   MFA_ALREADY_CONFIRMED: { status: 409, message: 'This second factor is already confirmed' },

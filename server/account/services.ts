@@ -217,9 +217,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
             onCrash,
           });
   agentMetrics.watch(provisioner);
-  // A returning user's sleeping agent starts at sign-in, a new one's comes from the warm pool: ready before the first message.
+  // After a sign-in's answer, a returning user's sleeping agent starts, a new one's comes from the warm pool: ready before the first message.
   const sleeping = isSleepingAgents(provisioner) ? provisioner : undefined;
-  if (sleeping) tokens.signedIn = (userId) => void sleeping.warmUp(userId);
+  if (sleeping) tokens.signedIn = ({ userId, created }) => void sleeping.warmUp(userId, { created });
   const localAgentsScrape = new LocalAgentsScrape(metrics, () => (provisioner instanceof LocalProvisioner ? provisioner.runningAgents() : []));
   if (sleeping) {
     bots = new MessengerBots(store.db, box, sleeping, log, {
@@ -227,8 +227,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
       webhookBase: config.telegramWebhookBase,
     });
   }
-  // Sleeping local agents are started when their next heartbeat is due.
-  const wakes = sleeping ? new WakeScheduler(store.db, sleeping, log, { pollMs: config.agentWakePollMs }) : undefined;
+  // Sleeping agents (local or in Pods) are started when their next heartbeat is due.
+  const wakes = sleeping ? new WakeScheduler(store.db, sleeping, log, { pollMs: config.agentWakePollMs, kind: sleeping.agentKind }) : undefined;
   wakes?.start();
   const codeKey = await loadEmailCodeKey(path.join(config.dataDir, 'email-code-key'));
   const mail = new MailQueue(config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxTransport(config.outboxDir, config.mailFrom, log), log);

@@ -89,6 +89,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   INVALID_API_KEY: null,
   API_KEY_NOT_FOUND: null,
   SELF_ACTION: null,
+  LAST_ADMIN: null,
   ACCOUNT_NOT_FOUND: null,
   IDENTITY_NOT_FOUND: null,
   SESSION_NOT_FOUND: null,

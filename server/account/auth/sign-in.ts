@@ -15,7 +15,7 @@ import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LinkTarget, TokenService } from '../tokens/service.js';
 import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from '../users/identities.js';
 
-export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip'>;
+export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip' | 'afterAnswer'>;
 
 export interface SignInCall {
   db: AccountDb;
@@ -56,6 +56,18 @@ export async function completeSignIn(call: SignInCall, claim: IdentityClaim, tar
   return openSession(call, user, claim.provider, secondFactor);
 }
 
-/** For flows whose account is already settled (the OAuth exchange): just the session. */
-export const openSession = (call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'>, method: string, secondFactor = false): Promise<TokenPair> =>
-  call.tokens.startSession(user, { client: call.request.client, method, secondFactor });
+/**
+ * For flows whose account is already settled (the OAuth exchange): just the session. What should
+ * be ready for the user's first call (their agent: services.ts) starts once the answer is out —
+ * not for a session waiting for its second factor, whose agent starts when it passes (auth/mfa/).
+ */
+export async function openSession(
+  call: SignInCall,
+  user: Pick<SignedInUser, 'userId' | 'guest'> & { created?: boolean },
+  method: string,
+  secondFactor = false,
+): Promise<TokenPair> {
+  const { pair, aal } = await call.tokens.startSession(user, { client: call.request.client, method, secondFactor });
+  if (aal !== 'aal1') call.request.afterAnswer(() => call.tokens.signedIn({ userId: user.userId, created: user.created ?? false }));
+  return pair;
+}

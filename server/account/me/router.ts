@@ -84,7 +84,7 @@ export const accountRouter = router({
         summary: 'Delete the account, its methods, sessions, activity and agent (204); needs a sign-in within 10 minutes',
       },
       rest: { kind: 'empty' },
-      errors: ['REAUTH_REQUIRED'],
+      errors: ['REAUTH_REQUIRED', 'LAST_ADMIN'],
     })
     .input(z.void())
     .output(z.void())

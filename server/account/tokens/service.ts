@@ -106,10 +106,11 @@ export class TokenService {
   readonly usage: SessionUsage;
   private readonly verified = new VerifiedAccessTokens();
   /**
-   * Called after every sign-in opened a session (each method, guests included, linking too): what
-   * should be ready before the user's first call. services.ts starts their agent there.
+   * Called after every sign-in's answer (each method, guests included, linking too; `created`: the
+   * sign-in made the account): what should be ready before the user's first call. services.ts
+   * starts their agent there.
    */
-  signedIn: (userId: string) => void = () => {};
+  signedIn: (user: { userId: string; created: boolean }) => void = () => {};
 
   constructor(
     private readonly store: SessionStore,
@@ -121,16 +122,12 @@ export class TokenService {
     this.usage = new SessionUsage(store, (error) => log.warn({ err: error }, 'writing session last-use failed'));
   }
 
-  /**
-   * Opens a session (403 USER_BANNED for a banned user: sessions.ts) and signs its pair. A session
-   * that waits for its second factor (`aal1`) starts nothing: the agent is readied when it passes.
-   */
-  async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<TokenPair> {
+  /** Opens a session (403 USER_BANNED for a banned user: sessions.ts) and signs its pair; `aal`: the level it starts at. */
+  async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<{ pair: TokenPair; aal: Aal | null }> {
     const { sessionId, generation, metadata, aal } = await createSession(this.store, user.userId, origin);
     if (this.extras.adminEmails?.length) await promoteAdminEmails(this.store.db, this.extras.adminEmails, user.userId);
     const pair = await signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, aal, metadata: this.metadataOf(metadata) }, generation);
-    if (aal !== 'aal1') this.signedIn(user.userId);
-    return pair;
+    return { pair, aal };
   }
 
   /**
@@ -147,7 +144,7 @@ export class TokenService {
       { userId: session.userId, sessionId: session.sessionId, guest: elevated.guest, aal: 'aal2', metadata: this.metadataOf(elevated.metadata) },
       elevated.generation,
     );
-    this.signedIn(session.userId);
+    this.signedIn({ userId: session.userId, created: false });
     return pair;
   }
 
