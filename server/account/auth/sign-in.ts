@@ -58,8 +58,8 @@ export async function completeSignIn(call: SignInCall, claim: IdentityClaim, tar
 
 /**
  * For flows whose account is already settled (the OAuth exchange): just the session. What should
- * be ready for the user's first call (their agent: services.ts) starts once the answer is out —
- * not for a session waiting for its second factor, whose agent starts when it passes (auth/mfa/).
+ * be ready for the user's first call (their agent: services.ts) starts once the answer is out, and
+ * not at all for a session that waits for its second factor (TokenService.elevate starts it then).
  */
 export async function openSession(
   call: SignInCall,

@@ -122,7 +122,10 @@ export class TokenService {
     this.usage = new SessionUsage(store, (error) => log.warn({ err: error }, 'writing session last-use failed'));
   }
 
-  /** Opens a session (403 USER_BANNED for a banned user: sessions.ts) and signs its pair; `aal`: the level it starts at. */
+  /**
+   * Opens a session (403 USER_BANNED for a banned user: sessions.ts) and signs its pair; `aal` says
+   * whether it waits for its second factor (`aal1`), in which case the caller starts nothing for it.
+   */
   async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<{ pair: TokenPair; aal: Aal | null }> {
     const { sessionId, generation, metadata, aal } = await createSession(this.store, user.userId, origin);
     if (this.extras.adminEmails?.length) await promoteAdminEmails(this.store.db, this.extras.adminEmails, user.userId);
