@@ -73,6 +73,7 @@ const AGENT = {
 const ACCOUNT = {
   /** What a sandboxed agent (or a command it runs) hears from its egress gateway. */
   EGRESS_DENIED: { status: 403, message: "The host is not on this service's egress allowlist" },
+  EGRESS_ROUTE_REFUSED: { status: 403, message: 'The model host answers only POST to its generation endpoints through the egress gateway' },
   EGRESS_BUSY: { status: 503, message: 'Too many connections through the egress gateway at once' },
   EGRESS_BODY_TOO_LARGE: { status: 413, message: 'The request body is over the egress gateway limit' },
   EGRESS_UPSTREAM_FAILED: { status: 502, message: 'The allowed host did not answer the egress gateway' },
@@ -114,6 +115,7 @@ const ACCOUNT = {
   WEBHOOK_DISABLED: { status: 409, message: 'The webhook endpoint is disabled; enable it first' },
   IDENTITY_IN_USE: { status: 409, message: 'This sign-in method already belongs to another account' },
   SELF_ACTION: { status: 409, message: 'An admin cannot ban, delete or demote their own account' },
+  LAST_ADMIN: { status: 409, message: 'The last admin cannot be banned, deleted or demoted' },
   LAST_IDENTITY: { status: 409, message: 'This is the only way to sign in to this account' },
   AGENT_EXISTS: { status: 409, message: 'An agent with this name (or for this user) already exists' },
   RATE_LIMITED: { status: 429, message: 'Too many requests; see Retry-After' },

@@ -8,6 +8,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEM_ACTOR } from '../../server/account/events/audit.js';
+import { setRole } from '../../server/account/users/roles.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
 import { adminApi, expectError } from '../support/admin-api.js';
 import { postgresReachable } from '../support/postgres.js';
@@ -129,6 +131,9 @@ describe.runIf(await postgresReachable())('npm run admin on PostgreSQL while the
     const key = /ak_[0-9a-f]{24}_[\w-]{43}/.exec(stdout)?.[0];
     expect(key).toBeDefined();
     expect((await api.get('/admin/audit', { authorization: `Bearer ${key}` })).status).toBe(200);
+    // Another admin (made as ADMIN_EMAILS would), so that this one is not the last (409 LAST_ADMIN).
+    const { user_id: keeper } = await api.me(await api.email(uniqueEmail('keeper')));
+    await setRole(account.services.store.db, keeper, 'admin', SYSTEM_ACTOR);
     await cli('revoke', email);
     await expectError(await api.get('/admin/audit', bearer(pair)), 403, 'FORBIDDEN');
     const { events } = await api.json<{ events: Array<{ action: string; actor: { type: string } }> }>(

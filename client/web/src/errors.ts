@@ -83,6 +83,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   INVALID_API_KEY: null,
   API_KEY_NOT_FOUND: null,
   SELF_ACTION: null,
+  LAST_ADMIN: null,
   ACCOUNT_NOT_FOUND: null,
   IDENTITY_NOT_FOUND: null,
   SESSION_NOT_FOUND: null,
@@ -116,6 +117,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   SMART_WALLET_UNSUPPORTED: null,
   // Only a sandboxed agent hears these, from its egress gateway.
   EGRESS_DENIED: null,
+  EGRESS_ROUTE_REFUSED: null,
   EGRESS_BUSY: null,
   EGRESS_BODY_TOO_LARGE: null,
   EGRESS_UPSTREAM_FAILED: null,

@@ -4,9 +4,9 @@ import { notFound } from '../../common/errors.js';
 import { listSessions, revokeOwnSession } from '../tokens/sessions.js';
 import { rateLimited, router, userProcedure, type AccountContext } from '../trpc.js';
 import type { AccessClaims } from '../tokens/jwt.js';
-import { listActivity } from './activity.js';
-import { getAccount, unlinkIdentity, utc } from './account.js';
-import { deleteAccount } from './delete.js';
+import { listActivity } from '../events/activity.js';
+import { getAccount, unlinkIdentity, utc } from '../users/account.js';
+import { deleteAccount } from '../users/delete.js';
 import { renamePasskey } from '../auth/passkey/service.js';
 import { RenamePasskeyInput } from '../auth/passkey/schemas.js';
 import { Account, Activity, IdInput, Sessions } from './schemas.js';
@@ -83,7 +83,7 @@ export const accountRouter = router({
         summary: 'Delete the account, its methods, sessions, activity and agent (204); needs a sign-in within 10 minutes',
       },
       rest: { kind: 'empty' },
-      errors: ['REAUTH_REQUIRED'],
+      errors: ['REAUTH_REQUIRED', 'LAST_ADMIN'],
     })
     .input(z.void())
     .output(z.void())
