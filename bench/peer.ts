@@ -71,6 +71,7 @@ type Measured = Row & Partial<Conditions>;
 type Compared = { ours: Row & { runs: number[] }; ratio: number; rounds: number[] };
 
 export interface PeerResults {
+  goals: typeof PEER_GOALS;
   comparisons: Array<Compared & { what: string; peer: Row & { runs: number[] } }>;
   sinceBaseline: { commit: string; rows: Array<Compared & { what: string; baseline: Row & { runs: number[] } }> };
   /** Each path's runs round by round, req/s per side, with the load average during each run. */
@@ -221,7 +222,7 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
     ) as PeerResults['roundsByPath'];
     const ceilings = ceilingPorts ? { http: m('ceiling:http', 'bare node:http'), express: m('ceiling:express', 'bare express') } : undefined;
     const mePercentOfExpress = ceilings ? Math.round((comparisons[2]!.ours.requestsPerSecond / ceilings.express.requestsPerSecond) * 1000) / 10 : undefined;
-    return { comparisons, sinceBaseline, roundsByPath, ceilings, mePercentOfExpress, unsettledRuns };
+    return { goals: PEER_GOALS, comparisons, sinceBaseline, roundsByPath, ceilings, mePercentOfExpress, unsettledRuns };
   } finally {
     await Promise.all(children.map((c) => stop(c)));
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
