@@ -26,8 +26,8 @@ import { createTestDatabase, postgresServerUrl, type TestDatabase } from '../tes
 import { freePort } from '../server/common/net.js';
 import { agentsSettled, jsonHeaders, ourWorkload, startAccountService } from './lib/account.js';
 import { baselineTree, shortCommit } from './lib/baseline.js';
-import { type Conditions, conditionsProbe } from './lib/conditions.js';
-import { load, medianRow, spawnServer, stop, table, waitForHttp, type Row } from './lib/harness.js';
+import { type Conditions, conditionsProbe, type MeasuredServer } from './lib/conditions.js';
+import { load, median, medianRow, spawnServer, stop, table, waitForHttp, type Row } from './lib/harness.js';
 
 /** The account service before session bookkeeping (sessions' last use, the activity log): main just before account self-service was merged. */
 export const BASELINE_COMMIT = process.env.BENCH_TOKENS_BASELINE ?? 'fca629c';
@@ -70,11 +70,22 @@ export interface PeerOptions {
 type Measured = Row & Partial<Conditions>;
 type Compared = { ours: Row & { runs: number[] }; ratio: number; rounds: number[] };
 
+/** One path's runs in one round, per side. */
+export interface PathRound {
+  round: number;
+  reqPerSec: Record<Side, number>;
+  loadAverage: Record<Side, number>;
+  checkpoint: Record<Side, boolean>;
+  /** CPU µs per request: the side's process and the PostgreSQL backends of its database. */
+  cpuUs: Record<Side, number>;
+}
+
 export interface PeerResults {
+  goals: typeof PEER_GOALS;
   comparisons: Array<Compared & { what: string; peer: Row & { runs: number[] } }>;
   sinceBaseline: { commit: string; rows: Array<Compared & { what: string; baseline: Row & { runs: number[] } }> };
   /** Each path's runs round by round, req/s per side, with the load average during each run. */
-  roundsByPath: Record<Path, Array<{ round: number; reqPerSec: Record<Side, number>; loadAverage: Record<Side, number>; checkpoint: Record<Side, boolean> }>>;
+  roundsByPath: Record<Path, PathRound[]>;
   ceilings?: { http: Row & { runs: number[] }; express: Row & { runs: number[] } };
   mePercentOfExpress?: number;
   /** Runs that began before our agents had settled (a pooled start may have fallen in them). */
@@ -121,20 +132,29 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
     cleanups.push(() => d.drop());
     return { DATABASE_URL: d.url };
   };
-  const startOurs = async (tree?: string) => {
-    const started = await startAccountService({ ...(await database()), ...(tree ? {} : { AGENT_WARM_POOL: String(POOL_SIZE) }) }, undefined, tree);
+  /** Each side's process and database, whose CPU each run counts. */
+  const servers = {} as Record<Side, MeasuredServer>;
+  const measured = (side: Side, child: ChildProcess, env: Record<string, string>) => {
+    servers[side] = { pid: child.pid!, database: env.DATABASE_URL && new URL(env.DATABASE_URL).pathname.slice(1) };
+  };
+  const startOurs = async (side: 'ours' | 'baseline', tree?: string) => {
+    const env = await database();
+    const started = await startAccountService({ ...env, ...(tree ? {} : { AGENT_WARM_POOL: String(POOL_SIZE) }) }, undefined, tree);
     children.push(started.child);
     cleanups.push(() => rm(started.dataDir, { recursive: true, force: true }));
+    measured(side, started.child, env);
     return started;
   };
   try {
-    const ours = await startOurs();
-    const base = await startOurs(await baselineTree(BASELINE_COMMIT, { build: false }));
+    const ours = await startOurs('ours');
+    const base = await startOurs('baseline', await baselineTree(BASELINE_COMMIT, { build: false }));
     const peerPort = await freePort();
     const peerDir = await mkdtemp(path.join(tmpdir(), 'bench-peer-'));
     cleanups.push(() => rm(peerDir, { recursive: true, force: true }));
     const peerEnv = usePostgres ? await database() : { PGLITE_DIR: peerDir };
-    children.push(spawnServer('bench/peers/better-auth.ts', [String(peerPort)], peerEnv));
+    const peerChild = spawnServer('bench/peers/better-auth.ts', [String(peerPort)], peerEnv);
+    children.push(peerChild);
+    measured('peer', peerChild, peerEnv);
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     const ceilingPorts = options.ceilings ? { express: await freePort(), http: await freePort() } : undefined;
     if (ceilingPorts)
@@ -175,7 +195,7 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
       // checkpoint, a warm cache) is not always charged to the same side.
       const order = SIDES.map((_, i) => SIDES[(i + round) % SIDES.length]!);
       const measure = async (what: Path) => {
-        for (const side of order) add(`${what}:${side}`, await probe.around(() => run(RUN_NAMES[side][what], optionsOf(side, what))));
+        for (const side of order) add(`${what}:${side}`, await probe.around(() => run(RUN_NAMES[side][what], optionsOf(side, what)), servers[side]));
       };
       await measure('signin');
       for (const side of SIDES) workloads[side].prepare();
@@ -216,12 +236,13 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
           reqPerSec: perSide((r) => r.requestsPerSecond, what, i),
           loadAverage: perSide((r) => r.loadAverage ?? 0, what, i),
           checkpoint: perSide((r) => r.checkpoint ?? false, what, i),
+          cpuUs: perSide((r) => Math.round(((r.cpuMs ?? 0) * 1000) / Math.max(1, r.total)), what, i),
         })),
       ]),
     ) as PeerResults['roundsByPath'];
     const ceilings = ceilingPorts ? { http: m('ceiling:http', 'bare node:http'), express: m('ceiling:express', 'bare express') } : undefined;
     const mePercentOfExpress = ceilings ? Math.round((comparisons[2]!.ours.requestsPerSecond / ceilings.express.requestsPerSecond) * 1000) / 10 : undefined;
-    return { comparisons, sinceBaseline, roundsByPath, ceilings, mePercentOfExpress, unsettledRuns };
+    return { goals: PEER_GOALS, comparisons, sinceBaseline, roundsByPath, ceilings, mePercentOfExpress, unsettledRuns };
   } finally {
     await Promise.all(children.map((c) => stop(c)));
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
@@ -269,9 +290,11 @@ export function printPeerTables(peer: PeerResults, options: Pick<PeerOptions, 's
   console.log(`\nThis build vs ${peer.sinceBaseline.commit} (before session bookkeeping), same rounds:`);
   console.log(
     table(
-      ['path', 'this build req/s', 'baseline req/s', 'ratio', 'each round', 'goal every round'],
+      ['path', 'this build req/s', 'baseline req/s', 'ratio', 'each round', 'goal every round', 'CPU µs/request this build / baseline (medians)'],
       peer.sinceBaseline.rows.map((r, i) => {
-        const goal = goalOf(PATHS[i]!, 'baseline');
+        const what = PATHS[i]!;
+        const goal = goalOf(what, 'baseline');
+        const cpu = (side: Side) => median(peer.roundsByPath[what].map((round) => round.cpuUs[side]));
         return [
           r.what,
           r.ours.requestsPerSecond,
@@ -279,12 +302,15 @@ export function printPeerTables(peer: PeerResults, options: Pick<PeerOptions, 's
           `${r.ratio}×`,
           r.rounds.map((x) => `${x}×`).join(' '),
           goal === undefined ? '' : `≥ ${goal}×: ${Math.min(...r.rounds) >= goal ? 'met' : 'MISSED'}`,
+          `${cpu('ours')} / ${cpu('baseline')}`,
         ];
       }),
     ),
   );
-  console.log('\nRound by round, req/s (1-minute load average during the run; * a PostgreSQL checkpoint during it):');
-  const cell = (r: PeerResults['roundsByPath'][Path][number], side: Side) => `${r.reqPerSec[side]} (${r.loadAverage[side]}${r.checkpoint[side] ? '*' : ''})`;
+  console.log(
+    '\nRound by round: req/s, CPU µs per request (the process and its PostgreSQL backends), the 1-minute load average during the run (* a PostgreSQL checkpoint during it):',
+  );
+  const cell = (r: PathRound, side: Side) => `${r.reqPerSec[side]}/s, ${r.cpuUs[side]} µs (${r.loadAverage[side]}${r.checkpoint[side] ? '*' : ''})`;
   console.log(
     table(
       ['path', 'round', 'ours', 'Better Auth', 'baseline'],
