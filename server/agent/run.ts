@@ -20,10 +20,10 @@ export async function runAgent(boot?: BootReport): Promise<void> {
     const config = loadAgentConfig(takeSecrets(process.env));
     const log = createLogger('agent', config.logLevel, config.logPretty);
     const agent = await startAgent(config, log);
-    if (boot) log.debug(boot, 'agent booted from the bundle');
-    // Made for a plain `node`: other V8 flags (a heap limit, a profiler) refuse it by design.
+    if (boot) log.info(boot, 'agent started from the bundle');
+    // The cache is made for a plain `node`; flags given on purpose (a heap limit, a profiler) refuse it as expected.
     if (boot?.codeCache === 'rejected' && process.execArgv.length === 0)
-      log.warn('the build’s V8 code cache does not fit this Node: start-up compiles the agent instead (rebuild with `npm run build`)');
+      log.warn('V8 refused the build’s code cache (another Node, or V8 flags from NODE_OPTIONS): this start compiled the agent; rebuild with the Node that runs agents');
     onShutdownSignal(log, () => agent.close());
   } catch (error) {
     if (error instanceof ConfigError) {
