@@ -75,7 +75,14 @@ export async function buildAgentBundle(): Promise<void> {
     outfile: AGENT_BUNDLE,
     write: false,
     // OpenTelemetry's API stays in: prom-client loads it at start (its copy and the SDK's meet through a global).
-    external: ['better-sqlite3', 'pino-pretty', 'grammy', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources'],
+    external: [
+      'better-sqlite3',
+      'pino-pretty',
+      'grammy',
+      '@opentelemetry/sdk-trace-base',
+      '@opentelemetry/exporter-trace-otlp-http',
+      '@opentelemetry/resources',
+    ],
     // A vm.Script taken from a code cache loses its import() callback (Node 20), so no import() may remain.
     supported: { 'dynamic-import': false },
     define: { 'import.meta.url': '__bundleUrl' },

@@ -23,7 +23,9 @@ export async function runAgent(boot?: BootReport): Promise<void> {
     if (boot) log.info(boot, 'agent started from the bundle');
     // The cache is made for a plain `node`; flags given on purpose (a heap limit, a profiler) refuse it as expected.
     if (boot?.codeCache === 'rejected' && process.execArgv.length === 0)
-      log.warn('V8 refused the build’s code cache (another Node, or V8 flags from NODE_OPTIONS): this start compiled the agent; rebuild with the Node that runs agents');
+      log.warn(
+        'V8 refused the build’s code cache (another Node, or V8 flags from NODE_OPTIONS): this start compiled the agent; rebuild with the Node that runs agents',
+      );
     onShutdownSignal(log, () => agent.close());
   } catch (error) {
     if (error instanceof ConfigError) {
