@@ -1,5 +1,5 @@
 /**
- * Model token budgets (server/account/agents/model-usage.ts): the egress gateway reads usage from
+ * Model token budgets (server/account/agents/egress/model-usage.ts): the egress gateway reads usage from
  * each model answer, the account store counts it per user and day, and a spent budget refuses the
  * next chat message (429 BUDGET_EXCEEDED with Retry-After) or, inside a run, the next model call
  * (an `error` event naming it). The scripted model reports 10 prompt tokens plus one per text chunk.

@@ -1,5 +1,5 @@
 /**
- * The OpenAI-compatible streaming client (server/agent/chat/openai-compatible.ts) against a raw
+ * The OpenAI-compatible streaming client (server/agent/model/openai-compatible.ts) against a raw
  * loopback server that writes exactly the bytes each case needs: the same parts as the AI SDK's
  * `@ai-sdk/openai-compatible` for the same wire streams, SSE framing (CRLF, bytes split
  * anywhere, comments, multi-line data), the request it sends, HTTP and in-stream errors,

@@ -1,5 +1,5 @@
 /**
- * The account → agent proxy over tRPC (server/account/agents/router.ts), over real HTTP: each
+ * The account → agent proxy over tRPC (server/account/agents/proxy/router.ts), over real HTTP: each
  * user reaches only their own agent, chat streams event by event with tracked ids that resume
  * through the proxy, and expired or revoked tokens are refused before any agent is touched.
  */

@@ -1,5 +1,5 @@
 /**
- * The egress gateway's bounds and its two sockets (server/account/agents/egress-gateway.ts),
+ * The egress gateway's bounds and its two sockets (server/account/agents/egress/gateway.ts),
  * driven as a hostile tenant would: a real gateway on Unix sockets in a temporary directory, a
  * real upstream on loopback standing in for the model host and another allow-listed host. A tenant may not hold more tunnels
  * and requests than the cap, keep them silent or open forever, push bodies past the limit, or

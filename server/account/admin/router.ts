@@ -1,6 +1,6 @@
 /**
  * The admin API under /api/v1/admin (docs/admin.md). Every procedure is an `adminProcedure` with
- * the permission it needs (trpc.ts, access.ts); every change writes its audit row (audit.ts).
+ * the permission it needs (trpc.ts, access.ts); every change writes its audit row (events/audit.ts).
  */
 import { z } from 'zod';
 import { notFound } from '../../common/errors.js';

@@ -2,7 +2,7 @@
  * The webhook outbox (docs/admin.md, "Webhooks"): every event is written by the same transaction —
  * or the same statement — as the change it describes, so an event exists exactly when its change
  * committed, and a process that dies after the commit loses nothing: the delivery worker
- * (worker.ts) finds the rows on any instance.
+ * (admin/webhooks/worker.ts) finds the rows on any instance.
  *
  * Writing an event also fans it out: one `webhook_deliveries` row per enabled endpoint that wants
  * its type. When no endpoint wants it, nothing is written at all (an endpoint receives the events

@@ -11,7 +11,7 @@ export const Identity = z
   .object({ id: z.string(), method: IdentityMethod, label: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() })
   .meta({ id: 'Identity' });
 
-/** What the account may still use today: a guest's chat messages, and model tokens (agents/model-usage.ts). */
+/** What the account may still use today: a guest's chat messages, and model tokens (agents/egress/model-usage.ts). */
 export const AccountUsage = z
   .object({
     messages_left_today: z

@@ -71,7 +71,7 @@ function expiryOf(token: string): number | undefined {
   }
 }
 
-/** Whom a verify endpoint attaches a new identity to (users/sign-in.ts): the caller's account. */
+/** Whom a verify endpoint attaches a new identity to (auth/sign-in.ts): the caller's account. */
 export interface LinkTarget {
   userId: string;
   guest: boolean;

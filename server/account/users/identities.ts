@@ -12,7 +12,7 @@
  * once an identity that vouches for a person (a verified e-mail, a provider's account) is on it;
  * until then a guest (device id only) or `unverified` (a wallet, a passkey), on guest terms. The
  * tier only rises.
- * Each change writes its webhook event in its own transaction (admin/webhooks/outbox.ts).
+ * Each change writes its webhook event in its own transaction (events/outbox.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';

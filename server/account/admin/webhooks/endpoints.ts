@@ -22,7 +22,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const webhookNotFound = () => notFound('No such webhook endpoint', 'WEBHOOK_NOT_FOUND');
 const deliveryNotFound = () => notFound('No such webhook delivery', 'WEBHOOK_DELIVERY_NOT_FOUND');
 
-/** The client, or the transaction that also writes the change's audit row (admin/audit.ts). */
+/** The client, or the transaction that also writes the change's audit row (events/audit.ts). */
 type Db = Prisma.TransactionClient;
 
 const endpointSelect = {

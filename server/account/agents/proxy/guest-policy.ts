@@ -6,7 +6,7 @@
  * - uploads up to 5 MB instead of 50 MB;
  * - 50 chat messages per day (a reconnect to a running reply is not a message).
  * Full accounts get the agent's own limits. Everyone's chat message is refused up front with 429
- * BUDGET_EXCEEDED once their daily model budget is spent (model-usage.ts), before it counts.
+ * BUDGET_EXCEEDED once their daily model budget is spent (egress/model-usage.ts), before it counts.
  *
  * Both faces of the proxy ask the same question with an action name: the REST proxy derives it
  * from the agent route the request matched (`restAgentAction`; agent-routes.ts matches only the

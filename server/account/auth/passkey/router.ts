@@ -1,7 +1,7 @@
 /**
  * Passkeys (REST: POST /auth/passkey/{register,login}/{options,verify}). Registering needs the
  * access token of the account that gets the passkey (a guest is upgraded by it); sign-in ends in
- * the same pipeline as every method (users/sign-in.ts).
+ * the same pipeline as every method (auth/sign-in.ts).
  */
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { TokenPair } from '@contracts/account/tokens.js';

@@ -26,7 +26,7 @@ export const walletRouter = router({
     }),
 
   /**
-   * `Authorization: Bearer <access token>` attaches the wallet to that account (guest upgrade or linking, users/sign-in.ts)
+   * `Authorization: Bearer <access token>` attaches the wallet to that account (guest upgrade or linking, auth/sign-in.ts)
    * when that account asked for the challenge; any other presenter signs in to the wallet's own account.
    */
   verify: publicProcedure
