@@ -15,7 +15,7 @@
  *    transfers directly vs through the REST and tRPC proxies; the proxy's added latency per
  *    event, replay time to `done`, MB/s ratio.
  * 6. Idle agents (bench/agents.ts): 20 agent processes of this build and 20 of the baseline's
- *    (before lighter agents), cold start and idle RSS (mean, max) side by side.
+ *    (before the agent bundle), cold start (wall and CPU) and idle RSS (mean, max) side by side.
  * 7. First token (bench/first-token.ts): sign-in to the first word of the reply for a new guest
  *    with the warm pool on and off, and for a returning guest whose agent runs; ratios (goal ≤ 2×).
  * Without PostgreSQL everything runs on PGlite and says so; scale-out, which needs a shared

@@ -5,7 +5,7 @@
 import type { Logger } from '../common/log.js';
 import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { ChatHistory } from './chat/history.js';
-import { createLanguageModel } from './model/model.js';
+import { configuredModel } from './model/configured.js';
 import { ChatRuntime } from './chat/runtime.js';
 import type { AgentConfig } from './config.js';
 import { HeartbeatScheduler } from './heartbeat/scheduler.js';
@@ -56,8 +56,16 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const tools = workspaceTools(config, quota);
   // Subagents and heartbeats run in the background: the workspace tools without send_file.
   const { send_file: _sendFile, ...backgroundTools } = tools;
-  const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey, egress: config.egress }) : null;
-  const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
+  const model = chatConfig.model ? configuredModel(chatConfig.model, { apiKey: chatConfig.modelApiKey, egress: config.egress }) : null;
+  const subagents = new SubagentRegistry({
+    config,
+    log: log.child({ area: 'subagents' }),
+    db: store.db,
+    sql: store.sql,
+    pending,
+    model,
+    tools: backgroundTools,
+  });
   await subagents.start();
   const userRunListeners = new Set<(chatId: string) => void>();
   const metrics = createAgentMetrics();

@@ -22,7 +22,7 @@ import type { AgentToolSet } from '../tools/types.js';
 import type { ChatHistory, ChatRow, StoredEntry } from './history.js';
 import { runModelLoop } from './loop.js';
 import type { ChatModel } from '../model/chat-model.js';
-import { createLanguageModel, NO_MODEL_REPLY } from '../model/model.js';
+import { configuredModel, NO_MODEL_REPLY } from '../model/configured.js';
 import { buildSystemPrompt } from './prompt.js';
 import { parseEventId, Run, RunRegistry, type ContactAudience, type StreamItem } from './runs.js';
 import {
@@ -93,7 +93,7 @@ export class ChatRuntime {
     const chat = deps.config.chat;
     this.registry = new RunRegistry(chat.streamGraceMs);
     this.model =
-      deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egress: deps.config.egress }) : null;
+      deps.model !== undefined ? deps.model : chat.model ? configuredModel(chat.model, { apiKey: chat.modelApiKey, egress: deps.config.egress }) : null;
     this.tools = deps.tools ?? workspaceTools(deps.config);
   }
 
