@@ -1,6 +1,6 @@
 /**
- * The compiled build (`npm run build`): every TypeScript file of `contracts/`, `server/` and `rest-bridge/`
- * transpiled one to one into `dist/` (same tree, `.js`), so production runs plain JavaScript
+ * The compiled build (`npm run build`): every TypeScript file of `contracts/`, `server/`, `rest-bridge/`
+ * and `scripts/` (the operator CLIs) transpiled one to one into `dist/` (same tree, `.js`), so production runs plain JavaScript
  * instead of compiling through tsx at every start (an agent's cold start 1.0–1.2 s → ~0.7 s,
  * 45 MB less memory; measured by bench/startup.ts). `dist/prisma` and `dist/client` link back to
  * the sources, so the paths the code resolves from `import.meta.url` hold in both trees.
@@ -22,7 +22,7 @@ export const REPO_ROOT = (() => {
 export const DIST_DIR = path.join(REPO_ROOT, 'dist');
 export const BUILD_STAMP = path.join(DIST_DIR, '.build-stamp');
 /** The trees the server build compiles. */
-export const SERVER_SOURCES = ['contracts', 'server', 'rest-bridge'];
+export const SERVER_SOURCES = ['contracts', 'server', 'rest-bridge', 'scripts'];
 
 /** True when this module itself runs from the compiled tree. */
 export const RUNNING_COMPILED = import.meta.url.endsWith('.js');

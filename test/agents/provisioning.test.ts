@@ -8,6 +8,7 @@ import { EgressGateway } from '../../server/account/agents/egress-gateway.js';
 import { AgentLauncher } from '../../server/account/agents/provisioners/local/launcher.js';
 import { agentFetch } from '../../server/account/agents/transport.js';
 import { loadAccountConfig } from '../../server/account/config.js';
+import { cliEntry } from '../support/entries.js';
 import { startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
 
 const run = promisify(execFile);
@@ -167,7 +168,7 @@ describe('static provisioner and the agents CLI', () => {
 
     const { BASE_URL: _vite, ...parentEnv } = process.env;
     const env = { ...parentEnv, DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
-    const cli = (...args: string[]) => run('npm', ['run', '--silent', 'agents', '--', ...args], { env });
+    const cli = (...args: string[]) => run(process.execPath, [...cliEntry('agents'), ...args], { env });
     const add = await cli('add', 'vm-1', 'http://127.0.0.1:9', '--user', user);
     expect(add.stdout).toMatch(/added agent vm-1 at http:\/\/127\.0\.0\.1:9\nits secret .*: \S{40,}/);
     const secret = /: (\S+)$/.exec(add.stdout.trim())?.[1];
