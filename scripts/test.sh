@@ -10,6 +10,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 bash scripts/ensure-chromium.sh
 bash scripts/ensure-sandbox.sh
+bash scripts/ensure-oathtool.sh
 mkdir -p test-reports
 
 # The type check (~45 s of one core) and lint need nothing else and nothing needs them: they run

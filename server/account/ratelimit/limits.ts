@@ -25,13 +25,17 @@ export const RATE_LIMITS = {
   'auth.exchange': 10,
   'auth.wallet.challenge': 10,
   'auth.wallet.verify': 10,
-  /** Account self-service (users/router.ts): reads, and changes (unlink, revoke, delete). */
+  /** Account self-service (me/router.ts): reads, and changes (unlink, revoke, delete). */
   'account.read': 60,
   'account.change': 20,
   'auth.passkey': 10,
   /** Passkey sign-in (login/verify): its own name, so metrics count it as a sign-in method. */
   'auth.passkey.login': 10,
   'auth.guest': 10,
+  /** The second step of a sign-in (POST /auth/mfa/verify), per client. */
+  'auth.mfa': 10,
+  /** Wrong second-factor codes per account per 15 minutes, whatever the client (auth/mfa/factors.ts). */
+  'auth.mfa.account': 5,
   'auth.refresh': 20,
   'auth.oauth': 30,
   'auth.mobile': 10,
@@ -41,12 +45,13 @@ export const RATE_LIMITS = {
   'guest.signups.client.daily': 30,
   /** New guest accounts service-wide per hour (GUEST_SIGNUPS_PER_HOUR; policy.ts). */
   'guest.signups.hourly': 2000,
-  /** Per guest user, per day (agents/guest-policy.ts). */
+  /** Per guest user, per day (agents/proxy/guest-policy.ts). */
   'guest.chat.daily': 50,
 } as const;
 
 export type RateLimitName = keyof typeof RATE_LIMITS;
 
+const QUARTER_HOUR = 15 * 60;
 const HOUR = 60 * 60;
 const DAY = 24 * HOUR;
 
@@ -54,6 +59,7 @@ const DAY = 24 * HOUR;
 const WINDOW_SECONDS: Partial<Record<RateLimitName, number>> = {
   'auth.login.email.address.hourly': HOUR,
   'auth.verify.code.address.hourly': HOUR,
+  'auth.mfa.account': QUARTER_HOUR,
   'guest.signups.client.daily': DAY,
   'guest.signups.hourly': HOUR,
   'guest.chat.daily': DAY,
