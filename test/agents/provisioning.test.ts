@@ -9,7 +9,7 @@ import { AgentLauncher } from '../../server/account/agents/provisioners/local/la
 import { agentFetch } from '../../server/account/agents/transport.js';
 import { loadAccountConfig } from '../../server/account/config.js';
 import { cliEntry } from '../support/entries.js';
-import { startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
+import { seedAccountStore, startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
 
 const run = promisify(execFile);
 const silentLog = { info: () => undefined, warn: () => undefined, error: () => undefined } as never;
@@ -160,6 +160,7 @@ describe('idle agents', () => {
 describe('static provisioner and the agents CLI', () => {
   it('answers 503 until an agent is assigned, then serves the assigned one', async () => {
     const dataDir = await tempDir('static-agents');
+    await seedAccountStore(dataDir);
     const first = await startTestAccount('pglite', { AGENT_PROVISIONER: 'static', DATA_DIR: dataDir });
     const user = await newUser(first);
     await expect(first.services.agents.provisioner.agentFor(user)).rejects.toMatchObject({ status: 503, appCode: 'AGENT_UNAVAILABLE' });

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serviceEntry } from '../support/entries.js';
-import { freePort, tempDir } from '../support/servers.js';
+import { freePort, seedAccountStore, tempDir } from '../support/servers.js';
 
 const run = promisify(execFile);
 
@@ -102,6 +102,7 @@ describe('process lifecycle', () => {
   it('SIGTERM and SIGINT stop the account service cleanly: exit 0, and the store reopens with its data', async () => {
     const dataDir = await tempDir('lifecycle');
     dirs.push(dataDir);
+    await seedAccountStore(dataDir);
     const port = await freePort();
     const signIn = () =>
       fetch(`http://127.0.0.1:${port}/api/v1/auth/guest`, {
