@@ -2,9 +2,10 @@
  * The compiled build (`npm run build`), so production runs plain JavaScript instead of compiling
  * through tsx at every start (an agent's cold start 1.0–1.2 s → ~0.7 s, 45 MB less memory;
  * measured by bench/startup.ts):
- * - the account service: every TypeScript file of `contracts/`, `server/` and `rest-bridge/`
- *   transpiled one to one into `dist/` (same tree, `.js`). `dist/prisma` and `dist/client` link
- *   back to the sources, so the paths the code resolves from `import.meta.url` hold in both trees;
+ * - the account service and the operator CLIs: every TypeScript file of `contracts/`, `server/`,
+ *   `rest-bridge/` and `scripts/` transpiled one to one into `dist/` (same tree, `.js`).
+ *   `dist/prisma` and `dist/client` link back to the sources, so the paths the code resolves from
+ *   `import.meta.url` hold in both trees;
  * - the agent: one bundle with its code cache in `dist/agent/`, started by `dist/agent/boot.cjs`
  *   (server/agent/boot.ts, scripts/agent-bundle.ts), since an agent starts at every wake.
  *
@@ -26,7 +27,7 @@ export const REPO_ROOT = (() => {
 export const DIST_DIR = path.join(REPO_ROOT, 'dist');
 export const BUILD_STAMP = path.join(DIST_DIR, '.build-stamp');
 /** The trees the server build compiles. */
-export const SERVER_SOURCES = ['contracts', 'server', 'rest-bridge'];
+export const SERVER_SOURCES = ['contracts', 'server', 'rest-bridge', 'scripts'];
 /** The agent's own sources: in its bundle, not in the per-file tree. */
 export const AGENT_SOURCES = path.join(REPO_ROOT, 'server/agent/');
 /** What runs an agent (`node <AGENT_BOOT>`), the bundle it compiles, and that bundle's V8 code cache. */

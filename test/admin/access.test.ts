@@ -13,6 +13,7 @@ import { setRole } from '../../server/account/users/roles.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
 import { enrolTotp } from '../support/authenticator.js';
 import { adminApi, expectError } from '../support/admin-api.js';
+import { cliEntry } from '../support/entries.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 
@@ -114,7 +115,7 @@ describe.runIf(await postgresReachable())('npm run admin on PostgreSQL while the
   afterAll(() => account?.stop());
 
   const cli = (...args: string[]) =>
-    run('npx', ['tsx', 'scripts/admin.ts', ...args], {
+    run(process.execPath, [...cliEntry('admin'), ...args], {
       env: {
         PATH: process.env.PATH ?? '',
         HOME: process.env.HOME ?? '',

@@ -16,6 +16,7 @@ import { setRole } from '../../server/account/users/roles.js';
 import { banUser } from '../../server/account/admin/users.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
 import { type Admin, adminApi, expectError } from '../support/admin-api.js';
+import { cliEntry } from '../support/entries.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 
@@ -117,7 +118,7 @@ describe.each(stores)('admins are guarded (%s)', (kind) => {
       expect((await api.post(`/admin/users/${user_id}/ban`, { reason: 'mistake' }, keeper.headers)).status).toBe(204);
       const refused = await api.call('POST', '/auth/verify-magic-link', {}, { email, code: (await account.services.email.request(email)).code });
       expect(refused.status).toBe(403);
-      const { stdout } = await run('npx', ['tsx', 'scripts/admin.ts', 'unban', email], {
+      const { stdout } = await run(process.execPath, [...cliEntry('admin'), 'unban', email], {
         env: {
           PATH: process.env.PATH ?? '',
           HOME: process.env.HOME ?? '',
