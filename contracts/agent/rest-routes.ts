@@ -48,6 +48,10 @@ export const AGENT_REST_ROUTES: readonly AgentRestRoute[] = [
   { method: 'GET', path: '/subagents' },
   { method: 'GET', path: '/subagents/{run_id}' },
   { method: 'POST', path: '/subagents/{run_id}/stop' },
+  { method: 'GET', path: '/tasks' },
+  { method: 'POST', path: '/tasks' },
+  { method: 'PATCH', path: '/tasks/{id}' },
+  { method: 'DELETE', path: '/tasks/{id}' },
   ...messengerRoutes('/messenger'),
   ...messengerRoutes('/telegram'),
 ];

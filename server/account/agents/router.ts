@@ -34,6 +34,7 @@ import {
 import { FileDeleteInput, FileMoveInput, TreeInput } from '@contracts/agent/files.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery } from '@contracts/agent/messenger.js';
 import { RunIdInput } from '@contracts/agent/subagents.js';
+import { TaskCreateInput, TaskIdInput, TaskPatchInput } from '@contracts/agent/tasks.js';
 import type { ErrorCode } from '@contracts/errors.js';
 import { AppError } from '../../common/errors.js';
 import { router, userProcedure, type AccountContext } from '../trpc.js';
@@ -189,6 +190,13 @@ export const agentProxyRouter = router({
     list: forward.query(z.void(), (agent) => agent.subagents.list.query()),
     get: forward.query(RunIdInput, (agent, input) => agent.subagents.get.query(input)),
     stop: forward.mutation(RunIdInput, (agent, input) => agent.subagents.stop.mutate(input)),
+  }),
+
+  tasks: router({
+    list: forward.query(z.void(), (agent) => agent.tasks.list.query()),
+    create: forward.mutation(TaskCreateInput, (agent, input) => agent.tasks.create.mutate(input)),
+    update: forward.mutation(TaskPatchInput, (agent, input) => agent.tasks.update.mutate(input)),
+    delete: forward.mutation(TaskIdInput, (agent, input) => agent.tasks.delete.mutate(input)),
   }),
 
   /** Collecting removes the messages on the agent, as GET /pending does. */
