@@ -69,7 +69,8 @@ const AGENT = {
   CONTACT_NOT_FOUND: { status: 404, message: 'No such messenger contact' },
   INVALID_SCHEDULE: {
     status: 400,
-    message: 'The schedule is not valid: `at` past or malformed, `cron` not five fields or never due, an unknown `timezone`, or runs closer together than allowed',
+    message:
+      'The schedule is not valid: `at` past or malformed, `cron` not five fields or never due, an unknown `timezone`, or runs closer together than allowed',
   },
   TASK_NOT_FOUND: { status: 404, message: 'No such task' },
   TASK_LIMIT: { status: 403, message: 'The agent holds as many tasks as it may (TASKS_MAX); delete one first' },

@@ -102,7 +102,8 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       },
     },
     config.heartbeatIntervalSeconds * 1000,
-    (at) => void writeState(store.db, HEARTBEAT_NEXT_KEY, at.toISOString()).catch((error: unknown) => log.warn({ err: error }, 'heartbeat: next time not stored')),
+    (at) =>
+      void writeState(store.db, HEARTBEAT_NEXT_KEY, at.toISOString()).catch((error: unknown) => log.warn({ err: error }, 'heartbeat: next time not stored')),
   );
   heartbeat.start((await readStoredTime(store.db, HEARTBEAT_NEXT_KEY)) ?? config.heartbeat.nextAt);
   const taskRunner = new TaskRunner({

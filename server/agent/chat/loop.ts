@@ -209,7 +209,12 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
     for (let step = 0; step < opts.maxSteps && !failure && !signal.aborted; step++) {
       const stream = await openStream(
         opts.model,
-        { prompt, abortSignal: signal, headers: { [MODEL_SOURCE_HEADER]: opts.source ?? 'chat' }, ...(definitions.length ? { tools: definitions, toolChoice: { type: 'auto' } } : {}) },
+        {
+          prompt,
+          abortSignal: signal,
+          headers: { [MODEL_SOURCE_HEADER]: opts.source ?? 'chat' },
+          ...(definitions.length ? { tools: definitions, toolChoice: { type: 'auto' } } : {}),
+        },
         opts.maxRetries ?? 2,
         signal,
       );

@@ -132,7 +132,8 @@ export async function runHeartbeat(deps: HeartbeatDeps, signal: AbortSignal): Pr
   if (!chatId) return { kind: 'no-chat' };
   const admission = await deps.gate.admit('heartbeat');
   if (!admission.allowed) {
-    if (admission.tellUser) await deps.pending.add({ chatId, source: 'heartbeat', content: budgetNotice('The heartbeat check', admission.resetsAt), now: now() });
+    if (admission.tellUser)
+      await deps.pending.add({ chatId, source: 'heartbeat', content: budgetNotice('The heartbeat check', admission.resetsAt), now: now() });
     return { kind: 'budget' };
   }
 

@@ -120,10 +120,11 @@ export class TaskRunner {
   }
 
   private async turn(task: TaskRow): Promise<TaskOutcome> {
-    const { chat, pending, gate } = this.deps;
+    const { pending, gate } = this.deps;
     const admission = await gate.admit('task');
     if (!admission.allowed) {
-      if (admission.tellUser) await pending.add({ chatId: task.chatId, source: 'task', content: budgetNotice(`Your scheduled task "${summary(task.prompt)}"`, admission.resetsAt) });
+      if (admission.tellUser)
+        await pending.add({ chatId: task.chatId, source: 'task', content: budgetNotice(`Your scheduled task "${summary(task.prompt)}"`, admission.resetsAt) });
       return 'budget';
     }
     const run = await this.startWhenFree(task);
