@@ -81,6 +81,7 @@ const AGENT = {
 const ACCOUNT = {
   /** What a sandboxed agent (or a command it runs) hears from its egress gateway. */
   EGRESS_DENIED: { status: 403, message: "The host is not on this service's egress allowlist" },
+  EGRESS_ROUTE_REFUSED: { status: 403, message: 'The model host answers only POST to its generation endpoints through the egress gateway' },
   EGRESS_BUSY: { status: 503, message: 'Too many connections through the egress gateway at once' },
   EGRESS_BODY_TOO_LARGE: { status: 413, message: 'The request body is over the egress gateway limit' },
   EGRESS_UPSTREAM_FAILED: { status: 502, message: 'The allowed host did not answer the egress gateway' },

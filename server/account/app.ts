@@ -38,7 +38,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     bodyTimeouts: {
       deadlineMs: config.bodyTimeouts.requestSeconds * 1000,
       uploadIdleMs: config.bodyTimeouts.uploadIdleSeconds * 1000,
-      // Uploads to the user's agent, piped through (agents/http-proxy.ts).
+      // Uploads to the user's agent, piped through (agents/proxy/http-proxy.ts).
       isUpload: (req) => req.path.startsWith(`${API_PREFIX}/agent/`) && isAgentUpload(req.method, req.path.slice(`${API_PREFIX}/agent`.length)),
     },
   });

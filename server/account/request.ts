@@ -9,7 +9,7 @@
  */
 import type { Request } from 'express';
 import { parseCookies } from './auth/oauth/cookies.js';
-import { boundedUserAgent, type ClientInfo } from './users/activity.js';
+import { boundedUserAgent, type ClientInfo } from './events/activity.js';
 
 export class AccountRequest {
   private parsedCookies: Record<string, string> | undefined;

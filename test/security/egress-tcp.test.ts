@@ -14,7 +14,7 @@ import net from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
+import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
 import { egressToken, egressTokenChecker } from '../../server/account/agents/provisioners/kubernetes/objects.js';
 import { gatewayFetch } from '../../server/agent/net/egress.js';
 
@@ -40,15 +40,19 @@ let gateway: OpenGateway & { port: number };
 beforeAll(async () => {
   upstream = http.createServer((req, res) => {
     seen.push({ url: req.url ?? '', headers: req.headers });
-    if (req.url === '/hang') return;
+    if (req.url === '/hang/chat/completions') return;
     req.resume();
     req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ headers: req.headers })));
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   upstreamHost = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  const egress = new EgressGateway([{ origin: new URL(`http://${upstreamHost}`), credentials: { authorization: `Bearer ${OPERATOR_KEY}` } }], quiet, {
-    limits: { maxConnections: 1, idleTimeoutMs: 10_000, maxDurationMs: 60_000, maxBodyBytes: 1024 * 1024 },
-  });
+  const egress = new EgressGateway(
+    [{ origin: new URL(`http://${upstreamHost}`), credentials: { authorization: `Bearer ${OPERATOR_KEY}` }, model: true }],
+    quiet,
+    {
+      limits: { maxConnections: 1, idleTimeoutMs: 10_000, maxDurationMs: 60_000, maxBodyBytes: 1024 * 1024 },
+    },
+  );
   gateway = await egress.listenTcp(
     { host: '127.0.0.1', port: 0 },
     egressTokenChecker(async (id) => agents.get(id)),
@@ -64,12 +68,15 @@ afterAll(async () => {
 /** A raw request to the gateway: the destination in Host, as the agent's client sends it. */
 function send(path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: gateway.port, path, headers: { host: upstreamHost, ...headers }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: gateway.port, method: 'POST', path, headers: { host: upstreamHost, ...headers }, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -95,7 +102,7 @@ describe('the egress gateway on TCP, for agents in pods', () => {
       { authorization: `Bearer ${egressToken(alice.id, alice.secret)}` },
     ];
     for (const headers of attempts) {
-      const res = await send('/v1/chat', headers);
+      const res = await send('/v1/chat/completions', headers);
       expect(res.status, JSON.stringify(headers)).toBe(407);
       expect(JSON.parse(res.body).error.code).toBe('EGRESS_UNAUTHENTICATED');
     }
@@ -115,10 +122,14 @@ describe('the egress gateway on TCP, for agents in pods', () => {
 
   it("forwards the agent's own client with its token: the operator's key added upstream, the agent's credential not passed on, the key not echoed by the gateway", async () => {
     const fetchViaGateway = gatewayFetch({ url: new URL(`http://127.0.0.1:${gateway.port}`), token: egressToken(alice.id, alice.secret) });
-    const res = await fetchViaGateway(`http://${upstreamHost}/v1/models`, { headers: { authorization: 'Bearer agent-supplied-key' } });
+    const res = await fetchViaGateway(`http://${upstreamHost}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer agent-supplied-key', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages: [] }),
+    });
     expect(res.status).toBe(200);
     const got = seen.at(-1);
-    expect(got?.url).toBe('/v1/models');
+    expect(got?.url).toBe('/v1/chat/completions');
     expect(got?.headers.authorization).toBe(`Bearer ${OPERATOR_KEY}`);
     expect(got?.headers['proxy-authorization']).toBeUndefined();
     expect(JSON.stringify(got?.headers)).not.toContain(alice.secret);
@@ -129,17 +140,18 @@ describe('the egress gateway on TCP, for agents in pods', () => {
     const hanging = http.request({
       host: '127.0.0.1',
       port: gateway.port,
-      path: '/hang',
+      method: 'POST',
+      path: '/hang/chat/completions',
       headers: { host: upstreamHost, ...proxyAuth(egressToken(alice.id, alice.secret)) },
       agent: false,
     });
     hanging.on('error', () => undefined);
     hanging.end();
-    await expect.poll(() => seen.some((s) => s.url === '/hang'), { timeout: 5_000 }).toBe(true);
-    const second = await send('/again', proxyAuth(egressToken(alice.id, alice.secret)));
+    await expect.poll(() => seen.some((s) => s.url === '/hang/chat/completions'), { timeout: 5_000 }).toBe(true);
+    const second = await send('/again/chat/completions', proxyAuth(egressToken(alice.id, alice.secret)));
     expect(second.status).toBe(503);
     expect(JSON.parse(second.body).error.code).toBe('EGRESS_BUSY');
-    const other = await send('/other', proxyAuth(egressToken(bob.id, bob.secret)));
+    const other = await send('/other/chat/completions', proxyAuth(egressToken(bob.id, bob.secret)));
     expect(other.status).toBe(200);
     hanging.destroy();
   });

@@ -1,7 +1,7 @@
 /**
- * The egress gateway's bounds and its two sockets (server/account/agents/egress-gateway.ts),
+ * The egress gateway's bounds and its two sockets (server/account/agents/egress/gateway.ts),
  * driven as a hostile tenant would: a real gateway on Unix sockets in a temporary directory, a
- * real upstream on loopback standing in for the model host. A tenant may not hold more tunnels
+ * real upstream on loopback standing in for the model host and another allow-listed host. A tenant may not hold more tunnels
  * and requests than the cap, keep them silent or open forever, push bodies past the limit, or
  * get the operator's key added to (or echoed back to) anything its exec commands send.
  */
@@ -14,12 +14,16 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type EgressLimit, type EgressLimits, type GatewayOwner, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
+import { EgressGateway, type EgressLimit, type EgressLimits, type GatewayOwner, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
 
 const OPERATOR_KEY = 'sk-operator-egress-test';
 
+/** An allow-listed host that is not the model's: the bounds are tried on it. */
 let upstream: http.Server;
 let upstreamHost: string;
+/** The model host, with the operator's key: it answers only generation calls (test/security/egress-model-routes.test.ts). */
+let model: http.Server;
+let modelHost: string;
 /** A second allow-listed host that is not the model's: tunnels go there (none may go to the model host). */
 let tunnelTarget: http.Server;
 let tunnelHost: string;
@@ -27,7 +31,7 @@ let tunnelHost: string;
 const seen: Array<{ url: string; headers: http.IncomingHttpHeaders; bodyBytes: number }> = [];
 
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const entry = { url: req.url ?? '', headers: req.headers, bodyBytes: 0 };
     seen.push(entry);
     req.on('data', (chunk: Buffer) => (entry.bodyBytes += chunk.length));
@@ -43,15 +47,19 @@ beforeAll(async () => {
       // Echoes what arrived, as a hostile or careless endpoint could.
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ headers: req.headers, bodyBytes: entry.bodyBytes }));
     });
-  });
+  };
+  upstream = http.createServer(handler);
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   upstreamHost = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  model = http.createServer(handler);
+  await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
+  modelHost = `127.0.0.1:${(model.address() as AddressInfo).port}`;
   tunnelTarget = http.createServer((_req, res) => res.end('tunnel target'));
   await new Promise<void>((resolve) => tunnelTarget.listen(0, '127.0.0.1', resolve));
   tunnelHost = `127.0.0.1:${(tunnelTarget.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
-  for (const server of [upstream, tunnelTarget]) {
+  for (const server of [upstream, model, tunnelTarget]) {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
@@ -69,7 +77,7 @@ afterEach(async () => {
 
 const roomy: EgressLimits = { maxConnections: 32, idleTimeoutMs: 10_000, maxDurationMs: 60_000, maxBodyBytes: 1024 * 1024 };
 
-/** A gateway to the upstream (as the model origin, with the operator's key), its log lines and the limits it reported. */
+/** A gateway to the model host (with the operator's key), the upstream and the tunnel target, its log lines and the limits it reported. */
 async function startGateway(
   limits: Partial<EgressLimits> = {},
   owner: GatewayOwner = { agentId: 'agent-1' },
@@ -87,7 +95,8 @@ async function startGateway(
   );
   const gateway = new EgressGateway(
     [
-      { origin: new URL(`http://${upstreamHost}`), credentials: { authorization: `Bearer ${OPERATOR_KEY}` }, model: true },
+      { origin: new URL(`http://${modelHost}`), credentials: { authorization: `Bearer ${OPERATOR_KEY}` }, model: true },
+      { origin: new URL(`http://${upstreamHost}`), credentials: {} },
       { origin: new URL(`http://${tunnelHost}`), credentials: {} },
     ],
     log,
@@ -102,19 +111,23 @@ interface Answer {
   body: string;
 }
 
-/** One request on a gateway socket; `absolute` sends it in proxy form, as exec's HTTP clients do. */
+/**
+ * One request on a gateway socket, to the upstream (or with `model`, a generation call to the
+ * model host); `absolute` sends it in proxy form, as exec's HTTP clients do.
+ */
 function request(
   socketPath: string,
-  opts: { path?: string; headers?: Record<string, string>; body?: Buffer; chunked?: boolean; absolute?: boolean } = {},
+  opts: { path?: string; headers?: Record<string, string>; body?: Buffer; chunked?: boolean; absolute?: boolean; model?: boolean } = {},
 ): Promise<Answer> {
-  const target = opts.path ?? '/echo';
+  const target = opts.path ?? (opts.model ? '/v1/chat/completions' : '/echo');
+  const host = opts.model ? modelHost : upstreamHost;
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
         socketPath,
-        method: opts.body ? 'POST' : 'GET',
-        path: opts.absolute ? `http://${upstreamHost}${target}` : target,
-        headers: { host: upstreamHost, ...opts.headers },
+        method: opts.body || opts.model ? 'POST' : 'GET',
+        path: opts.absolute ? `http://${host}${target}` : target,
+        headers: { host, ...opts.headers },
         agent: false,
       },
       (res) => {
@@ -175,7 +188,7 @@ const within = <T>(promise: Promise<T>, ms: number): Promise<T> =>
 describe("the operator's key", () => {
   it("is added on the agent's own socket, replacing what the agent sent", async () => {
     await startGateway();
-    const answer = await request(sockets.agent, { headers: { authorization: 'Bearer agent-sent' } });
+    const answer = await request(sockets.agent, { model: true, headers: { authorization: 'Bearer agent-sent' } });
     expect(answer.status).toBe(200);
     expect(seen.at(-1)?.headers.authorization).toBe(`Bearer ${OPERATOR_KEY}`);
   });
@@ -183,12 +196,12 @@ describe("the operator's key", () => {
   it("is never added on the exec relay's socket, in origin or proxy form, nor echoed back", async () => {
     await startGateway();
     for (const absolute of [false, true]) {
-      const bare = await request(sockets.exec, { absolute });
+      const bare = await request(sockets.exec, { absolute, model: true });
       expect(bare.status).toBe(200);
       expect(seen.at(-1)?.headers.authorization).toBeUndefined();
       expect(bare.body).not.toContain(OPERATOR_KEY);
       // A command's own key passes untouched: it pays for its own calls.
-      const own = await request(sockets.exec, { absolute, headers: { authorization: 'Bearer command-own' } });
+      const own = await request(sockets.exec, { absolute, model: true, headers: { authorization: 'Bearer command-own' } });
       expect(seen.at(-1)?.headers.authorization).toBe('Bearer command-own');
       expect(own.body).not.toContain(OPERATOR_KEY);
     }
@@ -201,7 +214,7 @@ describe('a warm-pool agent nobody has claimed', () => {
     await startGateway({}, owner);
     const before = seen.length;
     for (const socket of [sockets.agent, sockets.exec]) {
-      const answer = await request(socket, { headers: { authorization: 'Bearer agent-sent' } });
+      const answer = await request(socket, { model: true, headers: { authorization: 'Bearer agent-sent' } });
       expect(answer.status).toBe(403);
       expect(answer.body).toContain('EGRESS_DENIED');
       const tunnel = await connect(socket);
@@ -212,7 +225,7 @@ describe('a warm-pool agent nobody has claimed', () => {
     // What LaunchedAgent.claim does: the same gateway, read at each request.
     owner.userId = 'claimant';
     owner.unclaimed = false;
-    expect((await request(sockets.agent)).status).toBe(200);
+    expect((await request(sockets.agent, { model: true })).status).toBe(200);
     expect(seen.at(-1)?.headers.authorization).toBe(`Bearer ${OPERATOR_KEY}`);
   });
 });

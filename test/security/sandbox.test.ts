@@ -257,7 +257,7 @@ describe('the egress gateway', () => {
     });
   }
 
-  it('refuses every host not on the allowlist with 403 EGRESS_DENIED and forwards the model host', async () => {
+  it('refuses every host not on the allowlist with 403 EGRESS_DENIED, and on the model host all but generation calls', async () => {
     const token = await guest();
     await say(token, 'start');
     const running = (account.services.agents.provisioner as unknown as { processes(): Array<{ url: string }> }).processes();
@@ -268,7 +268,10 @@ describe('the egress gateway', () => {
       expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'EGRESS_DENIED' } });
     }
     const modelHost = new URL(model.baseUrl).host;
-    expect((await viaGateway(socket, modelHost)).status).toBe(404); // the scripted model's own answer for /v1/models
+    // On the list, but its key opens only generation (the agent's chat above went through).
+    const listing = await viaGateway(socket, modelHost);
+    expect(listing.status).toBe(403);
+    expect(JSON.parse(listing.body)).toMatchObject({ error: { code: 'EGRESS_ROUTE_REFUSED' } });
   });
 });
 
@@ -303,8 +306,8 @@ describe('exec network', () => {
         stream.close();
         return (JSON.parse(frames.map((f) => (f.data.type === 'text' ? String(f.data.content) : '')).join('')) as { output: string }).output;
       };
-      // The scripted model answers 404 for /v1/models: the request got there.
-      expect(await exec(curlStatus(`${model.baseUrl}/models`))).toContain('status=404');
+      // The model host answers generation calls only (below), not a listing.
+      expect(await exec(curlStatus(`${model.baseUrl}/models`))).toContain('status=403');
       expect(await exec(curlStatus(`http://127.0.0.1:${new URL(open.url).port}/healthz`))).toContain('status=403');
       expect(await exec(curlStatus('http://127.0.0.1:5432/'))).toContain('status=403');
       // https goes through CONNECT, refused for hosts off the list.

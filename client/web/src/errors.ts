@@ -120,6 +120,7 @@ const WORDING: Record<ErrorCode, string | null> = {
   SMART_WALLET_UNSUPPORTED: null,
   // Only a sandboxed agent hears these, from its egress gateway.
   EGRESS_DENIED: null,
+  EGRESS_ROUTE_REFUSED: null,
   EGRESS_BUSY: null,
   EGRESS_BODY_TOO_LARGE: null,
   EGRESS_UPSTREAM_FAILED: null,

@@ -8,7 +8,7 @@ import { agentClient } from '../agents/client.js';
 import type { AccountServices } from '../services.js';
 import { utc } from '../users/account.js';
 import type { AdminCaller } from './access.js';
-import { recordAudit } from './audit.js';
+import { recordAudit } from '../events/audit.js';
 
 type Services = Pick<AccountServices, 'store' | 'agents'>;
 

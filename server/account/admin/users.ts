@@ -9,14 +9,14 @@ import { conflict, notFound } from '../../common/errors.js';
 import type { Prisma } from '../../generated/account/client.js';
 import type { AccountServices } from '../services.js';
 import { listSessions } from '../tokens/sessions.js';
-import { listActivity } from '../users/activity.js';
+import { listActivity } from '../events/activity.js';
 import { removeUser } from '../users/delete.js';
 import { onGuestTerms } from '../users/identities.js';
 import type { AdminCaller } from './access.js';
-import { recordAudit } from './audit.js';
+import { recordAudit } from '../events/audit.js';
 import { sessionRevoked } from '../tokens/sessions.js';
-import { emitEvent } from './webhooks/outbox.js';
-import { isBanned } from './bans.js';
+import { emitEvent } from '../events/outbox.js';
+import { isBanned } from '../users/bans.js';
 import { utcOrNull } from './views.js';
 import { utc } from '../users/account.js';
 

@@ -18,9 +18,9 @@ import {
   type TokenIssuer,
   type TokenSubject,
 } from './jwt.js';
-import { promoteAdminEmails } from '../admin/roles.js';
+import { promoteAdminEmails } from '../users/roles.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
-import type { ClientInfo } from '../users/activity.js';
+import type { ClientInfo } from '../events/activity.js';
 import {
   createSession,
   refreshDigest,
@@ -71,7 +71,7 @@ function expiryOf(token: string): number | undefined {
   }
 }
 
-/** Whom a verify endpoint attaches a new identity to (users/sign-in.ts): the caller's account. */
+/** Whom a verify endpoint attaches a new identity to (auth/sign-in.ts): the caller's account. */
 export interface LinkTarget {
   userId: string;
   guest: boolean;

@@ -14,7 +14,7 @@
 import { ownerTelegramIds } from '../messenger/contacts.js';
 import { TELEGRAM_CHAT_PREFIX } from '../messenger/service.js';
 import { readFile } from 'node:fs/promises';
-import type { ChatModel } from '../chat/chat-model.js';
+import type { ChatModel } from '../model/chat-model.js';
 import type { Logger } from '../../common/log.js';
 import { runModelLoop, type ContextMessage } from '../chat/loop.js';
 import { budgetNotice, type ProactiveBudgetGate } from '../proactive/budget.js';

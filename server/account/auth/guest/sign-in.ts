@@ -6,7 +6,7 @@
  * round trip instead of a five-statement transaction plus a session insert.
  *
  * A new guest's `user.created` webhook event is written by the same statement
- * (admin/webhooks/outbox.ts says why; this is its one inlined copy, for the single round trip).
+ * (events/outbox.ts says why; this is its one inlined copy, for the single round trip).
  *
  * Two first sign-ins of one new device race on the identity's unique index: the loser's whole
  * statement rolls back (no orphan user) and its retry finds the winner's account.
@@ -20,7 +20,7 @@ import { isUniqueViolation, type HotSql } from '../../hot-sql.js';
 import type { RateLimits } from '../../ratelimit/limits.js';
 import { signUpCapped } from '../../ratelimit/policy.js';
 import { REFRESH_TTL_SECONDS } from '../../tokens/jwt.js';
-import { signInRefusal } from '../../admin/bans.js';
+import { signInRefusal } from '../../users/bans.js';
 
 export interface GuestSession {
   userId: string;
@@ -78,7 +78,7 @@ async function attempt(sql: HotSql, deviceId: string, now: Date, create: boolean
     if (create) throw new Error('guest sign-in opened no session');
     return undefined;
   }
-  // A banned guest (admin/bans.ts): 403 USER_BANNED with the ban's end.
+  // A banned guest (users/bans.ts): 403 USER_BANNED with the ban's end.
   if (!row.opened) throw await signInRefusal({ sql }, row.user_id, now);
   return { userId: row.user_id, sessionId, guest: row.guest, generation: 0, created: row.created };
 }

@@ -45,7 +45,7 @@ import {
 import { AppError } from '../../../../common/errors.js';
 import type { Logger } from '../../../../common/log.js';
 import { agentClient } from '../../client.js';
-import type { EgressGateway, OpenGateway } from '../../egress-gateway.js';
+import type { EgressGateway, OpenGateway } from '../../egress/gateway.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from '../../registry.js';
 import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats } from '../provisioner.js';
 import {

@@ -66,7 +66,7 @@ interface Running {
 /**
  * What a local agent inherits from the account service's environment: runtime settings. Never a
  * key or secret (provider keys are added by the egress gateway on the way out); the model settings
- * come from the account's configuration (egress-gateway.ts, agentModelEnvironment).
+ * come from the account's configuration (egress/gateway.ts, agentModelEnvironment).
  */
 const AGENT_ENV =
   /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_(?!NEXT_AT$)\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;

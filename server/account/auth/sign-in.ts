@@ -13,8 +13,7 @@ import type { AccountRequest } from '../request.js';
 import type { AccountDb } from '../store.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LinkTarget, TokenService } from '../tokens/service.js';
-import type { AccountContext } from '../trpc.js';
-import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from './identities.js';
+import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from '../users/identities.js';
 
 export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip'>;
 
@@ -26,7 +25,13 @@ export interface SignInCall {
   rateLimits: RateLimits;
 }
 
-export const signInCall = (ctx: AccountContext): SignInCall => ({
+/** A procedure's context, as far as signing in reads it (the account's tRPC context has this shape). */
+interface SignInContext {
+  services: { store: { db: AccountDb }; tokens: TokenService; rateLimits: RateLimits };
+  request: SignInRequest;
+}
+
+export const signInCall = (ctx: SignInContext): SignInCall => ({
   db: ctx.services.store.db,
   tokens: ctx.services.tokens,
   request: ctx.request,

@@ -15,7 +15,7 @@
  * Adding a forward is one line per procedure with `forward.query / mutation / subscription`:
  *   list: forward.query(z.void(), (agent) => agent.subagents.list.query()),
  *   status: forward.query(z.void(), (agent) => agent.messenger.status.query(), 'messenger'), // guests refused
- * (then register the sub-router in `agentProxyRouter` below).
+ * (in `agentForwards` below; the account router nests it under `agent`).
  */
 import { tracked, type TrackedEnvelope } from '@trpc/server';
 import { TRPCClientError } from '@trpc/client';
@@ -36,13 +36,11 @@ import { ContactIdInput, ContactPatchInput, ContactsQuery } from '@contracts/age
 import { RunIdInput } from '@contracts/agent/subagents.js';
 import { TaskCreateInput, TaskIdInput, TaskPatchInput } from '@contracts/agent/tasks.js';
 import type { ErrorCode } from '@contracts/errors.js';
-import { AppError } from '../../common/errors.js';
-import { router, userProcedure, type AccountContext } from '../trpc.js';
-import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from './client.js';
+import { AppError } from '../../../common/errors.js';
+import { userProcedure, type AccountContext } from '../../trpc.js';
+import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from '../client.js';
 import { admitAgentAction, type AgentAction } from './guest-policy.js';
 import { agentUnreachable } from './http-proxy.js';
-import { BotConnected, BotTokenInput, OwnerCode } from '../messenger/schemas.js';
-import type { MessengerBots } from '../messenger/bots.js';
 
 type UserContext = AccountContext & { user: { userId: string; sessionId: string; guest: boolean } };
 type ActionOf<I> = AgentAction | ((input: I) => AgentAction);
@@ -151,20 +149,14 @@ export const forward = {
     }),
 };
 
-/** The user's own bot is the account's business (its token is kept here); guests are refused. */
-async function botsFor(ctx: UserContext): Promise<MessengerBots> {
-  await admitAgentAction('messenger', ctx.user, ctx.services.rateLimits);
-  if (!ctx.services.bots) throw new AppError(501, 'NOT_IMPLEMENTED', 'This service does not host agents; configure the bot on the agent (TELEGRAM_BOT_TOKEN)');
-  return ctx.services.bots;
-}
-
 /** A message counts against the guest quota; a reconnect to its run (`lastEventId`) does not. */
 const messageAction = (input: { lastEventId?: string | undefined }): AgentAction => (input.lastEventId === undefined ? 'chat.message' : 'other');
 
-export const agentProxyRouter = router({
+/** The forwards, as the record the account's router nests under `agent` (with the bot procedures of messenger/router.ts). */
+export const agentForwards = {
   health: forward.query(z.void(), (agent) => agent.health.get.query()),
 
-  chat: router({
+  chat: {
     send: forward.subscription<typeof ChatMessageInput, ChatEvent>(ChatMessageInput, (agent, input, cb) => agent.chat.send.subscribe(input, cb), messageAction),
     // The web client's way to send: the message in a POST body, the reply followed with `stream`.
     start: forward.mutation(ChatStartInput, (agent, input) => agent.chat.start.mutate(input), 'chat.message'),
@@ -173,24 +165,24 @@ export const agentProxyRouter = router({
     active: forward.query(ChatIdInput, (agent, input) => agent.chat.active.query(input)),
     history: forward.query(HistoryInput, (agent, input) => agent.chat.history.query(input)),
     delete: forward.mutation(ChatIdInput, (agent, input) => agent.chat.delete.mutate(input)),
-  }),
+  },
 
-  chats: router({
+  chats: {
     list: forward.query(ChatsQuery, (agent, input) => agent.chats.list.query(input)),
     rename: forward.mutation(ChatRenameInput, (agent, input) => agent.chats.rename.mutate(input)),
-  }),
+  },
 
-  files: router({
+  files: {
     tree: forward.query(TreeInput, (agent, input) => agent.files.tree.query(input)),
     delete: forward.mutation(FileDeleteInput, (agent, input) => agent.files.delete.mutate(input)),
     move: forward.mutation(FileMoveInput, (agent, input) => agent.files.move.mutate(input)),
-  }),
+  },
 
-  subagents: router({
+  subagents: {
     list: forward.query(z.void(), (agent) => agent.subagents.list.query()),
     get: forward.query(RunIdInput, (agent, input) => agent.subagents.get.query(input)),
     stop: forward.mutation(RunIdInput, (agent, input) => agent.subagents.stop.mutate(input)),
-  }),
+  },
 
   tasks: router({
     list: forward.query(z.void(), (agent) => agent.tasks.list.query()),
@@ -200,40 +192,15 @@ export const agentProxyRouter = router({
   }),
 
   /** Collecting removes the messages on the agent, as GET /pending does. */
-  pending: router({
+  pending: {
     collect: forward.mutation(z.void(), (agent) => agent.pending.collect.mutate()),
-  }),
+  },
 
   // Guests are refused the messenger integration (guest-policy.ts).
-  messenger: router({
+  messenger: {
     status: forward.query(z.void(), (agent) => agent.messenger.status.query(), 'messenger'),
     contacts: forward.query(ContactsQuery, (agent, input) => agent.messenger.contacts.query(input), 'messenger'),
     updateContact: forward.mutation(ContactPatchInput, (agent, input) => agent.messenger.updateContact.mutate(input), 'messenger'),
     deleteContact: forward.mutation(ContactIdInput, (agent, input) => agent.messenger.deleteContact.mutate(input), 'messenger'),
-    // The user's own bot (messenger/bots.ts): served by the account, beside the proxied paths.
-    connectBot: userProcedure
-      .meta({ openapi: { method: 'PUT', path: '/agent/messenger/bot', summary: "Connect the user's own Telegram bot (token from @BotFather)" } })
-      .input(BotTokenInput)
-      .output(BotConnected)
-      .mutation(async ({ ctx, input }) => (await botsFor(ctx)).connect(ctx.user.userId, input.token)),
-    disconnectBot: userProcedure
-      .meta({
-        openapi: { method: 'DELETE', path: '/agent/messenger/bot', summary: "Disconnect the user's bot and forget its token (204)" },
-        rest: { kind: 'empty' },
-      })
-      .input(z.void())
-      .output(z.void())
-      .mutation(async ({ ctx }) => (await botsFor(ctx)).disconnect(ctx.user.userId)),
-    ownerCode: userProcedure
-      .meta({
-        openapi: {
-          method: 'POST',
-          path: '/agent/messenger/bot/owner-code',
-          summary: 'A one-time code (10 minutes): whoever sends /start <code> to the bot becomes its owner',
-        },
-      })
-      .input(z.void())
-      .output(OwnerCode)
-      .mutation(async ({ ctx }) => relay(async () => (await botsFor(ctx)).ownerCode(ctx.user.userId))),
-  }),
-});
+  },
+};

@@ -11,8 +11,9 @@
  * those held by calls in flight are under the ceiling, so calls in parallel pass it by at most one
  * call (docs/security.md, "Model budget: calls in flight are reserved").
  */
-import { AppError } from '../../common/errors.js';
-import type { HotSql } from '../hot-sql.js';
+import { AppError } from '../../../common/errors.js';
+import type { HotSql } from '../../hot-sql.js';
+import type { GenerationEndpoint } from './model-routes.js';
 
 export interface TokenUsage {
   tokensIn: number;
@@ -106,7 +107,7 @@ export interface Reservation {
 export interface BudgetUser {
   guest: boolean;
   dailyTokens?: number | null | undefined;
-  /** A guest's daily chat messages when an operator set them (guest-policy.ts); null: the default. */
+  /** A guest's daily chat messages when an operator set them (proxy/guest-policy.ts); null: the default. */
   guestMessagesPerDay?: number | null | undefined;
 }
 
@@ -230,7 +231,7 @@ export class ModelBudget {
     const spentNow = usage.tokensIn + usage.tokensOut;
     const now = this.clock();
     // The call whose usage takes a scope from under its ceiling to it also writes the
-    // `budget.exceeded` webhook event, in the same statement (admin/webhooks/outbox.ts); of
+    // `budget.exceeded` webhook event, in the same statement (events/outbox.ts); of
     // concurrent calls exactly one sees the crossing, as each adds to the row atomically.
     const add = (scope: string, limit: number) =>
       this.sql`
@@ -284,11 +285,6 @@ function heldInFlight(scope: string): AppError {
   });
 }
 
-/** Endpoints that generate text, and the field each reads its output ceiling from. */
-const GENERATION: Array<{ path: RegExp; field: string }> = [
-  { path: /\/responses$/, field: 'max_output_tokens' },
-  { path: /\/(chat\/completions|completions|messages)$/, field: 'max_tokens' },
-];
 const CEILING_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'];
 
 /** A model call as the gateway forwards it: its body (with an output ceiling set) and what it may cost. */
@@ -296,7 +292,7 @@ export interface ModelCall {
   body: Buffer;
   /** Held against the budgets while the call runs: its output ceiling plus its prompt's bytes. */
   reserve: number;
-  /** Charged when the answer reports no usage the gateway can read (a POST only): ceiling plus prompt ÷ 4. */
+  /** Charged when the answer reports no usage the gateway can read: ceiling plus prompt ÷ 4. */
   estimate: TokenUsage;
 }
 
@@ -307,20 +303,13 @@ export interface ModelCall {
  * parsed, so the upstream reads the same fields (no duplicate key read one way here and another
  * there). The prompt is bounded by its size: a token stands for at least one byte of the request.
  */
-export function modelCall(method: string, path: string, body: Buffer, defaultMaxTokens: number): ModelCall | undefined {
-  const pathname = path.split('?')[0] ?? '';
-  const generation = method === 'POST' ? GENERATION.find((entry) => entry.path.test(pathname)) : undefined;
-  let maxTokens = defaultMaxTokens;
-  let sent = body;
-  if (generation) {
-    const request = parseObject(body);
-    if (!request) return undefined;
-    const given = CEILING_FIELDS.map((field) => request[field]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0);
-    if (given.length) maxTokens = Math.max(...given);
-    sent = Buffer.from(JSON.stringify(given.length ? request : { ...request, [generation.field]: defaultMaxTokens }));
-  }
-  const estimate = method === 'POST' ? { tokensIn: Math.ceil(sent.length / 4), tokensOut: maxTokens } : { tokensIn: 0, tokensOut: 0 };
-  return { body: sent, reserve: maxTokens + sent.length, estimate };
+export function modelCall(endpoint: GenerationEndpoint, body: Buffer, defaultMaxTokens: number): ModelCall | undefined {
+  const request = parseObject(body);
+  if (!request) return undefined;
+  const given = CEILING_FIELDS.map((field) => request[field]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0);
+  const maxTokens = given.length ? Math.max(...given) : defaultMaxTokens;
+  const sent = Buffer.from(JSON.stringify(given.length ? request : { ...request, [endpoint.ceilingField]: defaultMaxTokens }));
+  return { body: sent, reserve: maxTokens + sent.length, estimate: { tokensIn: Math.ceil(sent.length / 4), tokensOut: maxTokens } };
 }
 
 function parseObject(body: Buffer): Record<string, unknown> | undefined {

@@ -6,16 +6,16 @@
  * - uploads up to 5 MB instead of 50 MB;
  * - 50 chat messages per day (a reconnect to a running reply is not a message).
  * Full accounts get the agent's own limits. Everyone's chat message is refused up front with 429
- * BUDGET_EXCEEDED once their daily model budget is spent (model-usage.ts), before it counts.
+ * BUDGET_EXCEEDED once their daily model budget is spent (egress/model-usage.ts), before it counts.
  *
  * Both faces of the proxy ask the same question with an action name: the REST proxy derives it
  * from the agent route the request matched (`restAgentAction`; agent-routes.ts matches only the
  * documented spelling), the tRPC routers name it per procedure.
  */
 import type { AgentRestRoute } from '@contracts/agent/rest-routes.js';
-import { AppError } from '../../common/errors.js';
-import type { RateLimits } from '../ratelimit/limits.js';
-import type { ModelBudget } from './model-usage.js';
+import { AppError } from '../../../common/errors.js';
+import type { RateLimits } from '../../ratelimit/limits.js';
+import type { ModelBudget } from '../egress/model-usage.js';
 
 export const GUEST_UPLOAD_BYTES = 5 * 1024 * 1024;
 export const FULL_UPLOAD_BYTES = 50 * 1024 * 1024 + 1024 * 1024; // the agent enforces 50 MB of file; room for the multipart envelope

@@ -5,7 +5,8 @@
  * model provider of MODEL, Telegram's API root, and the hosts of AGENT_EGRESS_ALLOW. The
  * operator's provider keys live here, not in the sandbox: the gateway sets them on the way out
  * and drops whatever credentials the agent sent for that origin. Everything else gets 403
- * EGRESS_DENIED. Answers stream back as they arrive (model streams, Telegram long polls).
+ * EGRESS_DENIED. The model origin answers only its metered generation calls (model-routes.ts);
+ * any other method or path there gets 403 EGRESS_ROUTE_REFUSED, so the key opens nothing else. Answers stream back as they arrive (model streams, Telegram long polls).
  *
  * With AGENT_EXEC_NETWORK=allowlist, exec commands reach the gateway through the agent's relay
  * (server/agent/net/exec-relay.ts) as through an HTTP proxy: absolute-form requests
@@ -34,10 +35,11 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { AppError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { AppError } from '../../../common/errors.js';
+import type { Logger } from '../../../common/log.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import type { ErrorCode } from '@contracts/errors.js';
+import { generationEndpoint } from './model-routes.js';
 import { modelCall, UsageScanner, type ModelCall, type TokenUsage } from './model-usage.js';
 
 export interface EgressRoute {
@@ -392,6 +394,14 @@ export class EgressGateway {
       this.log.warn({ agentId, host, method: req.method }, 'egress refused: host not on the allowlist');
       return deny(res, 403, 'EGRESS_DENIED', `${host || 'This host'} is not on this service's egress allowlist`);
     }
+    // The model origin answers only the generation calls the gateway meters (model-routes.ts), as
+    // spelt: a proxy-form target is judged before URL parsing resolves its dot segments.
+    const spelt = absolute ? req.url?.replace(/^[^:/?#]+:\/\/[^/?#]*/, '') : path;
+    const endpoint = route.model ? generationEndpoint(req.method, spelt) : undefined;
+    if (route.model && !endpoint) {
+      this.log.warn({ agentId, host, method: req.method }, 'egress refused: not a generation call of the model');
+      return deny(res, 403, 'EGRESS_ROUTE_REFUSED', `The model host answers only POST to its generation endpoints through this gateway`);
+    }
     const { maxBodyBytes, maxDurationMs } = this.limits;
     if (Number(req.headers['content-length'] ?? 0) > maxBodyBytes) {
       this.onLimited('body');
@@ -409,12 +419,12 @@ export class EgressGateway {
       release();
     });
     const { origin } = route;
-    // The operator's keys only for the agent's own client: exec's relay socket sends what the command sent.
-    const credentials = caller.exec ? {} : route.credentials;
-    const meter = route.model && owner.userId ? this.meter : undefined;
+    // The operator's keys only on a generation call of the agent's own client: exec's relay socket sends what the command sent.
+    const credentials = caller.exec || !endpoint ? {} : route.credentials;
+    const meter = endpoint && owner.userId ? this.meter : undefined;
     let call: ModelCall | undefined;
     let reservation: Awaited<ReturnType<ModelMeter['reserve']>> | undefined;
-    if (meter && owner.userId) {
+    if (meter && endpoint && owner.userId) {
       // A metered call is read whole first: its output ceiling decides what it reserves (model-usage.ts).
       const body = await readBody(req, maxBodyBytes);
       if (res.destroyed) return;
@@ -424,7 +434,7 @@ export class EgressGateway {
         return deny(res, 413, 'EGRESS_BODY_TOO_LARGE', `Request bodies through the egress gateway are limited to ${maxBodyBytes} bytes`);
       }
       const encoded = (req.headers['content-encoding'] ?? 'identity') !== 'identity';
-      call = encoded ? undefined : modelCall(req.method ?? 'GET', path, body, this.modelCallMaxTokens);
+      call = encoded ? undefined : modelCall(endpoint, body, this.modelCallMaxTokens);
       if (!call) return deny(res, 403, 'EGRESS_DENIED', 'A model request the gateway cannot read (not a plain JSON object) is not forwarded');
       try {
         reservation = await meter.reserve(owner.userId, call.reserve);

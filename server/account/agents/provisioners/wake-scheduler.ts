@@ -10,8 +10,8 @@
  * stopped. A wake that fails (the agent does not start, the service is at capacity) is retried
  * with backoff (AGENT_WAKE_POLL · 2^attempts, at most 15 minutes) and logged.
  */
-import type { Logger } from '../../common/log.js';
-import type { AccountDb } from '../store.js';
+import type { Logger } from '../../../common/log.js';
+import type { AccountDb } from '../../store.js';
 
 export interface WakeTarget {
   /** Starts the user's agent unless it runs; resolves once it answers. */

@@ -6,7 +6,7 @@
  */
 import { notFound } from '../../common/errors.js';
 import type { AccountDb } from '../store.js';
-import { recordAudit, SYSTEM_ACTOR, type AuditActor } from './audit.js';
+import { recordAudit, SYSTEM_ACTOR, type AuditActor } from '../events/audit.js';
 
 export type Role = 'user' | 'admin';
 
