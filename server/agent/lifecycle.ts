@@ -10,6 +10,7 @@ import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
 import { hasBody } from '../common/http.js';
 import { readHeartbeatFile } from './heartbeat/run.js';
 import type { ChatRuntime } from './chat/runtime.js';
+import type { TaskRunner } from './tasks/runner.js';
 import type { AgentConfig } from './config.js';
 import type { HeartbeatScheduler } from './heartbeat/scheduler.js';
 import type { MessengerService } from './messenger/service.js';
@@ -58,6 +59,7 @@ export interface LifecycleSources {
   heartbeat: Pick<HeartbeatScheduler, 'running' | 'nextAt'>;
   requests: Pick<RequestActivity, 'inFlight'>;
   messenger: Pick<MessengerService, 'busy' | 'polling'>;
+  tasks: { runner: Pick<TaskRunner, 'running' | 'nextDueAt'> };
 }
 
 export async function lifecycleReport(services: LifecycleSources): Promise<LifecycleReport> {

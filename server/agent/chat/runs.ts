@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { tracked, type TrackedEnvelope } from '@trpc/server';
 import type { ChatEvent } from '@contracts/agent/chat.js';
 import type { ModelSource } from '@contracts/agent/model-source.js';
-import type { ChatModel } from './chat-model.js';
+import type { ChatModel } from '../model/chat-model.js';
 
 /** A run that emits more events than this is stopped (bounds memory per chat). */
 export const MAX_RUN_EVENTS = 200_000;

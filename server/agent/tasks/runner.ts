@@ -14,7 +14,7 @@
 import type { ChatEvent } from '@contracts/agent/chat.js';
 import { AppError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import type { ChatModel } from '../chat/chat-model.js';
+import type { ChatModel } from '../model/chat-model.js';
 import type { ChatRuntime } from '../chat/runtime.js';
 import type { PendingStore } from '../pending/store.js';
 import { budgetNotice, type ProactiveBudgetGate } from '../proactive/budget.js';

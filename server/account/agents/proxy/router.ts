@@ -184,12 +184,12 @@ export const agentForwards = {
     stop: forward.mutation(RunIdInput, (agent, input) => agent.subagents.stop.mutate(input)),
   },
 
-  tasks: router({
+  tasks: {
     list: forward.query(z.void(), (agent) => agent.tasks.list.query()),
     create: forward.mutation(TaskCreateInput, (agent, input) => agent.tasks.create.mutate(input)),
     update: forward.mutation(TaskPatchInput, (agent, input) => agent.tasks.update.mutate(input)),
     delete: forward.mutation(TaskIdInput, (agent, input) => agent.tasks.delete.mutate(input)),
-  }),
+  },
 
   /** Collecting removes the messages on the agent, as GET /pending does. */
   pending: {
