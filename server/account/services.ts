@@ -2,6 +2,7 @@
  * Everything the account procedures work with, built once at start and closed at stop.
  * Domain modules take what they need from here as explicit arguments.
  */
+import type { ModelSource } from '@contracts/agent/model-source.js';
 import path from 'node:path';
 import { Counter, Histogram } from 'prom-client';
 import type { Logger } from '../common/log.js';
@@ -141,7 +142,8 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
   });
   const modelMeter = {
-    reserve: (userId: string, tokens: number) => modelBudget.reserve(userId, tokens),
+    reserve: (userId: string, tokens: number, source: ModelSource) => modelBudget.reserve(userId, tokens, source),
+    proactive: (userId: string, tokens: number) => modelBudget.proactive(userId, tokens),
     observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
   };
   const agentMetrics = new AgentMetrics(metrics);
@@ -150,7 +152,13 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   // Bound below: the bots need the provisioner, the provisioner asks them for an agent's bot settings.
   let bots: MessengerBots | undefined;
   const userEnv = async (userId: string) => (bots ? bots.agentEnv(userId) : {});
-  const workspaceQuotaMb = async (userId: string) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account);
+  // The settings that follow the account tier: the workspace quota and the scheduled-task limits.
+  const termsEnv = (tier: 'guest' | 'account') => ({
+    AGENT_WORKSPACE_QUOTA_MB: String(config.workspaceQuotaMb[tier]),
+    TASKS_MAX: String(config.taskLimits[tier].max),
+    TASK_MIN_INTERVAL: String(config.taskLimits[tier].minIntervalSeconds),
+  });
+  const tierEnv = async (userId: string) => termsEnv((await isGuest(userId)) ? 'guest' : 'account');
   // A crash changes no row: its event is a statement of its own (events/outbox.ts).
   const onCrash = (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => {
     emitEvent(store.db, { type: 'agent.crashed', data: { user_id: userId, exit_code: exit.code, signal: exit.signal } }).catch((error: unknown) =>
@@ -196,7 +204,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
             startTimeoutMs: config.kubernetes.startTimeoutMs,
             egress: { gateway: egressGateway, host: config.kubernetes.egressHost, port: config.kubernetes.egressPort },
             userEnv,
-            workspaceQuotaMb,
+            tierEnv,
             onColdStart: (seconds) => agentMetrics.coldStart(seconds),
             onCrash,
           })
@@ -208,9 +216,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
             agentEnv,
             launcher: new AgentLauncher(config.agentLauncher, egressGateway, log),
             userEnv,
-            workspaceQuotaMb,
+            tierEnv,
             onColdStart: (seconds) => agentMetrics.coldStart(seconds),
-            warmPool: { size: config.agentWarmPool, workspaceQuotaMb: config.workspaceQuotaMb.guest },
+            warmPool: { size: config.agentWarmPool, tierEnv: termsEnv('guest') },
             onCrash,
           });
   agentMetrics.watch(provisioner);

@@ -63,7 +63,12 @@ describe.each(kinds)('account self-service on %s', (kind) => {
         usage: {
           messages_left_today: null,
           messages_per_day: null,
-          model_tokens: { used: 0, limit: 2_000_000, resets_at: expect.stringMatching(/T00:00:00\.000Z$/) },
+          model_tokens: {
+            used: 0,
+            limit: 2_000_000,
+            resets_at: expect.stringMatching(/T00:00:00\.000Z$/),
+            by_source: { chat: 0, heartbeat: 0, task: 0, subagent: 0 },
+          },
         },
       });
     });

@@ -11,6 +11,11 @@ export const Identity = z
   .object({ id: z.string(), method: IdentityMethod, label: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() })
   .meta({ id: 'Identity' });
 
+/** Today's model tokens by what the agent's calls were for (contracts/agent/model-source.ts). */
+export const TokensBySource = z
+  .object({ chat: z.number().int(), heartbeat: z.number().int(), task: z.number().int(), subagent: z.number().int() })
+  .meta({ id: 'TokensBySource', description: 'Model tokens (in and out) by source: chat, heartbeat, scheduled task, subagent' });
+
 /** What the account may still use today: a guest's chat messages, and model tokens (agents/egress/model-usage.ts). */
 export const AccountUsage = z
   .object({
@@ -20,7 +25,7 @@ export const AccountUsage = z
       .nullable()
       .meta({ description: 'Chat messages a guest may still send today; null for full accounts (no daily count)' }),
     messages_per_day: z.number().int().nullable().meta({ description: "A guest's daily allowance of chat messages; null for full accounts" }),
-    model_tokens: z.object({ used: z.number().int(), limit: z.number().int().nullable(), resets_at: z.string() }),
+    model_tokens: z.object({ used: z.number().int(), limit: z.number().int().nullable(), resets_at: z.string(), by_source: TokensBySource }),
   })
   .meta({ id: 'AccountUsage' });
 
