@@ -18,8 +18,8 @@ export const PROACTIVE_SOURCES: readonly ModelSource[] = ['heartbeat', 'task'];
 /** The request header a model call names its source in; the gateway reads and removes it. */
 export const MODEL_SOURCE_HEADER = 'x-model-source';
 
-/** The host (with its port) on which the gateway answers for itself rather than forwarding. */
-export const GATEWAY_SELF_HOST = 'egress-gateway.internal:80';
+/** The host on which the gateway answers for itself rather than forwarding (port 80, which clients leave out of Host). */
+export const GATEWAY_SELF_HOST = 'egress-gateway.internal';
 export const GATEWAY_BUDGET_PATH = '/budget';
 
 /** `GET /budget?source=task` on the gateway: whether a proactive turn may start now. */

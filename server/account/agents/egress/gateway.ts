@@ -417,7 +417,7 @@ export class EgressGateway {
     const { owner } = caller;
     const { agentId } = owner;
     if (owner.unclaimed) return deny(res, 403, 'EGRESS_DENIED', UNCLAIMED_DETAIL);
-    if (!caller.exec && req.headers.host?.toLowerCase() === GATEWAY_SELF_HOST) return this.answerBudget(req, res, owner);
+    if (!caller.exec && req.headers.host?.toLowerCase().replace(/:80$/, '') === GATEWAY_SELF_HOST) return this.answerBudget(req, res, owner);
     // Origin form from the agent itself (destination in Host); absolute form from exec's proxy clients.
     const absolute = req.url && !req.url.startsWith('/') ? URL.parse(req.url) : null;
     const host = absolute ? `${absolute.hostname}:${absolute.port || (absolute.protocol === 'https:' ? 443 : 80)}` : (req.headers.host ?? '');
