@@ -59,6 +59,7 @@ describe.each(kinds)('account self-service on %s', (kind) => {
         guest: false,
         tier: 'full',
         created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/),
+        timezone: null,
         identities: [{ id: expect.any(String), method: 'email', label: email, created_at: expect.any(String), last_used_at: expect.any(String) }],
         usage: {
           messages_left_today: null,

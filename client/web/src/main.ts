@@ -16,6 +16,7 @@ import { layout, signedOut } from './pages/layout.js';
 import { messengerPage } from './pages/messenger.js';
 import { signInPage } from './pages/signin.js';
 import { subagentsPage } from './pages/subagents.js';
+import { tasksPage } from './pages/tasks.js';
 import { navigate, startRouter } from './router.js';
 
 const PAGES: Record<string, () => HTMLElement> = {
@@ -23,6 +24,7 @@ const PAGES: Record<string, () => HTMLElement> = {
   '/chat': chatPage,
   '/files': filesPage,
   '/subagents': subagentsPage,
+  '/tasks': tasksPage,
   '/messenger': messengerPage,
   '/account': accountPage,
   /** Operators only: the service refuses everyone else and the page says so. */

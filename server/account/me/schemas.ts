@@ -41,6 +41,7 @@ export const Account = z
     guest: z.boolean().meta({ description: 'Guest terms apply (quotas and budgets of guests): true for every tier but `full`' }),
     tier: AccountTier,
     created_at: Timestamp,
+    timezone: z.string().nullable().meta({ description: "The user's IANA time zone, as their browser last reported it; null until then" }),
     identities: z.array(Identity),
     usage: AccountUsage,
   })
@@ -73,3 +74,5 @@ export const Activity = z.object({ events: z.array(ActivityEvent) });
 
 /** Path ids: anything else than a short string is refused before it reaches a query. */
 export const IdInput = z.object({ id: z.string().min(1).max(64) });
+
+export const TimezoneInput = z.object({ timezone: z.string().min(1).max(64).meta({ description: 'An IANA time zone name, e.g. Europe/Berlin' }) });
