@@ -10,6 +10,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 bash scripts/ensure-chromium.sh
 bash scripts/ensure-sandbox.sh
+bash scripts/ensure-oathtool.sh
 mkdir -p test-reports
 
 echo "== typecheck"

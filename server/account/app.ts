@@ -3,7 +3,7 @@
  * (rest-bridge/), JWKS at /.well-known/jwks.json, and the shared express shell.
  */
 import express from 'express';
-import { isAgentUpload } from '@contracts/agent/rest-routes.js';
+import { isAgentUpload } from '@contracts/agent/routes.js';
 import { mountAccountBridge } from './rest-routes.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';

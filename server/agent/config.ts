@@ -138,6 +138,12 @@ export const agentEnv = z.object({
     internal: true,
     values: 'http URL',
   }),
+  // Set by the Kubernetes provisioner: commands run in the Pod's exec runner container (tools/exec-runner.ts).
+  AGENT_EXEC_RUNNER: optionalString.meta({
+    description: "the exec runner's socket: `exec` commands run in that container, which holds none of the agent's secrets (agents in Kubernetes Pods)",
+    internal: true,
+    values: 'a socket path',
+  }),
   AGENT_EXEC_EGRESS_SOCKET: optionalString.meta({
     description: "the egress gateway's socket for the `exec` relay (no provider keys added there)",
     internal: true,
@@ -306,6 +312,7 @@ const schema = agentEnv
       execTimeoutMs: env.AGENT_EXEC_TIMEOUT * 1000,
       execSandbox: env.AGENT_EXEC_SANDBOX,
       execProxy: env.AGENT_EXEC_PROXY,
+      execRunner: env.AGENT_EXEC_RUNNER,
       /** Where the exec relay sends commands' traffic: a gateway socket of its own, never the agent's. */
       execEgressSocket: env.AGENT_EXEC_EGRESS_SOCKET,
       runTimeoutMs: env.AGENT_RUN_TIMEOUT * 1000,

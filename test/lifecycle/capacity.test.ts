@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
-import { defaultMaxRunningAgents } from '../../server/account/config.js';
+import { defaultMaxRunningAgents } from '../../server/account/agents/config.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';

@@ -1,29 +1,39 @@
 /**
- * Admin API helpers for tests: make an admin (as the command line does, in-process), create API
- * keys through the API, and call admin routes with a token or a key.
+ * Admin API helpers for tests: make an admin (as the command line does, in-process) whose session
+ * passed a second factor (ADMIN_REQUIRE_2FA is on by default: test/support/authenticator.ts), create
+ * API keys through the API, and call admin routes with a token or a key.
  */
 import { CLI_ACTOR } from '../../server/account/events/audit.js';
 import { setRole } from '../../server/account/users/roles.js';
 import { signAccessToken } from '../../server/account/tokens/jwt.js';
 import { accountApi, bearer, uniqueEmail, type Pair } from './account-api.js';
+import { enrolTotp } from './authenticator.js';
 import type { TestAccount } from './servers.js';
 
 export interface Admin {
   pair: Pair;
   userId: string;
+  email: string;
   headers: Record<string, string>;
+  /** Its authenticator app's secret (base32), when it enrolled one. */
+  secret?: string | undefined;
 }
 
 export function adminApi(account: TestAccount) {
   const api = accountApi(account);
   return {
     ...api,
-    /** A new full account made admin the way `npm run admin -- grant` does. */
-    async newAdmin(tag = 'admin'): Promise<Admin> {
-      const pair = await api.email(uniqueEmail(tag));
+    /**
+     * A new full account made admin the way `npm run admin -- grant` does, signed in with an
+     * authenticator app it enrolled (so its session is `aal2`); `secondFactor: false` leaves it without one.
+     */
+    async newAdmin(tag = 'admin', options: { secondFactor?: boolean } = {}): Promise<Admin> {
+      const email = uniqueEmail(tag);
+      const pair = await api.email(email);
       const { user_id } = await api.me(pair);
       await setRole(account.services.store.db, user_id, 'admin', CLI_ACTOR);
-      return { pair, userId: user_id, headers: bearer(pair) };
+      const secret = options.secondFactor === false ? undefined : (await enrolTotp(api, pair)).secret;
+      return { pair, userId: user_id, email, headers: bearer(pair), secret };
     },
     async newKey(admin: Admin, scopes: string[], extra: Record<string, unknown> = {}): Promise<{ id: string; key: string; headers: Record<string, string> }> {
       const created = await api.json<{ id: string; key: string }>(

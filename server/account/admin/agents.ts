@@ -9,6 +9,8 @@ import type { AccountServices } from '../services.js';
 import { utc } from '../users/account.js';
 import type { AdminCaller } from './access.js';
 import { recordAudit } from '../events/audit.js';
+import { refuseBanned } from '../users/bans.js';
+import { refuseKeyOnAdmin } from '../users/roles.js';
 
 type Services = Pick<AccountServices, 'store' | 'agents'>;
 
@@ -50,8 +52,11 @@ export async function listRunningAgents(services: Services) {
 /** Stops the user's agent (`restart`: and starts it again at once). */
 export async function stopAgent(services: Services, caller: AdminCaller, userId: string, restart: boolean): Promise<void> {
   const { provisioner } = services.agents;
+  await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   const agent = await services.store.db.agent.findUnique({ where: { userId }, select: { id: true, name: true } });
   if (!agent || !provisioner.stopAgentOf) throw notFound('This user has no agent this service runs', 'AGENT_NOT_FOUND');
+  // A banned user's agent stays stopped (docs/security.md, "Bans hold"): a restart is refused before it stops anything.
+  if (restart) await refuseBanned(services.store.db, userId);
   const wasRunning = await provisioner.stopAgentOf(userId);
   if (restart) await provisioner.agentFor(userId);
   await recordAudit(services.store.db, {

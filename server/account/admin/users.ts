@@ -17,6 +17,7 @@ import { recordAudit } from '../events/audit.js';
 import { sessionRevoked } from '../tokens/sessions.js';
 import { emitEvent } from '../events/outbox.js';
 import { isBanned } from '../users/bans.js';
+import { giveUpAdminRole, keepAnotherAdmin, refuseKeyOnAdmin } from '../users/roles.js';
 import { utcOrNull } from './views.js';
 import { utc } from '../users/account.js';
 import { usageFigures, type UsageColumn } from './agents.js';
@@ -201,6 +202,7 @@ export interface UserPatch {
 }
 
 export async function patchUser(services: Services, caller: AdminCaller, userId: string, patch: UserPatch): Promise<void> {
+  await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   await services.store.db.$transaction(async (tx) => {
     const before = await tx.user.findUnique({ where: { id: userId }, select: { metadata: true, modelDailyTokens: true, guestMessagesPerDay: true } });
     if (!before) throw noSuchUser();
@@ -255,9 +257,11 @@ async function endSessions(services: Services, userId: string, now: Date, reason
 export async function banUser(services: Services, caller: AdminCaller, userId: string, reason: string, until: Date | null, now = new Date()): Promise<void> {
   selfActionRefused(caller, userId);
   const { db } = services.store;
+  await refuseKeyOnAdmin(db, caller.actor, userId);
   await db.$transaction(async (tx) => {
-    const before = await tx.user.findUnique({ where: { id: userId }, select: { bannedAt: true, bannedUntil: true, banReason: true } });
+    const before = await tx.user.findUnique({ where: { id: userId }, select: { bannedAt: true, bannedUntil: true, banReason: true, role: true } });
     if (!before) throw noSuchUser();
+    if (before.role === 'admin') await keepAnotherAdmin(tx, userId, now);
     await tx.user.update({ where: { id: userId }, data: { bannedAt: now, bannedUntil: until, banReason: reason } });
     await tx.agent.updateMany({ where: { userId }, data: { nextWakeAt: null, wakeLeaseUntil: null } });
     await emitEvent(tx, { type: 'user.banned', data: { user_id: userId, reason, expires_at: until?.toISOString() ?? null } }, now);
@@ -275,7 +279,14 @@ export async function banUser(services: Services, caller: AdminCaller, userId: s
   await services.agents.provisioner.stopAgentOf?.(userId);
 }
 
-export async function unbanUser(services: Services, caller: AdminCaller, userId: string, now = new Date()): Promise<void> {
+/** Lifts a ban; also `npm run admin -- unban` (scripts/admin.ts), which acts as the command line from no address. */
+export async function unbanUser(
+  services: Pick<Services, 'store'>,
+  caller: Pick<AdminCaller, 'actor'> & { ip: string | null },
+  userId: string,
+  now = new Date(),
+): Promise<void> {
+  await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   await services.store.db.$transaction(async (tx) => {
     const before = await tx.user.findUnique({ where: { id: userId }, select: { bannedAt: true, bannedUntil: true, banReason: true } });
     if (!before) throw noSuchUser();
@@ -296,8 +307,10 @@ export async function unbanUser(services: Services, caller: AdminCaller, userId:
 export async function deleteUser(services: Services, caller: AdminCaller, userId: string): Promise<void> {
   selfActionRefused(caller, userId);
   const { db } = services.store;
+  await refuseKeyOnAdmin(db, caller.actor, userId);
   const user = await db.user.findUnique({ where: { id: userId }, select: { email: true, tier: true } });
   if (!user) throw noSuchUser();
+  await giveUpAdminRole(db, userId);
   await recordAudit(db, {
     actor: caller.actor,
     action: 'user.delete',
@@ -309,6 +322,7 @@ export async function deleteUser(services: Services, caller: AdminCaller, userId
 }
 
 export async function revokeUserSessions(services: Services, caller: AdminCaller, userId: string, now = new Date()): Promise<number> {
+  await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   if (!(await services.store.db.user.findUnique({ where: { id: userId }, select: { id: true } }))) throw noSuchUser();
   const ended = await endSessions(services, userId, now, 'admin');
   await recordAudit(services.store.db, {

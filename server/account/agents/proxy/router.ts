@@ -10,45 +10,31 @@
  *   `lastEventId` resumes through the proxy (it is passed on to the agent). When the downstream
  *   subscription ends, the upstream one is unsubscribed (the agent sees its signal abort; the run
  *   itself goes on, as documented).
- * - The guest policy (guest-policy.ts) is applied with an action name per procedure.
+ * - The guest policy (guest-policy.ts) admits each call with its row's action.
  *
- * Adding a forward is one line per procedure with `forward.query / mutation / subscription`:
- *   list: forward.query(z.void(), (agent) => agent.subagents.list.query()),
- *   status: forward.query(z.void(), (agent) => agent.messenger.status.query(), 'messenger'), // guests refused
- * (in `agentForwards` below; the account router nests it under `agent`).
+ * There is one forward per row of the route table (contracts/agent/routes.ts) that the tRPC face
+ * proxies, built here from the row: its input schema is checked before anything leaves the
+ * account, and its procedure types are the agent's own (`AgentForwards`), so adding a forward is
+ * adding the row. The account router nests the record under `agent`.
  */
-import { tracked, type TrackedEnvelope } from '@trpc/server';
+import { tracked } from '@trpc/server';
 import { TRPCClientError } from '@trpc/client';
-import { z } from 'zod';
-import {
-  ChatIdInput,
-  ChatMessageInput,
-  ChatRenameInput,
-  ChatsQuery,
-  ChatStartInput,
-  ChatStreamInput,
-  HistoryInput,
-  RECONNECT,
-  type ChatEvent,
-} from '@contracts/agent/chat.js';
-import { FileDeleteInput, FileMoveInput, TreeInput } from '@contracts/agent/files.js';
-import { ContactIdInput, ContactPatchInput, ContactsQuery } from '@contracts/agent/messenger.js';
-import { RunIdInput } from '@contracts/agent/subagents.js';
-import { TaskCreateInput, TaskIdInput, TaskPatchInput } from '@contracts/agent/tasks.js';
+import type { z } from 'zod';
+import { RECONNECT } from '@contracts/agent/chat.js';
+import type { AgentRouter } from '@contracts/agent/router.js';
+import { AGENT_ROUTES, guestActionOf, type AgentRoute, type AgentRouteRow } from '@contracts/agent/routes.js';
 import type { ErrorCode } from '@contracts/errors.js';
 import { AppError } from '../../../common/errors.js';
 import { userProcedure, type AccountContext } from '../../trpc.js';
 import { agentClient, subscriptionIterable, type AgentClient, type SubscribeCallbacks } from '../client.js';
-import { admitAgentAction, type AgentAction } from './guest-policy.js';
+import { admitAgentAction } from './guest-policy.js';
 import { agentUnreachable } from './http-proxy.js';
 
 type UserContext = AccountContext & { user: { userId: string; sessionId: string; guest: boolean } };
-type ActionOf<I> = AgentAction | ((input: I) => AgentAction);
 
-/** The caller's own agent, after the guest policy admitted the action. */
-async function agentOf<I>(ctx: UserContext, action: ActionOf<I> | undefined, input: I): Promise<AgentClient> {
-  const name = typeof action === 'function' ? action(input) : (action ?? 'other');
-  await admitAgentAction(name, ctx.user, ctx.services.rateLimits, ctx.services.modelBudget);
+/** The caller's own agent, after the guest policy admitted the call. */
+async function agentOf(ctx: UserContext, route: AgentRoute, input: unknown): Promise<AgentClient> {
+  await admitAgentAction(guestActionOf(route, input as { lastEventId?: string }), ctx.user, ctx.services.rateLimits, ctx.services.modelBudget);
   return agentClient(await ctx.services.agents.provisioner.agentFor(ctx.user.userId));
 }
 
@@ -80,9 +66,9 @@ async function relay<T>(call: () => Promise<T>): Promise<T> {
 }
 
 /** A forwarded query or mutation on the caller's agent, its answer time counted in agent_proxy_seconds. */
-function forwardCall<I, O>(ctx: UserContext, action: ActionOf<I> | undefined, input: I, call: (agent: AgentClient) => Promise<O>): Promise<O> {
+function forwardCall(ctx: UserContext, route: AgentRoute, input: unknown, call: (agent: AgentClient) => Promise<unknown>): Promise<unknown> {
   return relay(async () => {
-    const agent = await agentOf(ctx, action, input);
+    const agent = await agentOf(ctx, route, input);
     const sent = performance.now();
     try {
       return await call(agent);
@@ -96,111 +82,82 @@ type Tracked<E> = { id: string; data: E };
 const isTracked = <E>(item: E | Tracked<E>): item is Tracked<E> =>
   typeof item === 'object' && item !== null && 'id' in item && 'data' in item && typeof (item as { id: unknown }).id === 'string';
 
-/** One-line forwards. `call` receives the caller's agent client, the parsed input and the request's signal. */
-export const forward = {
-  query: <S extends z.ZodType, O>(
-    input: S,
-    call: (agent: AgentClient, input: z.output<S>, signal?: AbortSignal) => Promise<O>,
-    action?: ActionOf<z.output<S>>,
-  ) =>
-    userProcedure.input(input).query(({ ctx, input: raw, signal }) => {
-      const input = raw as z.output<S>;
-      return forwardCall(ctx, action, input, (agent) => call(agent, input, signal));
-    }),
+/** The agent client's procedure at a row's dotted path (`chat.stop` → `agent.chat.stop`). */
+interface ClientProcedure {
+  query(input: unknown): Promise<unknown>;
+  mutate(input: unknown): Promise<unknown>;
+  subscribe(input: unknown, callbacks: SubscribeCallbacks<unknown>): { unsubscribe(): void };
+}
+const clientProcedure = (agent: AgentClient, path: string): ClientProcedure =>
+  path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], agent) as ClientProcedure;
 
-  mutation: <S extends z.ZodType, O>(
-    input: S,
-    call: (agent: AgentClient, input: z.output<S>, signal?: AbortSignal) => Promise<O>,
-    action?: ActionOf<z.output<S>>,
-  ) =>
-    userProcedure.input(input).mutation(({ ctx, input: raw, signal }) => {
-      const input = raw as z.output<S>;
-      return forwardCall(ctx, action, input, (agent) => call(agent, input, signal));
-    }),
-
-  /** `open` starts the agent's subscription; tracked events keep their ids. */
-  subscription: <S extends z.ZodType, E>(
-    input: S,
-    open: (agent: AgentClient, input: z.output<S>, callbacks: SubscribeCallbacks<E | Tracked<E>>) => { unsubscribe(): void },
-    action?: ActionOf<z.output<S>>,
-  ) =>
-    userProcedure.input(input).subscription(async function* ({ ctx, input: raw }): AsyncGenerator<E | TrackedEnvelope<E>> {
-      const input = raw as z.output<S>;
-      // The slot first: a refused stream must not count a guest's message or start an agent.
-      const releaseSlot = ctx.services.streamSlots.claim(ctx.user.userId);
-      let closed: (() => void) | undefined;
-      let ended = false;
-      try {
-        const agent = await agentOf(ctx, action, input);
-        closed = ctx.services.agentMetrics.streamOpened();
-        for await (const item of subscriptionIterable<E | Tracked<E>>((callbacks) => open(agent, input, callbacks), ctx.services.shutdown)) {
-          ended = ((isTracked(item) ? item.data : item) as { type?: unknown } | null)?.type === 'done';
-          yield isTracked(item) ? tracked(item.id, item.data) : item;
-        }
-        // This service is stopping: the stream ends here, the run goes on on the agent, and the
-        // client follows it again (through another instance) from its last event id.
-        if (!ended && ctx.services.shutdown.aborted) yield RECONNECT as E;
-      } catch (error) {
-        throw relayAgentError(error);
-      } finally {
-        closed?.();
-        releaseSlot();
+/** The forward of one row: a procedure of the same kind and input that calls the agent's. */
+function forwardOf(route: AgentRoute & { procedure: string; kind: NonNullable<AgentRoute['kind']>; input: z.ZodType }) {
+  const { procedure: path, input: schema } = route;
+  const procedure = userProcedure.input(schema);
+  if (route.kind === 'query') return procedure.query(({ ctx, input }) => forwardCall(ctx, route, input, (agent) => clientProcedure(agent, path).query(input)));
+  if (route.kind === 'mutation')
+    return procedure.mutation(({ ctx, input }) => forwardCall(ctx, route, input, (agent) => clientProcedure(agent, path).mutate(input)));
+  return procedure.subscription(async function* ({ ctx, input }): AsyncGenerator<unknown> {
+    // The slot first: a refused stream must not count a guest's message or start an agent.
+    const releaseSlot = ctx.services.streamSlots.claim(ctx.user.userId);
+    let closed: (() => void) | undefined;
+    let ended = false;
+    try {
+      const agent = await agentOf(ctx, route, input);
+      closed = ctx.services.agentMetrics.streamOpened();
+      const events = subscriptionIterable<unknown>((callbacks) => clientProcedure(agent, path).subscribe(input, callbacks), ctx.services.shutdown);
+      for await (const item of events) {
+        ended = ((isTracked(item) ? item.data : item) as { type?: unknown } | null)?.type === 'done';
+        yield isTracked(item) ? tracked(item.id, item.data) : item;
       }
-    }),
-};
+      // This service is stopping: the stream ends here, the run goes on on the agent, and the
+      // client follows it again (through another instance) from its last event id.
+      if (!ended && ctx.services.shutdown.aborted) yield RECONNECT;
+    } catch (error) {
+      throw relayAgentError(error);
+    } finally {
+      closed?.();
+      releaseSlot();
+    }
+  });
+}
 
-/** A message counts against the guest quota; a reconnect to its run (`lastEventId`) does not. */
-const messageAction = (input: { lastEventId?: string | undefined }): AgentAction => (input.lastEventId === undefined ? 'chat.message' : 'other');
+/** Rows the tRPC face forwards, and the name each takes under `agent.`. */
+type ForwardedRow = Extract<AgentRouteRow, { proxy: 'trpc' | 'both' }>;
+type ForwardName<R> = R extends { as: infer A extends string } ? A : R extends { procedure: infer P extends string } ? P : never;
+
+/** The agent's procedure at a dotted path of its router: its input and output are the forward's. */
+type ProcedureAt<Record, Path extends string> = Path extends `${infer Head}.${infer Rest}`
+  ? Head extends keyof Record
+    ? ProcedureAt<Record[Head], Rest>
+    : never
+  : Path extends keyof Record
+    ? Record[Path]
+    : never;
+type Nested<Path extends string, Leaf> = Path extends `${infer Head}.${infer Rest}` ? { [K in Head]: Nested<Rest, Leaf> } : { [K in Path]: Leaf };
+type Merged<U> = (U extends unknown ? (union: U) => void : never) extends (all: infer I) => void ? I : never;
+
+/** The forwards' record, typed with the agent's own procedures (AgentRouter) at their names under `agent.`. */
+export type AgentForwards = Merged<
+  ForwardedRow extends infer R ? (R extends ForwardedRow ? Nested<ForwardName<R>, ProcedureAt<AgentRouter['_def']['record'], R['procedure']>> : never) : never
+>;
+
+function buildForwards(): AgentForwards {
+  const record: Record<string, unknown> = {};
+  for (const route of AGENT_ROUTES as readonly AgentRoute[]) {
+    if (route.proxy !== 'trpc' && route.proxy !== 'both') continue;
+    if (!route.procedure || !route.kind || !route.input)
+      throw new Error(`The forwarded agent route ${route.rest ?? route.procedure} needs a procedure, its kind and its input`);
+    const path = (route.as ?? route.procedure).split('.');
+    const leaf = path.pop() as string;
+    let node = record;
+    for (const key of path) node = (node[key] ??= {}) as Record<string, unknown>;
+    node[leaf] = forwardOf({ ...route, procedure: route.procedure, kind: route.kind, input: route.input });
+  }
+  // The record holds a forward of each row's kind and input at its name; test/proxy/agent-routes.test.ts holds it to the table.
+  return record as AgentForwards;
+}
 
 /** The forwards, as the record the account's router nests under `agent` (with the bot procedures of messenger/router.ts). */
-export const agentForwards = {
-  health: forward.query(z.void(), (agent) => agent.health.get.query()),
-
-  chat: {
-    send: forward.subscription<typeof ChatMessageInput, ChatEvent>(ChatMessageInput, (agent, input, cb) => agent.chat.send.subscribe(input, cb), messageAction),
-    // The web client's way to send: the message in a POST body, the reply followed with `stream`.
-    start: forward.mutation(ChatStartInput, (agent, input) => agent.chat.start.mutate(input), 'chat.message'),
-    stop: forward.mutation(ChatIdInput, (agent, input) => agent.chat.stop.mutate(input)),
-    stream: forward.subscription<typeof ChatStreamInput, ChatEvent>(ChatStreamInput, (agent, input, cb) => agent.chat.stream.subscribe(input, cb)),
-    active: forward.query(ChatIdInput, (agent, input) => agent.chat.active.query(input)),
-    history: forward.query(HistoryInput, (agent, input) => agent.chat.history.query(input)),
-    delete: forward.mutation(ChatIdInput, (agent, input) => agent.chat.delete.mutate(input)),
-  },
-
-  chats: {
-    list: forward.query(ChatsQuery, (agent, input) => agent.chats.list.query(input)),
-    rename: forward.mutation(ChatRenameInput, (agent, input) => agent.chats.rename.mutate(input)),
-  },
-
-  files: {
-    tree: forward.query(TreeInput, (agent, input) => agent.files.tree.query(input)),
-    delete: forward.mutation(FileDeleteInput, (agent, input) => agent.files.delete.mutate(input)),
-    move: forward.mutation(FileMoveInput, (agent, input) => agent.files.move.mutate(input)),
-  },
-
-  subagents: {
-    list: forward.query(z.void(), (agent) => agent.subagents.list.query()),
-    get: forward.query(RunIdInput, (agent, input) => agent.subagents.get.query(input)),
-    stop: forward.mutation(RunIdInput, (agent, input) => agent.subagents.stop.mutate(input)),
-  },
-
-  tasks: {
-    list: forward.query(z.void(), (agent) => agent.tasks.list.query()),
-    create: forward.mutation(TaskCreateInput, (agent, input) => agent.tasks.create.mutate(input)),
-    update: forward.mutation(TaskPatchInput, (agent, input) => agent.tasks.update.mutate(input)),
-    delete: forward.mutation(TaskIdInput, (agent, input) => agent.tasks.delete.mutate(input)),
-  },
-
-  /** Collecting removes the messages on the agent, as GET /pending does. */
-  pending: {
-    collect: forward.mutation(z.void(), (agent) => agent.pending.collect.mutate()),
-  },
-
-  // Guests are refused the messenger integration (guest-policy.ts).
-  messenger: {
-    status: forward.query(z.void(), (agent) => agent.messenger.status.query(), 'messenger'),
-    contacts: forward.query(ContactsQuery, (agent, input) => agent.messenger.contacts.query(input), 'messenger'),
-    updateContact: forward.mutation(ContactPatchInput, (agent, input) => agent.messenger.updateContact.mutate(input), 'messenger'),
-    deleteContact: forward.mutation(ContactIdInput, (agent, input) => agent.messenger.deleteContact.mutate(input), 'messenger'),
-  },
-};
+export const agentForwards = buildForwards();

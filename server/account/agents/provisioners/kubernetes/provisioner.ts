@@ -47,7 +47,7 @@ import type { Logger } from '../../../../common/log.js';
 import { agentClient } from '../../client.js';
 import type { EgressGateway, OpenGateway } from '../../egress/gateway.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from '../../registry.js';
-import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats } from '../provisioner.js';
+import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentStats, type SleepingAgents } from '../provisioner.js';
 import {
   AGENT_POD_PORT,
   AGENT_SELECTOR,
@@ -101,7 +101,8 @@ function podReady(pod: V1Pod | undefined): pod is V1Pod & { status: { podIP: str
 
 const replicasOf = (set: V1StatefulSet | undefined) => set?.spec?.replicas ?? 0;
 
-export class KubernetesProvisioner implements AgentProvisioner {
+export class KubernetesProvisioner implements SleepingAgents {
+  readonly agentKind = 'kubernetes';
   private readonly core: CoreV1Api;
   private readonly apps: AppsV1Api;
   private readonly namespace: string;
@@ -467,8 +468,9 @@ export class KubernetesProvisioner implements AgentProvisioner {
   }
 
   /** At sign-in: a returning user's suspended agent starts now, not at the first message. */
-  async warmUp(userId: string): Promise<void> {
-    if (await this.registry.forUser(userId)) await this.agentFor(userId).catch(() => undefined);
+  async warmUp(userId: string, opts: { created?: boolean } = {}): Promise<void> {
+    // A new account's agent is made by its first call.
+    if (!opts.created && (await this.registry.forUser(userId))) await this.agentFor(userId).catch(() => undefined);
   }
 
   private podGone(agentId: string): Promise<void> {
