@@ -67,6 +67,14 @@ const AGENT = {
   SUBAGENT_NOT_RUNNING: { status: 409, message: 'The subagent run is not running' },
   SUBAGENT_LIMIT: { status: 429, message: 'Too many subagents are running' },
   CONTACT_NOT_FOUND: { status: 404, message: 'No such messenger contact' },
+  INVALID_SCHEDULE: {
+    status: 400,
+    message:
+      'The schedule is not valid: `at` past or malformed, `cron` not five fields or never due, an unknown `timezone`, or runs closer together than allowed',
+  },
+  TASK_NOT_FOUND: { status: 404, message: 'No such task' },
+  TASK_LIMIT: { status: 403, message: 'The agent holds as many tasks as it may (TASKS_MAX); delete one first' },
+  TASK_FINISHED: { status: 409, message: 'The one-shot task has run; create a new one' },
 } as const satisfies Record<string, ErrorEntry>;
 
 /** The account API. */

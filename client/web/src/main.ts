@@ -17,6 +17,7 @@ import { messengerPage } from './pages/messenger.js';
 import { secondStepPage } from './mfa/second-step.js';
 import { signInPage } from './pages/signin.js';
 import { subagentsPage } from './pages/subagents.js';
+import { tasksPage } from './pages/tasks.js';
 import { navigate, rerender, startRouter } from './router.js';
 
 const PAGES: Record<string, () => HTMLElement> = {
@@ -24,6 +25,7 @@ const PAGES: Record<string, () => HTMLElement> = {
   '/chat': chatPage,
   '/files': filesPage,
   '/subagents': subagentsPage,
+  '/tasks': tasksPage,
   '/messenger': messengerPage,
   '/account': accountPage,
   /** Operators only: the service refuses everyone else and the page says so. */

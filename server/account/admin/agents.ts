@@ -77,12 +77,19 @@ export async function usagePerDay(services: Services, userId: string | undefined
     orderBy: [{ day: 'desc' }, { scope: 'asc' }],
     take: 5000,
   });
-  return rows.map((row) => ({
-    user_id: row.scope,
-    day: row.day,
-    tokens_in: Number(row.tokensIn),
-    tokens_out: Number(row.tokensOut),
-    messages: row.messages,
-    uploads: row.uploads,
-  }));
+  return rows.map((row) => ({ user_id: row.scope, day: row.day, ...usageFigures((key) => Number(row[key])) }));
+}
+
+/** The columns of a `model_usage` row that usage figures are made of. */
+export type UsageColumn = 'tokensIn' | 'tokensOut' | 'messages' | 'uploads' | 'tokensChat' | 'tokensHeartbeat' | 'tokensTask' | 'tokensSubagent';
+
+/** Usage figures as the admin API shows them, from a column reader (one row, or a sum over rows). */
+export function usageFigures(value: (column: UsageColumn) => number) {
+  return {
+    tokens_in: value('tokensIn'),
+    tokens_out: value('tokensOut'),
+    messages: value('messages'),
+    uploads: value('uploads'),
+    by_source: { chat: value('tokensChat'), heartbeat: value('tokensHeartbeat'), task: value('tokensTask'), subagent: value('tokensSubagent') },
+  };
 }

@@ -20,6 +20,7 @@ import { isBanned } from '../users/bans.js';
 import { giveUpAdminRole, keepAnotherAdmin, refuseKeyOnAdmin } from '../users/roles.js';
 import { utcOrNull } from './views.js';
 import { utc } from '../users/account.js';
+import { usageFigures, type UsageColumn } from './agents.js';
 
 type Services = Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots' | 'email' | 'modelBudget' | 'config'>;
 
@@ -146,7 +147,7 @@ export async function userDetail(services: Services, userId: string, now = new D
     services.modelBudget.status(userId),
   ]);
   const today = usage.find((row) => row.day === dayOf(now));
-  const sum = (key: 'tokensIn' | 'tokensOut' | 'messages' | 'uploads') => usage.reduce((total, row) => total + Number(row[key]), 0);
+  const sum = (key: UsageColumn) => usage.reduce((total, row) => total + Number(row[key]), 0);
   const running = services.agents.provisioner.listRunning?.().some((a) => a.agentId === user.agent?.id) ?? false;
   return {
     ...userSummary(user, now),
@@ -163,13 +164,8 @@ export async function userDetail(services: Services, userId: string, now = new D
     sessions: sessions.map((s) => ({ id: s.id, created_at: utc(s.createdAt), last_used_at: utc(s.lastUsedAt), ip: s.ip, user_agent: s.userAgent })),
     activity: activity.slice(0, 50).map((e) => ({ type: e.type, at: utc(e.at), ip: e.ip, detail: e.detail as Record<string, unknown> })),
     usage: {
-      today: {
-        tokens_in: Number(today?.tokensIn ?? 0),
-        tokens_out: Number(today?.tokensOut ?? 0),
-        messages: today?.messages ?? 0,
-        uploads: today?.uploads ?? 0,
-      },
-      last_30_days: { tokens_in: sum('tokensIn'), tokens_out: sum('tokensOut'), messages: sum('messages'), uploads: sum('uploads') },
+      today: usageFigures((key) => Number(today?.[key] ?? 0)),
+      last_30_days: usageFigures(sum),
       model_tokens_limit: budget.limit,
     },
     agent: user.agent ? { name: user.agent.name, kind: user.agent.kind, running, bot: user.messengerBot?.botUsername ?? null } : null,

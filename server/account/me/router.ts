@@ -5,12 +5,12 @@ import { listSessions, revokeOwnSession } from '../tokens/sessions.js';
 import { rateLimited, router, userProcedure, type AccountContext } from '../trpc.js';
 import type { AccessClaims } from '../tokens/jwt.js';
 import { listActivity } from '../events/activity.js';
-import { getAccount, unlinkIdentity, utc } from '../users/account.js';
+import { getAccount, setTimezone, unlinkIdentity, utc } from '../users/account.js';
 import { deleteAccount } from '../users/delete.js';
 import { renamePasskey } from '../auth/passkey/service.js';
 import { RenamePasskeyInput } from '../auth/passkey/schemas.js';
 import { mfaAccountRouter } from '../auth/mfa/router.js';
-import { Account, Activity, IdInput, Sessions } from './schemas.js';
+import { Account, Activity, IdInput, Sessions, TimezoneInput } from './schemas.js';
 
 /** The account as `GET /account` shows it: methods, and what is left of today's allowances. */
 async function accountView(ctx: AccountContext & { user: AccessClaims }) {
@@ -36,6 +36,15 @@ export const accountRouter = router({
     .input(z.void())
     .output(Account)
     .query(({ ctx }) => accountView(ctx)),
+
+  setTimezone: changing
+    .meta({
+      openapi: { method: 'PUT', path: '/account/timezone', summary: "Keep the user's time zone (204): the web client sends the browser's" },
+      rest: { kind: 'empty' },
+    })
+    .input(TimezoneInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => setTimezone(ctx.services.store.db, ctx.user.userId, input.timezone)),
 
   sessions: reading
     .meta({ openapi: { method: 'GET', path: '/account/sessions', summary: 'Where the account is signed in, newest first' } })

@@ -78,7 +78,8 @@ export interface KubernetesProvisionerOptions {
   egress: { gateway: EgressGateway; host: string; port: number };
   /** Settings of the user's own (their bot), secret ones included: they go into the agent's Secret. */
   userEnv?: (userId: string) => Promise<Record<string, string>>;
-  workspaceQuotaMb?: (userId: string) => Promise<number>;
+  /** The settings that follow the account tier (workspace quota, task limits), into the Pod's environment. */
+  tierEnv?: (userId: string) => Promise<Record<string, string>>;
   onColdStart?: (seconds: number) => void;
   onCrash?: (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
 }
@@ -231,8 +232,7 @@ export class KubernetesProvisioner implements SleepingAgents {
     const secrets: Record<string, string> = { AGENT_SECRET: agent.secret, AGENT_EGRESS_TOKEN: egressToken(agent.id, agent.secret) };
     const env: Record<string, string> = {};
     for (const [name, value] of Object.entries(userEnv ?? {})) (SECRET_SETTING.test(name) ? secrets : env)[name] = value;
-    const quotaMb = await this.options.workspaceQuotaMb?.(userId);
-    if (quotaMb !== undefined) env.AGENT_WORKSPACE_QUOTA_MB = String(quotaMb);
+    Object.assign(env, await this.options.tierEnv?.(userId));
     if (!wasRunning) {
       // A heartbeat that fell due while it slept runs right after start.
       const nextWake = await this.registry.nextWake(agent.id);

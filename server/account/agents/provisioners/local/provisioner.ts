@@ -78,6 +78,12 @@ export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
 }
 
+/** Two sets of settings hold the same names and values. */
+function sameSettings(a: Record<string, string> = {}, b: Record<string, string> = {}): boolean {
+  const names = Object.keys(a);
+  return names.length === Object.keys(b).length && names.every((name) => a[name] === b[name]);
+}
+
 export interface LocalProvisionerOptions {
   dataDir: string;
   /** Seconds without use before an agent is stopped; 0 keeps agents running. */
@@ -92,16 +98,16 @@ export interface LocalProvisionerOptions {
   launcher: AgentLauncher;
   /** Settings of the user's own (their bot: token, webhook secret), added to the agent's environment at start. */
   userEnv?: (userId: string) => Promise<Record<string, string>>;
-  /** The workspace quota of a user's agent, in MB (guests get less); unset: the agent's default. */
-  workspaceQuotaMb?: (userId: string) => Promise<number>;
+  /** The settings that follow the user's account tier (workspace quota, task limits; guests get less); unset: the agent's defaults. */
+  tierEnv?: (userId: string) => Promise<Record<string, string>>;
   startTimeoutMs?: number;
   /** Each start that became healthy: seconds from spawn to the first healthy answer. */
   onColdStart?: (seconds: number) => void;
   /**
-   * AGENT_WARM_POOL: how many agents to keep started for new users, and the workspace quota they
-   * start with (a guest's: most new users are guests; a user who would get another quota starts cold).
+   * AGENT_WARM_POOL: how many agents to keep started for new users, and the tier settings they
+   * start with (a guest's: most new users are guests; a user who would get others starts cold).
    */
-  warmPool?: { size: number; workspaceQuotaMb?: number };
+  warmPool?: { size: number; tierEnv?: Record<string, string> };
 
   /** An exit we did not ask for (the agent is restarted after it): the `agent.crashed` webhook event. */
   onCrash?: (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
@@ -345,7 +351,7 @@ export class LocalProvisioner implements SleepingAgents {
     const { userId } = agent;
     // A heartbeat that fell due while it slept runs right after start.
     const nextWake = userId ? await this.registry.nextWake(agent.id) : null;
-    const quotaMb = userId ? await this.options.workspaceQuotaMb?.(userId) : this.options.warmPool?.workspaceQuotaMb;
+    const tierEnv = userId ? await this.options.tierEnv?.(userId) : this.options.warmPool?.tierEnv;
     return {
       ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
       ...(this.options.userEnv && userId ? await this.options.userEnv(userId) : {}),
@@ -355,7 +361,7 @@ export class LocalProvisioner implements SleepingAgents {
       // By the agent's id, which it has from its start, so a pooled agent names itself as it will once claimed.
       AGENT_NAME: `local-${agent.id}`,
       AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
-      ...(quotaMb !== undefined ? { AGENT_WORKSPACE_QUOTA_MB: String(quotaMb) } : {}),
+      ...tierEnv,
     };
   }
 
@@ -446,13 +452,13 @@ export class LocalProvisioner implements SleepingAgents {
 
   /**
    * The new user's own agent from the pool, or undefined when none is ready or this user's agent
-   * would start with other settings (a larger quota, a bot): those start cold, as before.
+   * would start with other settings (a larger quota or task limits, a bot): those start cold, as before.
    */
   private async claimPooled(userId: string): Promise<AgentEndpoint | undefined> {
     const pool = this.options.warmPool;
     if (!pool || this.pool.length === 0) return undefined;
-    const [quotaMb, userEnv] = await Promise.all([this.options.workspaceQuotaMb?.(userId), this.options.userEnv?.(userId)]);
-    if (quotaMb !== pool.workspaceQuotaMb || Object.keys(userEnv ?? {}).length > 0) return undefined;
+    const [tierEnv, userEnv] = await Promise.all([this.options.tierEnv?.(userId), this.options.userEnv?.(userId)]);
+    if (!sameSettings(tierEnv, pool.tierEnv) || Object.keys(userEnv ?? {}).length > 0) return undefined;
     // Synchronous from here to the registry write: no other claim or eviction can take the same one.
     const running = this.pool.shift();
     if (!running) return undefined;
