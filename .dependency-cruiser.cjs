@@ -4,9 +4,21 @@ module.exports = {
     {
       name: 'no-cycles',
       severity: 'error',
-      comment: 'Modules that import each other cannot be understood or tested alone (a type-only import back, erased at runtime, may close a loop).',
+      comment:
+        'Modules that import each other cannot be understood or tested alone. A type-only import back counts too: a domain module names what it uses (its own interface, or a Pick of the service types), never the services bag that builds it.',
       from: {},
-      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+      to: { circular: true },
+    },
+    {
+      name: 'no-folder-cycles',
+      severity: 'error',
+      comment:
+        'The folders of a service depend one way: two folders that import each other (users → admin → users) are one knot a newcomer has to learn whole. ' +
+        'Type-only imports count here too. A side effect every area needs (an event, an audit row) goes in a neutral folder (events/), not in the area that shows it. ' +
+        'A subfolder may use its parent folder (agents/proxy → agents/registry.ts): the parent counts its subfolders as its own.',
+      scope: 'folder',
+      from: { path: '^server/(account|agent)/' },
+      to: { circular: true },
     },
     {
       name: 'contracts-stand-alone',
@@ -77,8 +89,7 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(node_modules|dist|server/generated|client/web/dist)' },
     tsConfig: { fileName: 'tsconfig.json' },
-    // Type-only imports count for the boundaries (a client naming a server type is still coupled to it);
-    // no-cycles ignores loops closed by a type-only import (a domain module naming its service's type).
+    // Type-only imports count for the boundaries (a client naming a server type is still coupled to it) and for cycles.
     tsPreCompilationDeps: true,
     enhancedResolveOptions: { extensions: ['.ts', '.js'] },
   },

@@ -7,7 +7,7 @@
  * parsing `data:` lines by hand, which isolates the model client's share of the agent's cost.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import { createLanguageModel } from '../server/agent/chat/model.js';
+import { createLanguageModel } from '../server/agent/model/model.js';
 
 const base = process.env.MODEL_BASE_URL!;
 const port = Number(process.env.PORT ?? 0);

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { EgressGateway } from '../server/account/agents/egress-gateway.js';
+import { EgressGateway } from '../server/account/agents/egress/gateway.js';
 import { AgentLauncher } from '../server/account/agents/provisioners/local/launcher.js';
 import { agentFetch } from '../server/account/agents/transport.js';
 import { loadAccountConfig } from '../server/account/config.js';

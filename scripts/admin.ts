@@ -8,9 +8,9 @@
  *   npm run admin -- key create --name NAME --scopes users:read,audit:read [--expires 2027-01-01]
  */
 import { parseArgs } from 'node:util';
-import { CLI_ACTOR, recordAudit } from '../server/account/admin/audit.js';
+import { CLI_ACTOR, recordAudit } from '../server/account/events/audit.js';
 import { createApiKey, SCOPES, type Scope } from '../server/account/admin/keys.js';
-import { findUserId, setRole } from '../server/account/admin/roles.js';
+import { findUserId, setRole } from '../server/account/users/roles.js';
 import { unbanUser } from '../server/account/admin/users.js';
 import { loadAccountConfig } from '../server/account/config.js';
 import { openAccountStore } from '../server/account/store.js';

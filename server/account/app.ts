@@ -3,7 +3,7 @@
  * (rest-bridge/), JWKS at /.well-known/jwks.json, and the shared express shell.
  */
 import express from 'express';
-import { isAgentUpload } from '@contracts/agent/rest-routes.js';
+import { isAgentUpload } from '@contracts/agent/routes.js';
 import { mountAccountBridge } from './rest-routes.js';
 import { corsFor, createHttpApp, finishHttpApp, listen, trpcEndpoint } from '../common/http.js';
 import { mountHealthRoutes } from '../common/health.js';
@@ -38,7 +38,7 @@ export async function startAccount(config: AccountConfig, log: Logger = createLo
     bodyTimeouts: {
       deadlineMs: config.bodyTimeouts.requestSeconds * 1000,
       uploadIdleMs: config.bodyTimeouts.uploadIdleSeconds * 1000,
-      // Uploads to the user's agent, piped through (agents/http-proxy.ts).
+      // Uploads to the user's agent, piped through (agents/proxy/http-proxy.ts).
       isUpload: (req) => req.path.startsWith(`${API_PREFIX}/agent/`) && isAgentUpload(req.method, req.path.slice(`${API_PREFIX}/agent`.length)),
     },
   });

@@ -214,7 +214,7 @@ export const accountEnv = z.object({
     .describe(
       "seconds between the wake scheduler's rounds: sleeping agents whose next heartbeat is due are started (one instance at a time per agent); failed wakes are retried with backoff",
     ),
-  // Local agents' sandbox (agents/provisioners/local/sandbox.ts, launcher.ts) and egress (agents/egress-gateway.ts).
+  // Local agents' sandbox (agents/provisioners/local/sandbox.ts, launcher.ts) and egress (agents/egress/gateway.ts).
   AGENT_SANDBOX: z
     .preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off']))
     .describe('`off` runs local agents without their sandbox (warned at every start); without bubblewrap they run without `exec` ([security](security.md))'),
@@ -431,7 +431,7 @@ const schema = accountEnv
       /** Rate limits count an IPv6 client on this prefix length (ratelimit/client-key.ts). */
       ipv6Subnet: env.IPV6_SUBNET,
       guestRetentionDays: env.GUEST_RETENTION_DAYS,
-      /** Verified addresses made admins at start and at sign-in (admin/roles.ts), lowercase. */
+      /** Verified addresses made admins at start and at sign-in (users/roles.ts), lowercase. */
       adminEmails: (env.ADMIN_EMAILS ?? '')
         .split(',')
         .map((email) => email.trim().toLowerCase())
@@ -451,7 +451,7 @@ const schema = accountEnv
       /** Local agents started ahead of need for new users (agents/provisioners/local/warm-pool.ts). */
       agentWarmPool: env.AGENT_WARM_POOL ?? defaultWarmPool(env.AGENT_MEMORY_MB),
       agentWakePollMs: env.AGENT_WAKE_POLL * 1000,
-      /** Relayed event streams, and other REST requests in flight, one user may hold at once (agents/user-slots.ts). */
+      /** Relayed event streams, and other REST requests in flight, one user may hold at once (agents/proxy/user-slots.ts). */
       agentStreamsPerUser: env.AGENT_STREAMS_PER_USER,
       agentRequestsPerUser: env.AGENT_REQUESTS_PER_USER,
       /** How long a request body may take; uploads must progress instead (common/http.ts, BodyTimeouts); local agents get the same. */
@@ -484,9 +484,9 @@ const schema = accountEnv
       },
       /** Disk quota of a workspace, by who owns it (a guest who signs up gets the larger one at the agent's next start). */
       workspaceQuotaMb: { account: env.AGENT_WORKSPACE_QUOTA_MB, guest: env.AGENT_WORKSPACE_QUOTA_MB_GUEST },
-      /** Tokens per UTC day; 0: no ceiling (agents/model-usage.ts). */
+      /** Tokens per UTC day; 0: no ceiling (agents/egress/model-usage.ts). */
       modelBudget: { account: env.MODEL_DAILY_TOKENS, guest: env.MODEL_DAILY_TOKENS_GUEST, guestsTotal: env.MODEL_DAILY_TOKENS_GUESTS_TOTAL },
-      /** The output ceiling the gateway sets on model calls that name none (agents/model-usage.ts). */
+      /** The output ceiling the gateway sets on model calls that name none (agents/egress/model-usage.ts). */
       modelCallMaxTokens: env.MODEL_CALL_MAX_TOKENS,
       egress: {
         model: env.MODEL,
@@ -501,7 +501,7 @@ const schema = accountEnv
           .map((entry) => entry.trim())
           .filter(Boolean),
       },
-      /** Bounds on each agent's tunnels and requests through its gateway (agents/egress-gateway.ts). */
+      /** Bounds on each agent's tunnels and requests through its gateway (agents/egress/gateway.ts). */
       egressLimits: {
         maxConnections: env.AGENT_EGRESS_MAX_CONNECTIONS,
         idleTimeoutMs: env.AGENT_EGRESS_IDLE_TIMEOUT * 1000,

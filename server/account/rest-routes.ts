@@ -2,13 +2,13 @@
  * The account API's documented REST paths (spec: "Account API"), mounted under /api/v1: this
  * service's route table, made of the generic machinery of rest-bridge/.
  * Routes only: every handler calls an account procedure, except `/agent/*`, which hands the
- * request to the agent proxy (server/account/agents/http-proxy.ts), and the API reference
+ * request to the agent proxy (server/account/agents/proxy/http-proxy.ts), and the API reference
  * (`/docs`, rest-bridge/api-docs.ts).
  */
 import type { IRouter, Request } from 'express';
 import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
-import { proxyToOwnAgent } from './agents/http-proxy.js';
+import { proxyToOwnAgent, type ProxyServices } from './agents/proxy/http-proxy.js';
 import type { AccountServices } from './services.js';
 import { notFound } from '../common/errors.js';
 import { jsonBody } from '../common/http.js';
@@ -17,7 +17,7 @@ import { mountApiDocs } from '../../rest-bridge/api-docs.js';
 import { openApiDocument } from '../../rest-bridge/openapi.js';
 import { RouteTable, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
 
-/** The agent path and query as sent (`/chat/c1/stream?x`), and the path alone, which agents/agent-routes.ts matches. */
+/** The agent path and query as sent (`/chat/c1/stream?x`), and the path alone, which agents/proxy/agent-routes.ts matches. */
 function agentTarget(rest: string): { path: string; pathname: string } {
   const query = rest.indexOf('?');
   return { path: rest, pathname: query < 0 ? rest : rest.slice(0, query) };
@@ -29,14 +29,19 @@ const ACCOUNT_ERRORS: ServiceErrorCodes = {
   authenticated: ['MISSING_TOKEN', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'SESSION_REVOKED'],
 };
 
-export function mountAccountBridge(api: IRouter, services: AccountServices, contextFor: (req: Request) => AccountContext, baseUrl: string): void {
+export function mountAccountBridge(
+  api: IRouter,
+  services: ProxyServices & Pick<AccountServices, 'bots'>,
+  contextFor: (req: Request) => AccountContext,
+  baseUrl: string,
+): void {
   const table = new RouteTable(api, ACCOUNT_ERRORS);
   mountJsonProcedures(table, accountRouter, contextFor);
 
   // The signed-in user's own agent, at its documented REST paths under /api/v1/agent/.
   api.all('/agent/*path', (req, res) => {
     res.locals.route = '/agent/*';
-    // The account's own routing tolerates other spellings of `/agent`; the proxy does not (agent-routes.ts).
+    // The account's own routing tolerates other spellings of `/agent`; the proxy does not (agents/proxy/agent-routes.ts).
     const prefix = `${req.baseUrl}/agent`;
     if (!req.originalUrl.startsWith(prefix)) throw notFound('No such agent path', 'ROUTE_NOT_FOUND');
     return proxyToOwnAgent(services, req, res, agentTarget(req.originalUrl.slice(prefix.length)));

@@ -7,16 +7,16 @@ import { Counter, Histogram } from 'prom-client';
 import type { Logger } from '../common/log.js';
 import { createMetrics, type ServiceMetrics } from '../common/metrics.js';
 import { createFilesPrivately, privateDir } from '../common/private-files.js';
-import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress-gateway.js';
+import { EgressGateway, agentModelEnvironment, egressRoutes } from './agents/egress/gateway.js';
 import { AgentLauncher } from './agents/provisioners/local/launcher.js';
-import { emitEvent } from './admin/webhooks/outbox.js';
+import { emitEvent } from './events/outbox.js';
 import { WebhookWorker } from './admin/webhooks/worker.js';
 import type { SecretBox } from './agents/secrets.js';
 import { AdminAccess } from './admin/access.js';
-import { promoteAdminEmails } from './admin/roles.js';
+import { promoteAdminEmails } from './users/roles.js';
 import { AuthMetrics } from './auth-metrics.js';
-import { ModelBudget } from './agents/model-usage.js';
-import { requestSlots, streamSlots, type UserSlots } from './agents/user-slots.js';
+import { ModelBudget } from './agents/egress/model-usage.js';
+import { requestSlots, streamSlots, type UserSlots } from './agents/proxy/user-slots.js';
 import { LocalProvisioner, agentEnvironment } from './agents/provisioners/local/provisioner.js';
 import { isSleepingAgents, type AgentProvisioner } from './agents/provisioners/provisioner.js';
 import type { KubernetesProvisioner, KubernetesProvisionerOptions } from './agents/provisioners/kubernetes/provisioner.js';
@@ -24,7 +24,7 @@ import { StaticProvisioner } from './agents/provisioners/static.js';
 import { AgentRegistry } from './agents/registry.js';
 import { AgentMetrics } from './agents/metrics.js';
 import { LocalAgentsScrape } from './agents/agent-metrics.js';
-import { WakeScheduler } from './agents/wake-scheduler.js';
+import { WakeScheduler } from './agents/provisioners/wake-scheduler.js';
 import { MessengerBots } from './messenger/bots.js';
 import { loadSecretBox } from './agents/secrets.js';
 import { loadEmailCodeKey } from './auth/email/codes.js';
@@ -38,7 +38,7 @@ import { Captcha } from './captcha/siteverify.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
-import { pruneActivity } from './users/activity.js';
+import { pruneActivity } from './events/activity.js';
 import { onGuestTerms } from './users/identities.js';
 import { GuestRetention } from './users/retention.js';
 
@@ -76,13 +76,13 @@ export interface AccountServices {
   authMetrics: AuthMetrics;
   /** Agents' starts, crashes and cold starts, proxy latency and relayed streams (agents/metrics.ts). */
   agentMetrics: AgentMetrics;
-  /** Relayed event streams per user, capped (agents/user-slots.ts). */
+  /** Relayed event streams per user, capped (agents/proxy/user-slots.ts). */
   streamSlots: UserSlots;
-  /** Other REST requests per user in flight to their agent, capped (agents/user-slots.ts). */
+  /** Other REST requests per user in flight to their agent, capped (agents/proxy/user-slots.ts). */
   requestSlots: UserSlots;
   /** The running local agents' own series, summed into GET /metrics (agents/agent-metrics.ts). */
   localAgentsScrape: LocalAgentsScrape;
-  /** Model tokens per user and day, and the daily budgets (agents/model-usage.ts). */
+  /** Model tokens per user and day, and the daily budgets (agents/egress/model-usage.ts). */
   modelBudget: ModelBudget;
   /** Webhook endpoints' secrets are sealed with `box`; `worker` delivers the outbox (admin/webhooks/). */
   webhooks: { worker: WebhookWorker; box: SecretBox; allowPrivate: boolean };
@@ -151,7 +151,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   let bots: MessengerBots | undefined;
   const userEnv = async (userId: string) => (bots ? bots.agentEnv(userId) : {});
   const workspaceQuotaMb = async (userId: string) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account);
-  // A crash changes no row: its event is a statement of its own (admin/webhooks/outbox.ts).
+  // A crash changes no row: its event is a statement of its own (events/outbox.ts).
   const onCrash = (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => {
     emitEvent(store.db, { type: 'agent.crashed', data: { user_id: userId, exit_code: exit.code, signal: exit.signal } }).catch((error: unknown) =>
       log.warn({ err: error }, 'writing the agent.crashed webhook event failed'),
@@ -214,9 +214,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
             onCrash,
           });
   agentMetrics.watch(provisioner);
-  // A returning user's sleeping agent starts at sign-in, a new one's comes from the warm pool: ready before the first message.
+  // After a sign-in's answer, a returning user's sleeping agent starts, a new one's comes from the warm pool: ready before the first message.
   const sleeping = isSleepingAgents(provisioner) ? provisioner : undefined;
-  if (sleeping) tokens.signedIn = (userId) => void sleeping.warmUp(userId);
+  if (sleeping) tokens.signedIn = ({ userId, created }) => void sleeping.warmUp(userId, { created });
   const localAgentsScrape = new LocalAgentsScrape(metrics, () => (provisioner instanceof LocalProvisioner ? provisioner.runningAgents() : []));
   if (sleeping) {
     bots = new MessengerBots(store.db, box, sleeping, log, {
@@ -240,7 +240,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   pruning.unref();
   const email = new EmailSignIn({ db: store.db, tokens, mail, codes: { key: codeKey }, rateLimits, frontendUrl: config.frontendUrl, log });
   const guestRetention =
-    config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { registry, provisioner }, bots }, config.guestRetentionDays, log) : undefined;
+    config.guestRetentionDays > 0 ? new GuestRetention({ store, tokens, agents: { provisioner }, bots }, config.guestRetentionDays, log) : undefined;
   guestRetention?.start();
   const webhookAttempts = new Counter({
     name: 'webhook_attempts_total',

@@ -2,7 +2,7 @@
  * The agent's HTTP server: tRPC at /trpc, the documented REST paths at the root (rest-bridge/),
  * and the shared express shell. `startAgent` is what main.ts and the tests run.
  */
-import { isAgentUpload } from '@contracts/agent/rest-routes.js';
+import { isAgentUpload } from '@contracts/agent/routes.js';
 import { isAgentSecret } from './auth.js';
 import { mountAgentBridge } from './rest-routes.js';
 import { createHttpApp, finishHttpApp, jsonBody, listen, trpcEndpoint } from '../common/http.js';

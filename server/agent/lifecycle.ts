@@ -9,7 +9,11 @@ import type { RequestHandler } from 'express';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
 import { hasBody } from '../common/http.js';
 import { readHeartbeatFile } from './heartbeat/run.js';
-import type { AgentServices } from './services.js';
+import type { ChatRuntime } from './chat/runtime.js';
+import type { AgentConfig } from './config.js';
+import type { HeartbeatScheduler } from './heartbeat/scheduler.js';
+import type { MessengerService } from './messenger/service.js';
+import type { SubagentRegistry } from './subagents/registry.js';
 
 /** Paths that ask about the agent rather than use it: they never make it busy. */
 const PROBES = /^\/(health|healthz|readyz|metrics|lifecycle)$|^\/trpc\/health\./;
@@ -46,7 +50,17 @@ export class RequestActivity {
   };
 }
 
-export async function lifecycleReport(services: AgentServices): Promise<LifecycleReport> {
+/** What the report reads, each part by what it is asked (the agent's services object has this shape). */
+export interface LifecycleSources {
+  config: Pick<AgentConfig, 'workspace'>;
+  chat: Pick<ChatRuntime, 'running'>;
+  subagents: Pick<SubagentRegistry, 'running'>;
+  heartbeat: Pick<HeartbeatScheduler, 'running' | 'nextAt'>;
+  requests: Pick<RequestActivity, 'inFlight'>;
+  messenger: Pick<MessengerService, 'busy' | 'polling'>;
+}
+
+export async function lifecycleReport(services: LifecycleSources): Promise<LifecycleReport> {
   const activity = {
     chat_runs: services.chat.running(),
     subagent_runs: services.subagents.running(),

@@ -2,7 +2,8 @@
  * The agent's documented REST paths (spec: "Agent API"), at the root: this service's route
  * table, made of the generic machinery of rest-bridge/. Routes only: every
  * handler calls an agent procedure (but the API reference, `/docs`: rest-bridge/api-docs.ts).
- * JSON routes come from procedure metadata; the rest are here.
+ * JSON routes come from procedure metadata; the adapters for streams, uploads and file bodies are
+ * here, each at its row of the route table (@contracts/agent/routes.ts).
  */
 import type { IRouter, Request } from 'express';
 import { agentRouter, type AgentRouter } from './router.js';
@@ -19,10 +20,18 @@ import { sendFileBody } from '../../rest-bridge/file.js';
 import { mountJsonProcedures, requireJsonObject } from '../../rest-bridge/json.js';
 import { readMultipart } from '../../rest-bridge/multipart.js';
 import { eventStreamDoc, fileBodyDoc, multipartDoc, openApiDocument } from '../../rest-bridge/openapi.js';
-import { requestSignal, RouteTable, type CallerFor, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
+import { requestSignal, RouteTable, type CallerFor, type HttpMethod, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
+import { agentRouteOf, restRouteOf, type AgentProcedureName } from '@contracts/agent/routes.js';
 import { writeEventStream } from '../../rest-bridge/sse.js';
 
 const createCaller = createCallerFactory(agentRouter);
+
+/** The method and path of an adapter's route, from its procedure's row of the route table. */
+function routeOf(name: AgentProcedureName): [HttpMethod, string] {
+  const rest = restRouteOf(agentRouteOf(name));
+  if (!rest) throw new Error(`The agent route table gives ${name} no REST route`);
+  return [rest.method.toLowerCase() as HttpMethod, rest.path];
+}
 
 /** What any agent route can answer, and what one behind the agent secret adds (trpc.ts). */
 const AGENT_ERRORS: ServiceErrorCodes = { everyRoute: ['INTERNAL', 'METHOD_NOT_ALLOWED'], authenticated: ['INVALID_AGENT_SECRET'] };
@@ -32,8 +41,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
   const callerFor: CallerFor<AgentRouter> = (req, signal) => createCaller(contextFor(req), { signal });
 
   table.add(
-    'post',
-    '/chat',
+    ...routeOf('chat.send'),
     [
       jsonBody,
       requireJsonObject,
@@ -62,8 +70,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
 
   // Workspace files: multipart upload and raw file body adapters calling files.* procedures.
   table.add(
-    'post',
-    '/files/upload',
+    ...routeOf('files.upload'),
     [
       async (req, res) => {
         // A stalled upload is cut by the shell (408 UPLOAD_STALLED, server/common/http.ts BodyTimeouts).
@@ -103,8 +110,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     },
   );
   table.add(
-    'get',
-    '/files/{path}',
+    ...routeOf('files.get'),
     [
       async (req, res) => {
         const caller = callerFor(req, requestSignal(res));
@@ -126,8 +132,7 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
     { expressPath: '/files/*path', authenticated: true, errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'FILE_CHANGED', 'RANGE_NOT_SATISFIABLE'] },
   );
   table.add(
-    'get',
-    '/chat/{chat_id}/stream',
+    ...routeOf('chat.stream'),
     [
       async (req, res) => {
         const signal = requestSignal(res);

@@ -5,7 +5,7 @@
 import type { Logger } from '../common/log.js';
 import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { ChatHistory } from './chat/history.js';
-import { createLanguageModel } from './chat/model.js';
+import { createLanguageModel } from './model/model.js';
 import { ChatRuntime } from './chat/runtime.js';
 import type { AgentConfig } from './config.js';
 import { HeartbeatScheduler } from './heartbeat/scheduler.js';

@@ -289,7 +289,7 @@ describe.each(kinds)('account self-service on %s', (kind) => {
       const old = new Date(Date.now() - 91 * 24 * 60 * 60 * 1000);
       await account.services.store.db.activityEvent.create({ data: { userId, type: 'logout_all', at: old } });
       expect((await activity(pair)).map((e) => e.type)).toEqual(['sign_in']);
-      const { pruneActivity } = await import('../../server/account/users/activity.js');
+      const { pruneActivity } = await import('../../server/account/events/activity.js');
       expect(await pruneActivity(account.services.store.db)).toBeGreaterThanOrEqual(1);
       expect(await account.services.store.db.activityEvent.count({ where: { userId } })).toBe(1);
     });

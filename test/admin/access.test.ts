@@ -8,8 +8,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEM_ACTOR } from '../../server/account/admin/audit.js';
-import { setRole } from '../../server/account/admin/roles.js';
+import { SYSTEM_ACTOR } from '../../server/account/events/audit.js';
+import { setRole } from '../../server/account/users/roles.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
 import { adminApi, expectError } from '../support/admin-api.js';
 import { postgresReachable } from '../support/postgres.js';

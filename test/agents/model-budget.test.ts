@@ -1,12 +1,12 @@
 /**
- * Model token budgets (server/account/agents/model-usage.ts): the egress gateway reads usage from
+ * Model token budgets (server/account/agents/egress/model-usage.ts): the egress gateway reads usage from
  * each model answer, the account store counts it per user and day, and a spent budget refuses the
  * next chat message (429 BUDGET_EXCEEDED with Retry-After) or, inside a run, the next model call
  * (an `error` event naming it). The scripted model reports 10 prompt tokens plus one per text chunk.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UsageScanner } from '../../server/account/agents/model-usage.js';
+import { UsageScanner } from '../../server/account/agents/egress/model-usage.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';

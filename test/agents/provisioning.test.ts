@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentEnvironment, LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
 import { SecretBox } from '../../server/account/agents/secrets.js';
-import { EgressGateway } from '../../server/account/agents/egress-gateway.js';
+import { EgressGateway } from '../../server/account/agents/egress/gateway.js';
 import { AgentLauncher } from '../../server/account/agents/provisioners/local/launcher.js';
 import { agentFetch } from '../../server/account/agents/transport.js';
 import { loadAccountConfig } from '../../server/account/config.js';

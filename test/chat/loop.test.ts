@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runModelLoop, type HistoryEntry, type ModelLoopOptions } from '../../server/agent/chat/loop.js';
-import { createLanguageModel } from '../../server/agent/chat/model.js';
+import { createLanguageModel } from '../../server/agent/model/model.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import type { ChatEvent } from '@contracts/agent/chat.js';
 import { defineTool, type AgentToolSet } from '../../server/agent/tools/types.js';

@@ -1,5 +1,5 @@
 /**
- * The OpenAI-compatible streaming client (server/agent/chat/openai-compatible.ts) against a raw
+ * The OpenAI-compatible streaming client (server/agent/model/openai-compatible.ts) against a raw
  * loopback server that writes exactly the bytes each case needs: the same parts as the AI SDK's
  * `@ai-sdk/openai-compatible` for the same wire streams, SSE framing (CRLF, bytes split
  * anywhere, comments, multi-line data), the request it sends, HTTP and in-stream errors,
@@ -10,9 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatModel } from '../../server/agent/chat/chat-model.js';
-import { fromLanguageModel } from '../../server/agent/chat/model.js';
-import { ModelCallError, openAICompatibleModel } from '../../server/agent/chat/openai-compatible.js';
+import type { ChatModel } from '../../server/agent/model/chat-model.js';
+import { fromLanguageModel } from '../../server/agent/model/model.js';
+import { ModelCallError, openAICompatibleModel } from '../../server/agent/model/openai-compatible.js';
 import { freePort } from '../../server/common/net.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => unknown;

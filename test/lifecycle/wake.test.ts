@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
-import { WakeScheduler } from '../../server/account/agents/wake-scheduler.js';
+import { WakeScheduler } from '../../server/account/agents/provisioners/wake-scheduler.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { until } from '../chat/helpers.js';
 import { testDeviceId } from '../support/devices.js';

@@ -1,5 +1,5 @@
 /**
- * The account → agent proxy over tRPC (server/account/agents/router.ts), over real HTTP: each
+ * The account → agent proxy over tRPC (server/account/agents/proxy/router.ts), over real HTTP: each
  * user reaches only their own agent, chat streams event by event with tracked ids that resume
  * through the proxy, and expired or revoked tokens are refused before any agent is touched.
  */
@@ -8,7 +8,7 @@ import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccountClient, memoryTokenStorage } from '../../client/sdk/account.js';
 import { bearerTrpcClient } from '../../server/account/agents/client.js';
-import { admitAgentAction, restAgentAction } from '../../server/account/agents/guest-policy.js';
+import { admitAgentAction, restAgentAction } from '../../server/account/agents/proxy/guest-policy.js';
 import type { AccountRouter } from '../../server/account/router.js';
 import { AppError } from '../../server/common/errors.js';
 import type { RateLimits } from '../../server/account/ratelimit/limits.js';

@@ -1,7 +1,7 @@
 /**
  * A support key cannot lock every admin out (fourth security review, Medium): an API key with
  * `users:write` banned an admin (204; the admin's token then 401, their sign-in 403 USER_BANNED),
- * and `npm run admin` had no way to lift a ban. Now (server/account/admin/roles.ts): a key acting
+ * and `npm run admin` had no way to lift a ban. Now (server/account/users/roles.ts): a key acting
  * on an account that holds the admin role is 403 FORBIDDEN, whatever its scopes; the last admin
  * who is not banned cannot be banned, deleted (by an admin or by themselves) or demoted (409
  * LAST_ADMIN), even by two admins banning each other at once; `npm run admin -- unban` lets a
@@ -11,8 +11,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminCaller } from '../../server/account/admin/access.js';
-import { CLI_ACTOR } from '../../server/account/admin/audit.js';
-import { setRole } from '../../server/account/admin/roles.js';
+import { CLI_ACTOR } from '../../server/account/events/audit.js';
+import { setRole } from '../../server/account/users/roles.js';
 import { banUser } from '../../server/account/admin/users.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
 import { type Admin, adminApi, expectError } from '../support/admin-api.js';

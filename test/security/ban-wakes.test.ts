@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretBox } from '../../server/account/agents/secrets.js';
-import { WakeScheduler } from '../../server/account/agents/wake-scheduler.js';
+import { WakeScheduler } from '../../server/account/agents/provisioners/wake-scheduler.js';
 import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
 import { MessengerBots } from '../../server/account/messenger/bots.js';
 import { adminApi, expectError } from '../support/admin-api.js';

@@ -1,5 +1,5 @@
 /**
- * The operator's model key opens generation and nothing else (server/account/agents/model-routes.ts).
+ * The operator's model key opens generation and nothing else (server/account/agents/egress/model-routes.ts).
  * The attack (fourth security review): with an agent's egress token, GET /v1/files, DELETE
  * /v1/files/x and POST /v1/batches went to the model host with the operator's key added, and the
  * GET and DELETE were charged nothing. Here a real gateway, on an agent's Unix sockets (local
@@ -17,7 +17,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type ModelMeter, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
+import { EgressGateway, type ModelMeter, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
 import { egressToken, egressTokenChecker } from '../../server/account/agents/provisioners/kubernetes/objects.js';
 
 const OPERATOR_KEY = 'sk-operator-model-routes-test';

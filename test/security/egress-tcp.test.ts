@@ -14,7 +14,7 @@ import net from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
+import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
 import { egressToken, egressTokenChecker } from '../../server/account/agents/provisioners/kubernetes/objects.js';
 import { gatewayFetch } from '../../server/agent/net/egress.js';
 

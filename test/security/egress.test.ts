@@ -1,5 +1,5 @@
 /**
- * The egress gateway's bounds and its two sockets (server/account/agents/egress-gateway.ts),
+ * The egress gateway's bounds and its two sockets (server/account/agents/egress/gateway.ts),
  * driven as a hostile tenant would: a real gateway on Unix sockets in a temporary directory, a
  * real upstream on loopback standing in for the model host and another allow-listed host. A tenant may not hold more tunnels
  * and requests than the cap, keep them silent or open forever, push bodies past the limit, or
@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type EgressLimit, type EgressLimits, type GatewayOwner, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
+import { EgressGateway, type EgressLimit, type EgressLimits, type GatewayOwner, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
 
 const OPERATOR_KEY = 'sk-operator-egress-test';
 

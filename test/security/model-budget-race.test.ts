@@ -1,5 +1,5 @@
 /**
- * The daily model budget against calls in flight (server/account/agents/model-usage.ts, reserved
+ * The daily model budget against calls in flight (server/account/agents/egress/model-usage.ts, reserved
  * by the egress gateway): usage is known only when an answer ends, so calls started together used
  * to pass the ceiling by all of them (four parallel 601-token calls recorded 2,415 tokens against
  * a limit of 1,000). Each call now holds its output ceiling plus its prompt's size until it
@@ -14,8 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
-import { ModelBudget } from '../../server/account/agents/model-usage.js';
+import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
+import { ModelBudget } from '../../server/account/agents/egress/model-usage.js';
 import { openAccountStore, type AccountStore } from '../../server/account/store.js';
 
 const LIMIT = 1000;

@@ -14,8 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress-gateway.js';
-import { ModelBudget } from '../../server/account/agents/model-usage.js';
+import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
+import { ModelBudget } from '../../server/account/agents/egress/model-usage.js';
 import { openAccountStore, type AccountStore } from '../../server/account/store.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'model-tunnel-'));

@@ -15,7 +15,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenPair } from '@contracts/account/tokens.js';
-import { AGENT_REST_ROUTES, AGENT_ROUTES_NOT_PROXIED } from '@contracts/agent/rest-routes.js';
+import { AGENT_REST_ROUTES, AGENT_ROUTES_NOT_PROXIED } from '@contracts/agent/routes.js';
 import { testDeviceId } from '../support/devices.js';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, startTestAgent, type TestAccount, type TestAgent } from '../support/servers.js';

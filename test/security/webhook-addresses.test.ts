@@ -4,12 +4,12 @@
  * `[::ffff:0:7f00:1]`, `[64:ff9b:1::7f00:1]` (NAT64, local use) and `[2002:7f00:1::]` (6to4), so
  * deliveries could be aimed at the service's own loopback. Now every embedded-IPv4 form — IPv4-
  * compatible, mapped, translated, NAT64 well-known and local-use, 6to4, Teredo — is judged by the
- * IPv4 address it carries (server/account/admin/webhooks/address-guard.ts), at registration (real
+ * IPv4 address it carries (server/common/addresses.ts, the classifier the webhook guard uses), at registration (real
  * HTTP to the admin API) and at connect (an endpoint stored without the check gets no connection:
  * the delivery log says why). The same forms of a public address stay allowed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPublicAddress } from '../../server/account/admin/webhooks/address-guard.js';
+import { isPublicAddress } from '../../server/common/addresses.js';
 import { adminApi, expectError } from '../support/admin-api.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 

@@ -2,8 +2,8 @@
  * Admin API helpers for tests: make an admin (as the command line does, in-process), create API
  * keys through the API, and call admin routes with a token or a key.
  */
-import { CLI_ACTOR } from '../../server/account/admin/audit.js';
-import { setRole } from '../../server/account/admin/roles.js';
+import { CLI_ACTOR } from '../../server/account/events/audit.js';
+import { setRole } from '../../server/account/users/roles.js';
 import { signAccessToken } from '../../server/account/tokens/jwt.js';
 import { accountApi, bearer, uniqueEmail, type Pair } from './account-api.js';
 import type { TestAccount } from './servers.js';

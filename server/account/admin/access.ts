@@ -16,7 +16,7 @@ import { AppError, forbidden } from '../../common/errors.js';
 import type { AccountRequest } from '../request.js';
 import type { AccountDb } from '../store.js';
 import type { TokenService } from '../tokens/service.js';
-import type { AuditActor } from './audit.js';
+import type { AuditActor } from '../events/audit.js';
 import { isApiKey, verifyApiKey, type Scope } from './keys.js';
 
 /** A scope an API key may hold, or `admin`: admins only, never a key. */

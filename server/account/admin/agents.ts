@@ -8,9 +8,9 @@ import { agentClient } from '../agents/client.js';
 import type { AccountServices } from '../services.js';
 import { utc } from '../users/account.js';
 import type { AdminCaller } from './access.js';
-import { recordAudit } from './audit.js';
-import { refuseBanned } from './bans.js';
-import { refuseKeyOnAdmin } from './roles.js';
+import { recordAudit } from '../events/audit.js';
+import { refuseBanned } from '../users/bans.js';
+import { refuseKeyOnAdmin } from '../users/roles.js';
 
 type Services = Pick<AccountServices, 'store' | 'agents'>;
 

@@ -1,14 +1,14 @@
 /**
  * The admin API under /api/v1/admin (docs/admin.md). Every procedure is an `adminProcedure` with
- * the permission it needs (trpc.ts, access.ts); every change writes its audit row (audit.ts).
+ * the permission it needs (trpc.ts, access.ts); every change writes its audit row (events/audit.ts).
  */
 import { z } from 'zod';
 import { notFound } from '../../common/errors.js';
 import { adminProcedure, router } from '../trpc.js';
 import { REFUSALS } from './access.js';
-import { listAudit, recordAudit } from './audit.js';
+import { listAudit, recordAudit } from '../events/audit.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
-import { setRole } from './roles.js';
+import { setRole } from '../users/roles.js';
 import {
   AgentUserInput,
   ApiKeys,

@@ -1,7 +1,7 @@
 /** Wire shapes of the admin API (docs/admin.md), shared by tRPC, the REST bridge and OpenAPI. */
 import { z } from 'zod';
 import { SCOPES } from './keys.js';
-import { AccountTier } from '../users/schemas.js';
+import { AccountTier } from '../me/schemas.js';
 
 const Timestamp = z.string().meta({ description: 'UTC, ISO 8601 without a zone suffix' });
 const Uuid = z.string().uuid();

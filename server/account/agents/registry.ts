@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { conflict, notFound } from '../../common/errors.js';
 import { Prisma } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
-import { bannedAt } from '../admin/bans.js';
+import { bannedAt } from '../users/bans.js';
 import type { SecretBox } from './secrets.js';
 
 export interface AgentEndpoint {

@@ -17,7 +17,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError, badRequest, notFound, unauthorized } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import { refuseBanned } from '../admin/bans.js';
+import { refuseBanned } from '../users/bans.js';
 import { agentClient } from '../agents/client.js';
 import type { AgentEndpoint } from '../agents/registry.js';
 import type { SecretBox } from '../agents/secrets.js';

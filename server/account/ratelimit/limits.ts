@@ -25,7 +25,7 @@ export const RATE_LIMITS = {
   'auth.exchange': 10,
   'auth.wallet.challenge': 10,
   'auth.wallet.verify': 10,
-  /** Account self-service (users/router.ts): reads, and changes (unlink, revoke, delete). */
+  /** Account self-service (me/router.ts): reads, and changes (unlink, revoke, delete). */
   'account.read': 60,
   'account.change': 20,
   'auth.passkey': 10,
@@ -41,7 +41,7 @@ export const RATE_LIMITS = {
   'guest.signups.client.daily': 30,
   /** New guest accounts service-wide per hour (GUEST_SIGNUPS_PER_HOUR; policy.ts). */
   'guest.signups.hourly': 2000,
-  /** Per guest user, per day (agents/guest-policy.ts). */
+  /** Per guest user, per day (agents/proxy/guest-policy.ts). */
   'guest.chat.daily': 50,
 } as const;
 

@@ -18,9 +18,9 @@ import {
   type TokenIssuer,
   type TokenSubject,
 } from './jwt.js';
-import { promoteAdminEmails } from '../admin/roles.js';
+import { promoteAdminEmails } from '../users/roles.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
-import type { ClientInfo } from '../users/activity.js';
+import type { ClientInfo } from '../events/activity.js';
 import {
   createSession,
   refreshDigest,
@@ -71,7 +71,7 @@ function expiryOf(token: string): number | undefined {
   }
 }
 
-/** Whom a verify endpoint attaches a new identity to (users/sign-in.ts): the caller's account. */
+/** Whom a verify endpoint attaches a new identity to (auth/sign-in.ts): the caller's account. */
 export interface LinkTarget {
   userId: string;
   guest: boolean;
@@ -90,10 +90,11 @@ export class TokenService {
   readonly usage: SessionUsage;
   private readonly verified = new VerifiedAccessTokens();
   /**
-   * Called after every sign-in opened a session (each method, guests included, linking too): what
-   * should be ready before the user's first call. services.ts starts their agent there.
+   * Called after every sign-in's answer (each method, guests included, linking too; `created`: the
+   * sign-in made the account): what should be ready before the user's first call. services.ts
+   * starts their agent there.
    */
-  signedIn: (userId: string) => void = () => {};
+  signedIn: (user: { userId: string; created: boolean }) => void = () => {};
 
   constructor(
     private readonly store: SessionStore,
@@ -109,9 +110,7 @@ export class TokenService {
   async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<TokenPair> {
     const { sessionId, generation, metadata } = await createSession(this.store, user.userId, origin);
     if (this.extras.adminEmails?.length) await promoteAdminEmails(this.store.db, this.extras.adminEmails, user.userId);
-    const pair = await signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, metadata: this.metadataOf(metadata) }, generation);
-    this.signedIn(user.userId);
-    return pair;
+    return signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, metadata: this.metadataOf(metadata) }, generation);
   }
 
   private metadataOf(value: unknown): TokenSubject['metadata'] {

@@ -16,11 +16,11 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { unauthorized } from '../../common/errors.js';
-import { emitEvent } from '../admin/webhooks/outbox.js';
+import { emitEvent } from '../events/outbox.js';
 import type { AccountDb, AccountStore } from '../store.js';
-import { activityRow, NO_CLIENT, type ClientInfo } from '../users/activity.js';
+import { activityRow, NO_CLIENT, type ClientInfo } from '../events/activity.js';
 import { REFRESH_TTL_SECONDS } from './jwt.js';
-import { signInRefusal } from '../admin/bans.js';
+import { signInRefusal } from '../users/bans.js';
 
 const REUSE_GRACE_MS = 10_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -37,8 +37,8 @@ export interface SessionOrigin {
 }
 
 /**
- * One statement: the session, its `sign_in` event (users/activity.ts) and the user's last-active
- * time are written together or not at all — and not for a banned user (admin/bans.ts), who gets
+ * One statement: the session, its `sign_in` event (events/activity.ts) and the user's last-active
+ * time are written together or not at all — and not for a banned user (users/bans.ts), who gets
  * 403 USER_BANNED with the ban's end instead.
  */
 export async function createSession(
@@ -141,7 +141,7 @@ export async function revokeSession(db: AccountDb, sessionId: string, now = new 
   });
 }
 
-/** The `session.revoked` webhook event (admin/webhooks/outbox.ts); `reason` says which path ended them. */
+/** The `session.revoked` webhook event (events/outbox.ts); `reason` says which path ended them. */
 export const sessionRevoked = (userId: string, sessionIds: string[], reason: string) =>
   ({ type: 'session.revoked', data: { user_id: userId, session_ids: sessionIds, reason } }) as const;
 

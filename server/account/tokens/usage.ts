@@ -7,7 +7,7 @@
  * Losing the notes of the last minute when an instance stops (`close` flushes them) would only
  * make "last used" a minute older; nothing security-relevant depends on it.
  */
-import type { ClientInfo } from '../users/activity.js';
+import type { ClientInfo } from '../events/activity.js';
 import type { SessionStore } from './sessions.js';
 
 export const USAGE_INTERVAL_MS = 60_000;

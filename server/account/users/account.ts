@@ -4,9 +4,9 @@
  * identity is simply not found (404) and nothing of theirs is touched.
  */
 import { conflict, notFound } from '../../common/errors.js';
-import { emitEvent } from '../admin/webhooks/outbox.js';
+import { emitEvent } from '../events/outbox.js';
 import type { AccountDb } from '../store.js';
-import { activityRow, type ClientInfo } from './activity.js';
+import { activityRow, type ClientInfo } from '../events/activity.js';
 import { identityLabel, onGuestTerms } from './identities.js';
 
 /** Every provider but `guest`, which is never listed. */

@@ -10,22 +10,29 @@
  * passkeys, activity and the bot go with it (ON DELETE CASCADE) — and every row elsewhere that
  * names the person: pending e-mail codes of their addresses, wallet challenges of their
  * addresses, OAuth states and auth codes, passkey challenges, model-usage counters; and the
- * `user.deleted` webhook event (admin/webhooks/outbox.ts), which names nothing but the user id.
+ * `user.deleted` webhook event (events/outbox.ts), which names nothing but the user id.
  */
 import { getAddress } from 'viem';
 import { forbidden } from '../../common/errors.js';
-import { giveUpAdminRole } from '../admin/roles.js';
-import { emitEvent } from '../admin/webhooks/outbox.js';
-import type { AccountServices } from '../services.js';
+import { emitEvent } from '../events/outbox.js';
+import type { AccountStore } from '../store.js';
+import { giveUpAdminRole } from './roles.js';
 
 export const REAUTH_WINDOW_MS = 10 * 60 * 1000;
 
-export async function deleteAccount(
-  services: Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots'>,
-  userId: string,
-  sessionId: string,
-  now = new Date(),
-): Promise<void> {
+/**
+ * What removing a user reaches beyond the account's rows, each by the one thing it is asked to
+ * do: this instance's session cache (tokens/sessions.ts), the user's agent (agents/provisioners/)
+ * and their own bot (messenger/bots.ts). The services object has this shape.
+ */
+export interface UserRemoval {
+  store: Pick<AccountStore, 'db'>;
+  tokens: { sessions: { markRevoked(sessionIds: string[]): void } };
+  agents: { provisioner: { deleteAgentOf(userId: string): Promise<void> } };
+  bots: { forget(userId: string): Promise<void> } | undefined;
+}
+
+export async function deleteAccount(services: UserRemoval, userId: string, sessionId: string, now = new Date()): Promise<void> {
   const session = await services.store.db.session.findFirst({ where: { id: sessionId, userId }, select: { createdAt: true } });
   if (!session || now.getTime() - session.createdAt.getTime() > REAUTH_WINDOW_MS) {
     throw forbidden('Deleting the account needs a recent sign-in: sign in again, then delete within 10 minutes', 'REAUTH_REQUIRED');
@@ -38,7 +45,7 @@ export async function deleteAccount(
  * Removes a user and everything of theirs, in the order above; also what the guest retention
  * sweep does to abandoned guests (retention.ts). Removing a user who is already gone is a no-op.
  */
-export async function removeUser(services: Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots'>, userId: string, now = new Date()): Promise<void> {
+export async function removeUser(services: UserRemoval, userId: string, now = new Date()): Promise<void> {
   const { db } = services.store;
   const live = await db.session.findMany({ where: { userId }, select: { id: true } });
   await db.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });

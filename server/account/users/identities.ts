@@ -12,15 +12,15 @@
  * once an identity that vouches for a person (a verified e-mail, a provider's account) is on it;
  * until then a guest (device id only) or `unverified` (a wallet, a passkey), on guest terms. The
  * tier only rises.
- * Each change writes its webhook event in its own transaction (admin/webhooks/outbox.ts).
+ * Each change writes its webhook event in its own transaction (events/outbox.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { conflict, unauthorized } from '../../common/errors.js';
 import { Prisma, type AccountTier } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
-import { emitEvent } from '../admin/webhooks/outbox.js';
-import { activityRow, type ClientInfo } from './activity.js';
+import { emitEvent } from '../events/outbox.js';
+import { activityRow, type ClientInfo } from '../events/activity.js';
 
 export type IdentityProvider = 'guest' | 'email' | 'idpa' | 'idpb' | 'wallet' | 'passkey';
 

@@ -5,15 +5,15 @@
  * advisory lock: store.exclusively), in batches, and logs what it removed.
  */
 import type { Logger } from '../../common/log.js';
-import type { AccountServices } from '../services.js';
-import { removeUser } from './delete.js';
+import type { AccountStore } from '../store.js';
+import { removeUser, type UserRemoval } from './delete.js';
 
 /** The advisory lock key of the sweep (any constant unique among this service's locks). */
 export const GUEST_SWEEP_LOCK = 0x67_75_65_73; // "gues"
 const BATCH = 100;
 const SWEEP_EVERY_MS = 60 * 60 * 1000;
 
-type Services = Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots'>;
+type Services = UserRemoval & { store: Pick<AccountStore, 'db' | 'sql' | 'exclusively'> };
 
 export class GuestRetention {
   private timer: NodeJS.Timeout | undefined;

@@ -24,7 +24,7 @@ import type {
 import { z } from 'zod';
 import { sleep } from '../../common/timers.js';
 import type { AgentTool, AgentToolSet } from '../tools/types.js';
-import type { ChatModel } from './chat-model.js';
+import type { ChatModel } from '../model/chat-model.js';
 import type { ChatEvent } from '@contracts/agent/chat.js';
 
 export type HistoryEntry =

@@ -21,8 +21,8 @@ import { workspaceTools } from '../tools/index.js';
 import type { AgentToolSet } from '../tools/types.js';
 import type { ChatHistory, ChatRow, StoredEntry } from './history.js';
 import { runModelLoop } from './loop.js';
-import type { ChatModel } from './chat-model.js';
-import { createLanguageModel, NO_MODEL_REPLY } from './model.js';
+import type { ChatModel } from '../model/chat-model.js';
+import { createLanguageModel, NO_MODEL_REPLY } from '../model/model.js';
 import { buildSystemPrompt } from './prompt.js';
 import { parseEventId, Run, RunRegistry, type ContactAudience, type StreamItem } from './runs.js';
 import {

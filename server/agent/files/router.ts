@@ -1,5 +1,6 @@
 /**
- * Workspace-file procedures. REST: `GET /workspace/tree` comes from the metadata below;
+ * Workspace-file procedures, each at its row of the route table (@contracts/agent/routes.ts).
+ * REST: the JSON routes are placed from those rows;
  * `GET /files/{path}` (files.get + files.read) and `POST /files/upload` (files.upload) are
  * bridge adapters in server/agent/rest-routes.ts (raw file body, multipart).
  *
@@ -10,21 +11,9 @@
  * `X-File-Name` header and the target directory in `X-Upload-Path`, both percent-encoded UTF-8.
  */
 import { badRequest } from '../../common/errors.js';
-import { agentProcedure, router } from '../trpc.js';
+import { agentProcedure, agentRoute, router } from '../trpc.js';
 import { readWorkspaceFile, statWorkspaceFile } from './download.js';
-import {
-  FileDeleted,
-  FileDeleteInput,
-  FileInfo,
-  FileMoved,
-  FileMoveInput,
-  FilePathInput,
-  FileReadInput,
-  TREE_DEFAULT_DEPTH,
-  TreeInput,
-  TreeOutput,
-  UploadResult,
-} from '@contracts/agent/files.js';
+import { FileDeleted, FileInfo, FileMoved, TREE_DEFAULT_DEPTH, TreeOutput, UploadResult } from '@contracts/agent/files.js';
 import { deleteWorkspaceFile, moveWorkspaceFile } from './manage.js';
 import { listTree } from './tree.js';
 import { UploadInput, uploadFile, uploadParts } from './upload.js';
@@ -42,40 +31,34 @@ function headerValue(headers: Record<string, string | string[] | undefined> | un
 }
 
 export const filesRouter = router({
-  tree: agentProcedure
-    .meta({
-      openapi: { method: 'GET', path: '/workspace/tree', summary: 'Workspace file tree (directories first, sorted by name)' },
-      errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND'],
-    })
-    .input(TreeInput)
+  tree: agentRoute('files.tree', {
+    summary: 'Workspace file tree (directories first, sorted by name)',
+    errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND'],
+  })
     .output(TreeOutput)
     .query(({ ctx, input }) => listTree(ctx.services.config.workspace, input.max_depth ?? TREE_DEFAULT_DEPTH)),
 
-  get: agentProcedure
-    .input(FilePathInput)
+  get: agentRoute('files.get')
     .output(FileInfo)
     .query(({ ctx, input }) => statWorkspaceFile(ctx.services.config.workspace, input.path)),
 
-  read: agentProcedure.input(FileReadInput).query(({ ctx, input }) => readWorkspaceFile(ctx.services.config.workspace, input)),
+  read: agentRoute('files.read').query(({ ctx, input }) => readWorkspaceFile(ctx.services.config.workspace, input)),
 
-  delete: agentProcedure
-    .meta({
-      openapi: { method: 'POST', path: '/files/delete', summary: 'Delete a workspace file (not a directory)' },
-      errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'NOT_A_FILE'],
-    })
-    .input(FileDeleteInput)
+  delete: agentRoute('files.delete', {
+    summary: 'Delete a workspace file (not a directory)',
+    errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'NOT_A_FILE'],
+  })
     .output(FileDeleted)
     .mutation(({ ctx, input }) => deleteWorkspaceFile(ctx.services.config.workspace, input.path, ctx.services.quota)),
 
-  move: agentProcedure
-    .meta({
-      openapi: { method: 'POST', path: '/files/move', summary: 'Rename or move a workspace file; never over an existing one unless overwrite' },
-      errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'NOT_A_FILE', 'NOT_A_DIRECTORY', 'FILE_EXISTS'],
-    })
-    .input(FileMoveInput)
+  move: agentRoute('files.move', {
+    summary: 'Rename or move a workspace file; never over an existing one unless overwrite',
+    errors: ['INVALID_PATH', 'FORBIDDEN_PATH', 'FILE_NOT_FOUND', 'NOT_A_FILE', 'NOT_A_DIRECTORY', 'FILE_EXISTS'],
+  })
     .output(FileMoved)
     .mutation(({ ctx, input }) => moveWorkspaceFile(ctx.services.config.workspace, input, ctx.services.quota)),
 
+  // Its row (`files.upload`) has no input: the agent's own parser takes a multipart form (REST) or an octet stream (tRPC).
   upload: agentProcedure
     .input(UploadInput)
     .output(UploadResult)

@@ -12,7 +12,7 @@
 import { ownerTelegramIds } from '../messenger/contacts.js';
 import { TELEGRAM_CHAT_PREFIX } from '../messenger/service.js';
 import { readFile } from 'node:fs/promises';
-import type { ChatModel } from '../chat/chat-model.js';
+import type { ChatModel } from '../model/chat-model.js';
 import type { Logger } from '../../common/log.js';
 import { runModelLoop } from '../chat/loop.js';
 import { buildSystemPrompt } from '../chat/prompt.js';

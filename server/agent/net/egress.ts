@@ -1,6 +1,6 @@
 /**
  * The agent's outgoing HTTP (model provider, Telegram). A sandboxed agent has no network of its
- * own: the account service gives it an egress gateway (server/account/agents/egress-gateway.ts),
+ * own: the account service gives it an egress gateway (server/account/agents/egress/gateway.ts),
  * which checks each destination against an allowlist, adds the operator's credentials and
  * forwards the request. A local agent reaches it on one Unix socket, AGENT_EGRESS_SOCKET; an agent
  * in a Kubernetes pod on the account service's TCP address, AGENT_EGRESS_URL, presenting its own

@@ -9,7 +9,7 @@
  * agent's step bound. Time comes from the injectable `now` so that retention can be tested.
  */
 import { randomBytes } from 'node:crypto';
-import type { ChatModel } from '../chat/chat-model.js';
+import type { ChatModel } from '../model/chat-model.js';
 import type { ErrorCode } from '@contracts/errors.js';
 import { AppError, conflict, notFound } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';

@@ -7,7 +7,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import { ForbiddenAddress, guardedLookup, isPublicAddress } from './address-guard.js';
+import { RefusedAddress, isPublicAddress } from '../../../common/addresses.js';
+import { guardedLookup } from './address-guard.js';
 
 /** The answer's first bytes kept in the delivery log. */
 export const RESPONSE_EXCERPT_BYTES = 1024;
@@ -44,7 +45,7 @@ export function deliver(target: string, headers: Record<string, string>, body: s
   }
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   // Node resolves no name for an IP literal, so the guarded lookup would not see it.
-  if (!options.allowPrivate && isIP(host) && !isPublicAddress(host)) return Promise.resolve(failed(new ForbiddenAddress(host, host).message));
+  if (!options.allowPrivate && isIP(host) && !isPublicAddress(host)) return Promise.resolve(failed(new RefusedAddress(host, host).message));
   const secure = url.protocol === 'https:';
   const pool = options.allowPrivate ? agents.open : agents.guarded;
   return new Promise((resolve) => {
@@ -85,7 +86,7 @@ export function deliver(target: string, headers: Record<string, string>, body: s
       finish(failed(`no answer within ${options.timeoutMs} ms`));
     }, options.timeoutMs);
     request.on('error', (error: Error) =>
-      finish(failed(error instanceof ForbiddenAddress ? error.message : `${(error as NodeJS.ErrnoException).code ?? 'ERROR'}: ${error.message}`)),
+      finish(failed(error instanceof RefusedAddress ? error.message : `${(error as NodeJS.ErrnoException).code ?? 'ERROR'}: ${error.message}`)),
     );
     request.end(body);
   });

@@ -10,7 +10,7 @@ import type { Prisma } from '../../../generated/account/client.js';
 import type { AccountDb } from '../../store.js';
 import { utc } from '../../users/account.js';
 import { checkEndpointAddress } from './address-guard.js';
-import type { WebhookEventType } from './outbox.js';
+import type { WebhookEventType } from '../../events/outbox.js';
 import { newWebhookSecret } from './signature.js';
 import { messageId } from './worker.js';
 
@@ -22,7 +22,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const webhookNotFound = () => notFound('No such webhook endpoint', 'WEBHOOK_NOT_FOUND');
 const deliveryNotFound = () => notFound('No such webhook delivery', 'WEBHOOK_DELIVERY_NOT_FOUND');
 
-/** The client, or the transaction that also writes the change's audit row (admin/audit.ts). */
+/** The client, or the transaction that also writes the change's audit row (events/audit.ts). */
 type Db = Prisma.TransactionClient;
 
 const endpointSelect = {

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { adminProcedure, router, type AccountContext } from '../../trpc.js';
 import { REFUSALS, type AdminCaller } from '../access.js';
-import { recordAudit, type AuditEntry } from '../audit.js';
+import { recordAudit, type AuditEntry } from '../../events/audit.js';
 import { acceptedUrl, createEndpoint, deleteEndpoint, listDeliveries, listEndpoints, resendDelivery, updateEndpoint } from './endpoints.js';
 import {
   CreateWebhookInput,

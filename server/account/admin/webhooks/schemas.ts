@@ -1,6 +1,6 @@
 /** Wire shapes of the webhook admin API (docs/admin.md, "Webhooks"). */
 import { z } from 'zod';
-import { WEBHOOK_EVENT_TYPES } from './outbox.js';
+import { WEBHOOK_EVENT_TYPES } from '../../events/outbox.js';
 
 const Timestamp = z.string().meta({ description: 'UTC, ISO 8601 without a zone suffix' });
 

@@ -185,7 +185,7 @@ export class WebhookWorker {
   private async disableIfFailing(endpointId: string, now: Date): Promise<void> {
     const window = this.retryDelaysMs.reduce((sum, delay) => sum + delay, 0);
     const reason = `every delivery failed for ${Math.round(window / 3600_000)} h or more, the last one after ${this.retryDelaysMs.length + 1} attempts`;
-    // The audit entry (admin/audit.ts) is written by the same statement as the change.
+    // The audit entry (events/audit.ts) is written by the same statement as the change.
     const disabled = await this.sql<{ id: string }>`
       WITH disabled AS (
         UPDATE webhook_endpoints SET enabled = false, disabled_reason = ${reason}, updated_at = ${now}

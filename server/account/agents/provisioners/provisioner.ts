@@ -36,8 +36,11 @@ export interface SleepingAgents extends AgentProvisioner {
   restart(userId: string, opts: { start: boolean }): Promise<void>;
   /** Starts the user's agent for its schedule unless it runs. */
   wake(userId: string): Promise<void>;
-  /** At sign-in: starts a returning user's sleeping agent ahead of the first message. */
-  warmUp(userId: string): Promise<void>;
+  /**
+   * After a sign-in: starts a returning user's sleeping agent ahead of the first message.
+   * `created`: the sign-in made the account, so it has no agent yet (nothing to look up).
+   */
+  warmUp(userId: string, opts?: { created?: boolean }): Promise<void>;
 }
 
 export const isSleepingAgents = (provisioner: AgentProvisioner): provisioner is SleepingAgents =>

@@ -1,7 +1,7 @@
 import { TokenPair } from '@contracts/account/tokens.js';
 import { admitSignInMail } from '../../ratelimit/policy.js';
 import { captchaChecked, publicProcedure, rateLimited, router } from '../../trpc.js';
-import { signInCall, signInTarget } from '../../users/sign-in.js';
+import { signInCall, signInTarget } from '../sign-in.js';
 import { LoginEmailInput, LoginEmailOutput, VerifyInput } from './schemas.js';
 import { LOGIN_EMAIL_MESSAGE } from './service.js';
 

@@ -19,7 +19,7 @@ import type { RateLimits } from '../../ratelimit/limits.js';
 import type { AccountDb } from '../../store.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { TokenService } from '../../tokens/service.js';
-import { completeSignIn, signInTarget, type SignInRequest } from '../../users/sign-in.js';
+import { completeSignIn, signInTarget, type SignInRequest } from '../sign-in.js';
 import {
   consumeEmailCode,
   consumeEmailToken,

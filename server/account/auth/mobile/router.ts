@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
-import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
+import { completeSignIn, signInCall, signInTarget } from '../sign-in.js';
 import { verifyNativeIdToken } from './idtoken.js';
 import { useIdTokenOnce } from './replay.js';
 

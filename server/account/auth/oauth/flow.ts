@@ -15,7 +15,7 @@ import * as client from 'openid-client';
 import { AppError } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
 import type { AccountDb } from '../../store.js';
-import type { ClientInfo } from '../../users/activity.js';
+import type { ClientInfo } from '../../events/activity.js';
 import { signInWithIdentity, type IdentityClaim } from '../../users/identities.js';
 import { issueAuthCode } from './codes.js';
 import { OAuthFailure, type OAuthErrorCode } from './failure.js';

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { AppError } from '../../../common/errors.js';
 import { TokenPair } from '@contracts/account/tokens.js';
 import { clientKeyOf, publicProcedure, rateLimited, requestLog, router, type AccountContext } from '../../trpc.js';
-import { openSession, signInCall, signInTarget } from '../../users/sign-in.js';
+import { openSession, signInCall, signInTarget } from '../sign-in.js';
 import { exchangeAuthCode } from './codes.js';
 import { bindingCookie, bindingCookieName, clearedBindingCookie, clearedExchangeCookie, EXCHANGE_COOKIE, exchangeCookie } from './cookies.js';
 import { failureLanding, finishAuthorization, startAuthorization, type FlowDeps } from './flow.js';

@@ -1,12 +1,12 @@
 /**
  * Passkeys (REST: POST /auth/passkey/{register,login}/{options,verify}). Registering needs the
  * access token of the account that gets the passkey (a guest is upgraded by it); sign-in ends in
- * the same pipeline as every method (users/sign-in.ts).
+ * the same pipeline as every method (auth/sign-in.ts).
  */
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router, userProcedure } from '../../trpc.js';
-import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
+import { completeSignIn, signInCall, signInTarget } from '../sign-in.js';
 import { CreationOptions, LoginOptionsInput, LoginVerifyInput, RegisterOptionsInput, RegisterVerifyInput, RequestOptions } from './schemas.js';
 import { loginOptions, registrationOptions, verifyLogin, verifyRegistration } from './service.js';
 

@@ -1,6 +1,6 @@
 import { TokenPair } from '@contracts/account/tokens.js';
 import { publicProcedure, rateLimited, router } from '../../trpc.js';
-import { completeSignIn, signInCall, signInTarget } from '../../users/sign-in.js';
+import { completeSignIn, signInCall, signInTarget } from '../sign-in.js';
 import { WalletChallenge, WalletChallengeInput, WalletVerifyInput } from './schemas.js';
 import { issueChallenge, verifySignIn } from './siwe.js';
 
@@ -26,7 +26,7 @@ export const walletRouter = router({
     }),
 
   /**
-   * `Authorization: Bearer <access token>` attaches the wallet to that account (guest upgrade or linking, users/sign-in.ts)
+   * `Authorization: Bearer <access token>` attaches the wallet to that account (guest upgrade or linking, auth/sign-in.ts)
    * when that account asked for the challenge; any other presenter signs in to the wallet's own account.
    */
   verify: publicProcedure

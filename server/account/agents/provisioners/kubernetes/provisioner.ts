@@ -45,7 +45,7 @@ import {
 import { AppError } from '../../../../common/errors.js';
 import type { Logger } from '../../../../common/log.js';
 import { agentClient } from '../../client.js';
-import type { EgressGateway, OpenGateway } from '../../egress-gateway.js';
+import type { EgressGateway, OpenGateway } from '../../egress/gateway.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from '../../registry.js';
 import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentStats, type SleepingAgents } from '../provisioner.js';
 import {
@@ -468,8 +468,9 @@ export class KubernetesProvisioner implements SleepingAgents {
   }
 
   /** At sign-in: a returning user's suspended agent starts now, not at the first message. */
-  async warmUp(userId: string): Promise<void> {
-    if (await this.registry.forUser(userId)) await this.agentFor(userId).catch(() => undefined);
+  async warmUp(userId: string, opts: { created?: boolean } = {}): Promise<void> {
+    // A new account's agent is made by its first call.
+    if (!opts.created && (await this.registry.forUser(userId))) await this.agentFor(userId).catch(() => undefined);
   }
 
   private podGone(agentId: string): Promise<void> {

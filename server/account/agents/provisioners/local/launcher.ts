@@ -17,7 +17,7 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import type { Logger } from '../../../../common/log.js';
 import { agentEntry } from './agent-entry.js';
-import type { EgressGateway, GatewayOwner, OpenGateway } from '../../egress-gateway.js';
+import type { EgressGateway, GatewayOwner, OpenGateway } from '../../egress/gateway.js';
 import {
   EXEC_PROXY,
   EXEC_SANDBOX_ARGS,

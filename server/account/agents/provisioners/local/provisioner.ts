@@ -15,7 +15,10 @@
  * that user's from then on, as if started for them. A pooled agent is never handed back or on;
  * one that fails to be claimed is stopped and deleted. Pooled agents count in AGENT_MAX_RUNNING,
  * the pool refills in the background only into a free slot, and they are the first stopped when
- * a user needs the slot.
+ * a user needs the slot. A claimed agent is replaced a second later, and not while new accounts
+ * arrive at a flood's rate (FLOOD_SIGNUPS a second): starting one agent a second (about a core's
+ * second each) would serve few of a flood's users and take that CPU from their answers; the pool
+ * refills once the flood has passed.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -66,7 +69,7 @@ interface Running {
 /**
  * What a local agent inherits from the account service's environment: runtime settings. Never a
  * key or secret (provider keys are added by the egress gateway on the way out); the model settings
- * come from the account's configuration (egress-gateway.ts, agentModelEnvironment).
+ * come from the account's configuration (egress/gateway.ts, agentModelEnvironment).
  */
 const AGENT_ENV =
   /^(PATH|HOME|LANG|LC_\w+|TZ|TMPDIR|NODE_OPTIONS|LOG_LEVEL|LOG_PRETTY|HEARTBEAT_(?!NEXT_AT$)\w+|SUBAGENT_\w+|AGENT_EXEC|AGENT_EXEC_TIMEOUT|AGENT_RUN_\w+)$/;
@@ -116,6 +119,9 @@ const NOT_WARMED = new Error('not started at sign-in');
 
 /** Sign-in warm-ups starting at once; more are skipped (the user's first call starts the agent anyway). */
 const MAX_WARMUPS_IN_FLIGHT = 2;
+/** New accounts this many within FLOOD_WINDOW_MS are a flood: the pool does not refill during one. */
+const FLOOD_SIGNUPS = 5;
+const FLOOD_WINDOW_MS = 1_000;
 /** Beside a warm-pool agent's workspace until it is claimed: what start-up clean-up may delete. */
 const UNCLAIMED_MARKER = 'unclaimed';
 
@@ -142,7 +148,10 @@ export class LocalProvisioner implements SleepingAgents {
   private poolClaims = 0;
   /** Pooled starts that failed in a row: the next fill waits 1 s, 2 s … 30 s. */
   private poolFailures = 0;
+  /** The next fill, when one waits (a failure's backoff, a claim, a flood). */
   private poolRetry: NodeJS.Timeout | undefined;
+  /** When the last FLOOD_SIGNUPS new accounts signed in, oldest first. */
+  private readonly recentSignups: number[] = [];
   /** Users whose agent a sign-in is starting (`warmUp`). */
   private readonly warming = new Set<string>();
 
@@ -176,9 +185,12 @@ export class LocalProvisioner implements SleepingAgents {
    * After a sign-in: a new user takes a pooled agent if one is ready; a returning user's sleeping
    * agent starts, into a free slot or one a pooled agent yields, never by stopping another user's
    * agent, and at most MAX_WARMUPS_IN_FLIGHT at once, so a flood of sign-ins cannot churn agents or
-   * start more than the host holds. Never rejects.
+   * start more than the host holds. Never rejects. A new account (`created`) with no pooled agent
+   * ready costs nothing here: no look-up, since its first call starts its agent anyway.
    */
-  warmUp(userId: string): Promise<void> {
+  warmUp(userId: string, opts: { created?: boolean } = {}): Promise<void> {
+    if (opts.created) this.noteSignup();
+    if (opts.created && this.pool.length === 0) return Promise.resolve();
     if (this.closed || this.starting.has(userId) || this.warming.size >= MAX_WARMUPS_IN_FLIGHT) return Promise.resolve();
     this.warming.add(userId);
     return this.begin(userId, 'warmUp').then(
@@ -356,6 +368,10 @@ export class LocalProvisioner implements SleepingAgents {
   private fillPool(): void {
     const size = this.options.warmPool?.size ?? 0;
     if (this.closed || this.poolRetry || this.poolStarting > 0 || this.pool.length >= size) return;
+    if (this.flooding()) {
+      this.fillPoolIn(FLOOD_WINDOW_MS);
+      return;
+    }
     this.poolStarting++;
     this.startPooled().then(
       (started) => {
@@ -369,13 +385,28 @@ export class LocalProvisioner implements SleepingAgents {
         if (this.closed) return;
         const delay = Math.min(30_000, 1_000 * 2 ** this.poolFailures++);
         this.log.warn({ err: error, retryInMs: delay }, 'starting a warm-pool agent failed');
-        this.poolRetry = setTimeout(() => {
-          this.poolRetry = undefined;
-          this.fillPool();
-        }, delay);
-        this.poolRetry.unref();
+        this.fillPoolIn(delay);
       },
     );
+  }
+
+  private fillPoolIn(delayMs: number): void {
+    if (this.closed || this.poolRetry) return;
+    this.poolRetry = setTimeout(() => {
+      this.poolRetry = undefined;
+      this.fillPool();
+    }, delayMs);
+    this.poolRetry.unref();
+  }
+
+  private noteSignup(now = Date.now()): void {
+    this.recentSignups.push(now);
+    if (this.recentSignups.length > FLOOD_SIGNUPS) this.recentSignups.shift();
+  }
+
+  /** FLOOD_SIGNUPS new accounts within the last FLOOD_WINDOW_MS. */
+  private flooding(now = Date.now()): boolean {
+    return this.recentSignups.length === FLOOD_SIGNUPS && now - (this.recentSignups[0] as number) < FLOOD_WINDOW_MS;
   }
 
   /** One pooled agent into a free slot; false when there is none. */
@@ -442,7 +473,8 @@ export class LocalProvisioner implements SleepingAgents {
     await rm(path.join(this.agentDirOf(agent.id), UNCLAIMED_MARKER), { force: true });
     this.poolClaims++;
     this.log.info({ agent: agent.name, agentId: agent.id }, 'new user served by a warm-pool agent');
-    this.fillPool();
+    // A second later: a flood's first sign-ups are not yet a flood.
+    this.fillPoolIn(FLOOD_WINDOW_MS);
     return agent;
   }
 

@@ -2,14 +2,14 @@
  * The webhook outbox (docs/admin.md, "Webhooks"): every event is written by the same transaction —
  * or the same statement — as the change it describes, so an event exists exactly when its change
  * committed, and a process that dies after the commit loses nothing: the delivery worker
- * (worker.ts) finds the rows on any instance.
+ * (admin/webhooks/worker.ts) finds the rows on any instance.
  *
  * Writing an event also fans it out: one `webhook_deliveries` row per enabled endpoint that wants
  * its type. When no endpoint wants it, nothing is written at all (an endpoint receives the events
  * that happen while it is registered, as with every webhook service), so the outbox costs a
  * sign-up one indexed look-up on a deployment without webhooks.
  */
-import type { Prisma } from '../../../generated/account/client.js';
+import type { Prisma } from '../../generated/account/client.js';
 
 export const WEBHOOK_EVENT_TYPES = [
   'user.created',

@@ -11,8 +11,8 @@
  * those held by calls in flight are under the ceiling, so calls in parallel pass it by at most one
  * call (docs/security.md, "Model budget: calls in flight are reserved").
  */
-import { AppError } from '../../common/errors.js';
-import type { HotSql } from '../hot-sql.js';
+import { AppError } from '../../../common/errors.js';
+import type { HotSql } from '../../hot-sql.js';
 import type { GenerationEndpoint } from './model-routes.js';
 
 export interface TokenUsage {
@@ -107,7 +107,7 @@ export interface Reservation {
 export interface BudgetUser {
   guest: boolean;
   dailyTokens?: number | null | undefined;
-  /** A guest's daily chat messages when an operator set them (guest-policy.ts); null: the default. */
+  /** A guest's daily chat messages when an operator set them (proxy/guest-policy.ts); null: the default. */
   guestMessagesPerDay?: number | null | undefined;
 }
 
@@ -231,7 +231,7 @@ export class ModelBudget {
     const spentNow = usage.tokensIn + usage.tokensOut;
     const now = this.clock();
     // The call whose usage takes a scope from under its ceiling to it also writes the
-    // `budget.exceeded` webhook event, in the same statement (admin/webhooks/outbox.ts); of
+    // `budget.exceeded` webhook event, in the same statement (events/outbox.ts); of
     // concurrent calls exactly one sees the crossing, as each adds to the row atomically.
     const add = (scope: string, limit: number) =>
       this.sql`

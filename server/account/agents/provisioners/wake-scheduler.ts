@@ -14,9 +14,9 @@
  * kubernetes alike), and never a banned user's: a ban clears the wake time, the registry keeps it
  * cleared while the ban lasts, and the claim skips banned users besides.
  */
-import type { Logger } from '../../common/log.js';
-import { bannedAt } from '../admin/bans.js';
-import type { AccountDb } from '../store.js';
+import type { Logger } from '../../../common/log.js';
+import { bannedAt } from '../../users/bans.js';
+import type { AccountDb } from '../../store.js';
 
 export interface WakeTarget {
   /** Starts the user's agent unless it runs; resolves once it answers. */

@@ -12,7 +12,7 @@
 import { conflict, forbidden, notFound } from '../../common/errors.js';
 import type { Prisma } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
-import { recordAudit, SYSTEM_ACTOR, type AuditActor } from './audit.js';
+import { recordAudit, SYSTEM_ACTOR, type AuditActor } from '../events/audit.js';
 
 export type Role = 'user' | 'admin';
 

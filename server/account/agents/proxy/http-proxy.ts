@@ -8,15 +8,15 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Request, Response } from 'express';
 import { RECONNECT } from '@contracts/agent/chat.js';
-import { isAgentUpload } from '@contracts/agent/rest-routes.js';
-import { AppError, notFound } from '../../common/errors.js';
-import { AccountRequest } from '../request.js';
-import type { AccountServices } from '../services.js';
+import { agentRouteAt, isAgentUpload, opensEventStream } from '@contracts/agent/routes.js';
+import { AppError, notFound } from '../../../common/errors.js';
+import { AccountRequest } from '../../request.js';
+import type { AccountServices } from '../../services.js';
 import { matchAgentRoute } from './agent-routes.js';
-import { admitAgentRequest, opensEventStream } from './guest-policy.js';
-import type { AgentMetrics } from './metrics.js';
-import type { AgentEndpoint } from './registry.js';
-import { agentRequestTarget } from './transport.js';
+import { admitAgentRequest } from './guest-policy.js';
+import type { AgentMetrics } from '../metrics.js';
+import type { AgentEndpoint } from '../registry.js';
+import { agentRequestTarget } from '../transport.js';
 
 /** Headers that describe one hop, or carry the caller's credentials: never forwarded. */
 const NOT_FORWARDED = new Set([
@@ -165,7 +165,13 @@ export function forwardToAgent(req: Request, res: Response, agent: Pick<AgentEnd
  * they name (only in its documented spelling: agent-routes.ts), the guest policy for that route,
  * their own agent, then the bytes both ways.
  */
-export async function proxyToOwnAgent(services: AccountServices, req: Request, res: Response, target: { path: string; pathname: string }): Promise<void> {
+/** What the REST proxy uses of the account's services. */
+export type ProxyServices = Pick<
+  AccountServices,
+  'tokens' | 'streamSlots' | 'requestSlots' | 'rateLimits' | 'modelBudget' | 'agents' | 'agentMetrics' | 'shutdown'
+>;
+
+export async function proxyToOwnAgent(services: ProxyServices, req: Request, res: Response, target: { path: string; pathname: string }): Promise<void> {
   const user = await services.tokens.authenticate(req.headers.authorization, new AccountRequest(req));
   // Anything else (another case, a trailing or doubled slash, dot segments, an encoded letter or
   // slash, `;params`, the agent's own /trpc) never reaches the agent: its rules are the route's.
@@ -176,7 +182,8 @@ export async function proxyToOwnAgent(services: AccountServices, req: Request, r
     throw new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here (allowed: ${allow})`, { Allow: allow });
   }
   // The slot first: a refused stream or request must not count a guest's message or start an agent.
-  const release = (opensEventStream(match.route) ? services.streamSlots : services.requestSlots).claim(user.userId);
+  const row = agentRouteAt(match.route.method, match.route.path);
+  const release = (row && opensEventStream(row) ? services.streamSlots : services.requestSlots).claim(user.userId);
   try {
     const { maxBodyBytes } = await admitAgentRequest(match.route, user, services.rateLimits, services.modelBudget);
     const agent = await services.agents.provisioner.agentFor(user.userId);

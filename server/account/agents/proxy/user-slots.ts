@@ -8,7 +8,7 @@
  *   through, so one client cannot pile up requests (stalled bodies, say) against its agent
  *   (docs/security.md, "Stalled bodies").
  */
-import { AppError } from '../../common/errors.js';
+import { AppError } from '../../../common/errors.js';
 
 export class UserSlots {
   private readonly open = new Map<string, number>();

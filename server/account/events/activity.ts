@@ -3,8 +3,8 @@
  * their method, a refresh-token reuse and the session it ended, identities linked and unlinked,
  * sessions revoked, logout everywhere, passkeys added.
  *
- * Each event is written by the statement or transaction that does what it records (sessions.ts,
- * identities.ts, account.ts, passkeys), so the log never claims what did not happen nor misses
+ * Each event is written by the statement or transaction that does what it records (tokens/sessions.ts,
+ * users/identities.ts, users/account.ts, passkeys), so the log never claims what did not happen nor misses
  * what did. Events are kept 90 days; `pruneActivity` runs in the background (services.ts).
  */
 import { randomUUID } from 'node:crypto';

@@ -13,10 +13,9 @@ import type { AccountRequest } from '../request.js';
 import type { AccountDb } from '../store.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LinkTarget, TokenService } from '../tokens/service.js';
-import type { AccountContext } from '../trpc.js';
-import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from './identities.js';
+import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from '../users/identities.js';
 
-export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip'>;
+export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip' | 'afterAnswer'>;
 
 export interface SignInCall {
   db: AccountDb;
@@ -26,7 +25,13 @@ export interface SignInCall {
   rateLimits: RateLimits;
 }
 
-export const signInCall = (ctx: AccountContext): SignInCall => ({
+/** A procedure's context, as far as signing in reads it (the account's tRPC context has this shape). */
+interface SignInContext {
+  services: { store: { db: AccountDb }; tokens: TokenService; rateLimits: RateLimits };
+  request: SignInRequest;
+}
+
+export const signInCall = (ctx: SignInContext): SignInCall => ({
   db: ctx.services.store.db,
   tokens: ctx.services.tokens,
   request: ctx.request,
@@ -48,6 +53,12 @@ export async function completeSignIn(call: SignInCall, claim: IdentityClaim, tar
   return openSession(call, user, claim.provider);
 }
 
-/** For flows whose account is already settled (the OAuth exchange): just the session. */
-export const openSession = (call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'>, method: string): Promise<TokenPair> =>
-  call.tokens.startSession(user, { client: call.request.client, method });
+/**
+ * For flows whose account is already settled (the OAuth exchange): just the session. What should
+ * be ready for the user's first call (their agent: services.ts) starts once the answer is out.
+ */
+export async function openSession(call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'> & { created?: boolean }, method: string): Promise<TokenPair> {
+  const pair = await call.tokens.startSession(user, { client: call.request.client, method });
+  call.request.afterAnswer(() => call.tokens.signedIn({ userId: user.userId, created: user.created ?? false }));
+  return pair;
+}

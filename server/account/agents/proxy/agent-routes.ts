@@ -3,13 +3,13 @@
  * (docs/security.md, "One spelling per agent path"). The policy used to read the raw path while
  * the agent's router was case-insensitive and trailing-slash tolerant, so `/CHAT`, `/chat/` or
  * `/chat/x/STREAM` reached the guarded routes without their guest rules. Now a path is matched
- * byte for byte against the route templates of contracts/agent/rest-routes.ts: literal segments
+ * byte for byte against the REST routes the route table proxies (contracts/agent/routes.ts): literal segments
  * exactly, parameters as one non-empty segment of URI path characters (a raw `\` is none) that
  * does not decode to a dot segment, a `/` or a control character. What matches is forwarded as it
  * came (so the agent, whose routing is as strict, lands on the same route); anything else never
  * reaches it.
  */
-import { AGENT_REST_ROUTES, type AgentRestRoute } from '@contracts/agent/rest-routes.js';
+import { AGENT_REST_ROUTES, type AgentRestRoute } from '@contracts/agent/routes.js';
 
 /** One path segment of RFC 3986 `pchar`s: unreserved, sub-delims, `:`, `@` and `%XX`. */
 const SEGMENT = /^(?:[\w\-.~!$&'()*+,;=:@]|%[\dA-Fa-f]{2})+$/;
@@ -41,9 +41,9 @@ const COMPILED: CompiledRoute[] = AGENT_REST_ROUTES.map((route) => ({
 }));
 
 function matches({ route, segments }: CompiledRoute, raw: string[]): boolean {
-  // A spanning parameter (`rest`) is the last template segment and takes one or more raw ones.
-  const fixed = route.rest ? segments.length - 1 : segments.length;
-  if (route.rest ? raw.length <= fixed : raw.length !== fixed) return false;
+  // A spanning parameter (`spans`) is the last template segment and takes one or more raw ones.
+  const fixed = route.spans ? segments.length - 1 : segments.length;
+  if (route.spans ? raw.length <= fixed : raw.length !== fixed) return false;
   return raw.every((segment, i) => {
     const expected = i < fixed ? segments[i] : null;
     return expected === null ? isParameterSegment(segment) : segment === expected;

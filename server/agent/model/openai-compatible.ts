@@ -30,7 +30,7 @@ export interface OpenAICompatibleOptions {
   baseURL: string;
   modelId: string;
   apiKey?: string;
-  /** A sandboxed agent's egress gateway (net/egress.ts); unset: direct. */
+  /** A sandboxed agent's egress gateway (server/agent/net/egress.ts); unset: direct. */
   egress?: EgressGatewayAddress;
 }
 

@@ -6,16 +6,17 @@
  * - uploads up to 5 MB instead of 50 MB;
  * - 50 chat messages per day (a reconnect to a running reply is not a message).
  * Full accounts get the agent's own limits. Everyone's chat message is refused up front with 429
- * BUDGET_EXCEEDED once their daily model budget is spent (model-usage.ts), before it counts.
+ * BUDGET_EXCEEDED once their daily model budget is spent (egress/model-usage.ts), before it counts.
  *
- * Both faces of the proxy ask the same question with an action name: the REST proxy derives it
- * from the agent route the request matched (`restAgentAction`; agent-routes.ts matches only the
- * documented spelling), the tRPC routers name it per procedure.
+ * Both faces of the proxy ask the same question with an action name, each route's from its row of
+ * the route table (contracts/agent/routes.ts): the REST proxy from the route the request matched
+ * (`restAgentAction`; agent-routes.ts matches only the documented spelling), the tRPC proxy from
+ * the procedure's row and its input.
  */
-import type { AgentRestRoute } from '@contracts/agent/rest-routes.js';
-import { AppError } from '../../common/errors.js';
-import type { RateLimits } from '../ratelimit/limits.js';
-import type { ModelBudget } from './model-usage.js';
+import { agentRouteAt, guestActionOf, type AgentAction, type AgentRestRoute } from '@contracts/agent/routes.js';
+import { AppError } from '../../../common/errors.js';
+import type { RateLimits } from '../../ratelimit/limits.js';
+import type { ModelBudget } from '../egress/model-usage.js';
 
 export const GUEST_UPLOAD_BYTES = 5 * 1024 * 1024;
 export const FULL_UPLOAD_BYTES = 50 * 1024 * 1024 + 1024 * 1024; // the agent enforces 50 MB of file; room for the multipart envelope
@@ -23,24 +24,18 @@ export const GUEST_DAILY_MESSAGES = 50;
 
 const upgradeHint = 'Link a verified e-mail address or a provider account to lift guest limits';
 
-/** What a call to the agent does, as far as the guest policy cares. */
-export type AgentAction = 'chat.message' | 'messenger' | 'other';
+export type { AgentAction };
 
 export interface AgentUser {
   guest: boolean;
   userId: string;
 }
 
-/** The action of a REST call to one of the agent's routes. */
+/** The action of a REST call to one of the agent's routes: its row's (the body is not read: a REST reconnect is a message too). */
 export function restAgentAction(route: AgentRestRoute): AgentAction {
-  if (/^\/(messenger|telegram)\//.test(route.path)) return 'messenger';
-  if (route.method === 'POST' && route.path === '/chat') return 'chat.message';
-  return 'other';
+  const row = agentRouteAt(route.method, route.path);
+  return row ? guestActionOf(row) : 'other';
 }
-
-/** REST routes whose answer is an event stream the proxy relays: a chat message, a reconnect to its reply. */
-export const opensEventStream = (route: AgentRestRoute): boolean =>
-  (route.method === 'POST' && route.path === '/chat') || (route.method === 'GET' && route.path === '/chat/{chat_id}/stream');
 
 type Budget = Pick<ModelBudget, 'check' | 'guestMessagesPerDay' | 'countActivity'>;
 

@@ -1,6 +1,6 @@
 /** Wire shapes of account self-service (docs/api.md, "Account self-service"). */
 import { z } from 'zod';
-import { ACTIVITY_TYPES } from './activity.js';
+import { ACTIVITY_TYPES } from '../events/activity.js';
 
 /** UTC, ISO 8601 without a zone suffix. */
 const Timestamp = z.string().meta({ description: 'UTC, ISO 8601 without a zone suffix' });
@@ -11,7 +11,7 @@ export const Identity = z
   .object({ id: z.string(), method: IdentityMethod, label: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() })
   .meta({ id: 'Identity' });
 
-/** What the account may still use today: a guest's chat messages, and model tokens (agents/model-usage.ts). */
+/** What the account may still use today: a guest's chat messages, and model tokens (agents/egress/model-usage.ts). */
 export const AccountUsage = z
   .object({
     messages_left_today: z
