@@ -10,7 +10,7 @@
  * volumes; it finds none of them, while a control value in its own environment is found.
  */
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +24,7 @@ import { REPO_ROOT, startKubelet, type TestKubelet } from '../support/kube/kubel
 import { inKubeNetns, KUBE_NETNS_SKIP_REASON } from '../support/kube/netns.js';
 import { sharedControlPlane } from '../support/kube/shared.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { needle, scanCommand, scanReport } from '../support/secret-scan.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { events, openSse, readFrames } from '../support/sse.js';
 
@@ -32,26 +33,6 @@ const inside = inKubeNetns();
 const suite = inside ? describe : describe.skip;
 /** This file's own agents' namespace on the run's shared control plane (test/kube/provisioner.test.ts has `agents`). */
 const NS = 'agents-isolation';
-const SCANNER = path.join(REPO_ROOT, 'test/security/exec-scanner.cjs');
-
-interface Needle {
-  name: string;
-  prefix: string;
-  length: number;
-  sha256: string;
-}
-const needle = (name: string, value: string): Needle => ({
-  name,
-  prefix: value.slice(0, 6),
-  length: value.length,
-  sha256: createHash('sha256').update(value).digest('hex'),
-});
-
-interface ScanReport {
-  found: Array<{ name: string; where: string }>;
-  processes: Array<{ pid: string; comm: string; environ: boolean; root: boolean; memBytes: number }>;
-  filesScanned: number;
-}
 
 suite(inside ? 'an agent in a Pod' : `an agent in a Pod — skipped: ${KUBE_NETNS_SKIP_REASON}`, () => {
   let cp: ControlPlane;
@@ -140,13 +121,7 @@ suite(inside ? 'an agent in a Pod' : `an agent in a Pod — skipped: ${KUBE_NETN
     // Everything else a command can read: the scanner of test/security/exec-agent-secrets.test.ts.
     const control = `control-${randomBytes(12).toString('hex')}`;
     const needles = [...Object.entries(secrets).map(([name, value]) => needle(name, value)), needle('control', control)];
-    const source = (await readFile(SCANNER)).toString('base64');
-    const args = Buffer.from(JSON.stringify(needles)).toString('base64');
-    const output = await exec(
-      user,
-      `echo ${source} | base64 -d > /tmp/scan.cjs && SCAN_CONTROL=${control} SCAN_ROOTS=/data:/tmp:/run:/var/run node /tmp/scan.cjs ${args}`,
-    );
-    const report = JSON.parse(output.slice(output.indexOf('{'))) as ScanReport;
+    const report = scanReport(await exec(user, await scanCommand(`SCAN_CONTROL=${control} SCAN_ROOTS=/data:/tmp:/run:/var/run`, needles)));
     console.log(
       `exec in the Pod scanned ${report.processes.length} processes (${report.processes.map((p) => `${p.pid} ${p.comm}: environ ${p.environ}, memory ${p.memBytes} bytes`).join('; ')}) and ${report.filesScanned} files`,
     );

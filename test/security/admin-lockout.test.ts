@@ -7,19 +7,16 @@
  * LAST_ADMIN), even by two admins banning each other at once; `npm run admin -- unban` lets a
  * banned admin back in. Real HTTP to a real account service, on PGlite and PostgreSQL.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminCaller } from '../../server/account/admin/access.js';
 import { CLI_ACTOR } from '../../server/account/events/audit.js';
 import { setRole } from '../../server/account/users/roles.js';
 import { banUser } from '../../server/account/admin/users.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
-import { type Admin, adminApi, expectError } from '../support/admin-api.js';
+import { type Admin, adminApi, adminCli, expectError } from '../support/admin-api.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 
-const run = promisify(execFile);
 const stores = (await postgresReachable()) ? (['pglite', 'postgres'] as const) : (['pglite'] as const);
 
 describe.each(stores)('admins are guarded (%s)', (kind) => {
@@ -117,15 +114,7 @@ describe.each(stores)('admins are guarded (%s)', (kind) => {
       expect((await api.post(`/admin/users/${user_id}/ban`, { reason: 'mistake' }, keeper.headers)).status).toBe(204);
       const refused = await api.call('POST', '/auth/verify-magic-link', {}, { email, code: (await account.services.email.request(email)).code });
       expect(refused.status).toBe(403);
-      const { stdout } = await run('npx', ['tsx', 'scripts/admin.ts', 'unban', email], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '',
-          DATABASE_URL: account.services.config.databaseUrl,
-          DATA_DIR: account.dataDir,
-          LOG_LEVEL: 'silent',
-        },
-      });
+      const { stdout } = await adminCli(account, 'unban', email);
       expect(stdout).toContain('can sign in again');
       expect((await api.get('/auth/me', bearer(await api.email(email)))).status).toBe(200);
       const audit = await account.services.store.db.auditEvent.findMany({ where: { targetId: user_id, action: 'user.unban' } });
