@@ -67,7 +67,6 @@ describe('webhook URLs with an IPv4 address inside IPv6', () => {
   });
 
   it('the same forms of a public address pass: the guard judges the address carried, not the spelling', () => {
-    for (const address of ['::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1', '2606:4700::1111'])
-      expect(isPublicAddress(address), address).toBe(true);
+    for (const address of ['::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1', '2606:4700::1111']) expect(isPublicAddress(address), address).toBe(true);
   });
 });
