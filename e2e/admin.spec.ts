@@ -1,4 +1,4 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { ownClient } from './support/guest.js';
 import { signInByEmail } from './support/outbox.js';
 import { enrolAuthenticator } from './support/second-factor.js';

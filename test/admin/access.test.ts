@@ -5,19 +5,14 @@
  * guests and expired tokens are refused, and each refusal is counted; ADMIN_EMAILS and the
  * command line make admins.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_ACTOR } from '../../server/account/events/audit.js';
 import { setRole } from '../../server/account/users/roles.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
 import { enrolTotp } from '../support/authenticator.js';
-import { adminApi, expectError } from '../support/admin-api.js';
-import { cliEntry } from '../support/entries.js';
+import { adminApi, adminCli, expectError } from '../support/admin-api.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-
-const run = promisify(execFile);
 
 async function refusals(account: TestAccount): Promise<number> {
   const text = await (await fetch(`${account.url}/metrics`)).text();
@@ -114,16 +109,7 @@ describe.runIf(await postgresReachable())('npm run admin on PostgreSQL while the
   });
   afterAll(() => account?.stop());
 
-  const cli = (...args: string[]) =>
-    run(process.execPath, [...cliEntry('admin'), ...args], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        DATABASE_URL: account.services.config.databaseUrl,
-        DATA_DIR: account.dataDir,
-        LOG_LEVEL: 'silent',
-      },
-    });
+  const cli = (...args: string[]) => adminCli(account, ...args);
 
   it('grant, key create and revoke work on the running service, and are audited as the command line', async () => {
     const email = uniqueEmail('cli');

@@ -10,7 +10,7 @@
  * volumes; it finds none of them, while a control value in its own environment is found.
  */
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +24,7 @@ import { REPO_ROOT, startKubelet, type TestKubelet } from '../support/kube/kubel
 import { inKubeNetns, KUBE_NETNS_SKIP_REASON } from '../support/kube/netns.js';
 import { sharedControlPlane } from '../support/kube/shared.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { needle, scanCommand, scanReport } from '../support/secret-scan.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { events, openSse, readFrames } from '../support/sse.js';
 
@@ -32,26 +33,6 @@ const inside = inKubeNetns();
 const suite = inside ? describe : describe.skip;
 /** This file's own agents' namespace on the run's shared control plane (test/kube/provisioner.test.ts has `agents`). */
 const NS = 'agents-isolation';
-const SCANNER = path.join(REPO_ROOT, 'test/security/exec-scanner.cjs');
-
-interface Needle {
-  name: string;
-  prefix: string;
-  length: number;
-  sha256: string;
-}
-const needle = (name: string, value: string): Needle => ({
-  name,
-  prefix: value.slice(0, 6),
-  length: value.length,
-  sha256: createHash('sha256').update(value).digest('hex'),
-});
-
-interface ScanReport {
-  found: Array<{ name: string; where: string }>;
-  processes: Array<{ pid: string; comm: string; environ: boolean; root: boolean; memBytes: number }>;
-  filesScanned: number;
-}
 
 suite(inside ? 'an agent in a Pod' : `an agent in a Pod — skipped: ${KUBE_NETNS_SKIP_REASON}`, () => {
   let cp: ControlPlane;
@@ -123,8 +104,18 @@ suite(inside ? 'an agent in a Pod' : `an agent in a Pod — skipped: ${KUBE_NETN
   /** One `exec` through the chat: the command's output. */
   const exec = async (pair: TokenPair, command: string): Promise<string> => (JSON.parse(await chat(pair, `run: ${command}`)) as { output: string }).output;
 
-  it("exec reads none of its agent's secrets: not the Secret's file, nor any environment, /proc entry or memory it can see", async () => {
+  it("exec reads none of its agent's secrets: not the Secret's file, nor any environment, /proc entry or memory it can see", { timeout: 300_000 }, async () => {
     const user = await guest('isolation');
+    // A first start may take longer than KUBE_START_TIMEOUT on a loaded machine: the answer is then
+    // 503 AGENT_STARTING with Retry-After, which a client honours, as here (at most 3 minutes).
+    for (const deadline = Date.now() + 180_000; ; ) {
+      const res = await fetch(`${account.url}/api/v1/agent/chats`, { headers: { authorization: `Bearer ${user.access_token}` } });
+      if (res.status !== 503 || Date.now() > deadline) {
+        expect(res.status).toBe(200);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after') ?? 5) * 1000));
+    }
     expect(await chat(user, 'hello pod')).toBe('echo: hello pod');
     const agent = await account.services.agents.registry.forUser(user.userId);
     const stored = (await cp.api.get(corePath(NS, 'secrets', `agent-${agent?.id}`))) as { data: Record<string, string> };
@@ -140,13 +131,7 @@ suite(inside ? 'an agent in a Pod' : `an agent in a Pod — skipped: ${KUBE_NETN
     // Everything else a command can read: the scanner of test/security/exec-agent-secrets.test.ts.
     const control = `control-${randomBytes(12).toString('hex')}`;
     const needles = [...Object.entries(secrets).map(([name, value]) => needle(name, value)), needle('control', control)];
-    const source = (await readFile(SCANNER)).toString('base64');
-    const args = Buffer.from(JSON.stringify(needles)).toString('base64');
-    const output = await exec(
-      user,
-      `echo ${source} | base64 -d > /tmp/scan.cjs && SCAN_CONTROL=${control} SCAN_ROOTS=/data:/tmp:/run:/var/run node /tmp/scan.cjs ${args}`,
-    );
-    const report = JSON.parse(output.slice(output.indexOf('{'))) as ScanReport;
+    const report = scanReport(await exec(user, await scanCommand(`SCAN_CONTROL=${control} SCAN_ROOTS=/data:/tmp:/run:/var/run`, needles)));
     console.log(
       `exec in the Pod scanned ${report.processes.length} processes (${report.processes.map((p) => `${p.pid} ${p.comm}: environ ${p.environ}, memory ${p.memBytes} bytes`).join('; ')}) and ${report.filesScanned} files`,
     );

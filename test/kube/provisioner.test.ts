@@ -292,8 +292,13 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
       const agent = await account.services.agents.registry.forUser(user.userId);
       expect(kubelet.kill(NS, `agent-${agent?.id}-0`, { signal: 'SIGKILL' })).toBe(true);
       await eventually('crash reported', () => provisionerOf(account).stats().crashed >= 1, 20_000);
-      await eventually('ready again', async () => (await pod(agent?.id ?? ''))?.status?.containerStatuses?.[0]?.ready === true, 30_000);
-      expect((await pod(agent?.id ?? ''))?.status?.containerStatuses?.[0]?.restartCount).toBe(1);
+      // The agent's container (the Pod's exec runner beside it was not touched).
+      const agentStatus = async () =>
+        ((await pod(agent?.id ?? ''))?.status?.containerStatuses as Array<{ name: string; ready: boolean; restartCount: number }> | undefined)?.find(
+          (c) => c.name === 'agent',
+        );
+      await eventually('ready again', async () => (await agentStatus())?.ready === true, 30_000);
+      expect((await agentStatus())?.restartCount).toBe(1);
       expect(await chat(account, user, 'c', 'after')).toBe('echo: after');
     } finally {
       await account.stop();

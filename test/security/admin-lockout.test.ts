@@ -1,26 +1,22 @@
 /**
  * A support key cannot lock every admin out (fourth security review, Medium): an API key with
  * `users:write` banned an admin (204; the admin's token then 401, their sign-in 403 USER_BANNED),
- * and `npm run admin` had no way to lift a ban. Now (server/account/admin/roles.ts): a key acting
+ * and `npm run admin` had no way to lift a ban. Now (server/account/users/roles.ts): a key acting
  * on an account that holds the admin role is 403 FORBIDDEN, whatever its scopes; the last admin
  * who is not banned cannot be banned, deleted (by an admin or by themselves) or demoted (409
  * LAST_ADMIN), even by two admins banning each other at once; `npm run admin -- unban` lets a
  * banned admin back in. Real HTTP to a real account service, on PGlite and PostgreSQL.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminCaller } from '../../server/account/admin/access.js';
 import { CLI_ACTOR } from '../../server/account/events/audit.js';
 import { setRole } from '../../server/account/users/roles.js';
 import { banUser } from '../../server/account/admin/users.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
-import { type Admin, adminApi, expectError } from '../support/admin-api.js';
-import { cliEntry } from '../support/entries.js';
+import { type Admin, adminApi, adminCli, expectError } from '../support/admin-api.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 
-const run = promisify(execFile);
 const stores = (await postgresReachable()) ? (['pglite', 'postgres'] as const) : (['pglite'] as const);
 
 describe.each(stores)('admins are guarded (%s)', (kind) => {
@@ -118,15 +114,7 @@ describe.each(stores)('admins are guarded (%s)', (kind) => {
       expect((await api.post(`/admin/users/${user_id}/ban`, { reason: 'mistake' }, keeper.headers)).status).toBe(204);
       const refused = await api.call('POST', '/auth/verify-magic-link', {}, { email, code: (await account.services.email.request(email)).code });
       expect(refused.status).toBe(403);
-      const { stdout } = await run(process.execPath, [...cliEntry('admin'), 'unban', email], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '',
-          DATABASE_URL: account.services.config.databaseUrl,
-          DATA_DIR: account.dataDir,
-          LOG_LEVEL: 'silent',
-        },
-      });
+      const { stdout } = await adminCli(account, 'unban', email);
       expect(stdout).toContain('can sign in again');
       expect((await api.get('/auth/me', bearer(await api.email(email)))).status).toBe(200);
       const audit = await account.services.store.db.auditEvent.findMany({ where: { targetId: user_id, action: 'user.unban' } });

@@ -3,6 +3,9 @@
  * passed a second factor (ADMIN_REQUIRE_2FA is on by default: test/support/authenticator.ts), create
  * API keys through the API, and call admin routes with a token or a key.
  */
+import { execFile } from 'node:child_process';
+import { cliEntry } from './entries.js';
+import { promisify } from 'node:util';
 import { CLI_ACTOR } from '../../server/account/events/audit.js';
 import { setRole } from '../../server/account/users/roles.js';
 import { signAccessToken } from '../../server/account/tokens/jwt.js';
@@ -59,3 +62,16 @@ export const expectError = async (res: Response, status: number, code: string): 
   const body = (await res.json()) as { code: string };
   if (res.status !== status || body.code !== code) throw new Error(`expected ${status} ${code}, got ${res.status} ${JSON.stringify(body)}`);
 };
+
+/** `npm run admin -- <args>` on the account's own store (its DATABASE_URL or data directory): the command line's output. */
+export function adminCli(account: TestAccount, ...args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, [...cliEntry('admin'), ...args], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      DATABASE_URL: account.services.config.databaseUrl,
+      DATA_DIR: account.dataDir,
+      LOG_LEVEL: 'silent',
+    },
+  });
+}
