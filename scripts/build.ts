@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writ
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
-import { AGENT_SOURCES, BUILD_STAMP, DIST_DIR, REPO_ROOT, SERVER_SOURCES, buildStamp, newestSource, serverBuildIsCurrent } from '../server/common/build.js';
+import { BUILD_STAMP, DIST_DIR, REPO_ROOT, SERVER_SOURCES, buildStamp, newestSource, serverBuildIsCurrent } from '../server/common/build.js';
 import { buildAgentBundle } from './agent-bundle.js';
 
 const WEB_DIR = path.join(REPO_ROOT, 'client/web');
@@ -17,8 +17,9 @@ const WEB_STAMP = path.join(WEB_DIR, 'dist/index.html');
 
 export async function buildServer(): Promise<void> {
   rmSync(DIST_DIR, { recursive: true, force: true });
-  // The agent runs from its bundle only; the account service (and what it shares) file by file.
-  const entryPoints = SERVER_SOURCES.flatMap((dir) => listTs(path.join(REPO_ROOT, dir))).filter((file) => !file.startsWith(AGENT_SOURCES));
+  // Agents run from their bundle (below); the agent's modules are in the per-file tree too, for the
+  // CLIs that open its store (scripts/db.ts migrates agent.db).
+  const entryPoints = SERVER_SOURCES.flatMap((dir) => listTs(path.join(REPO_ROOT, dir)));
   const { outputFiles } = await build({
     entryPoints,
     outdir: DIST_DIR,

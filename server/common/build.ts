@@ -7,7 +7,8 @@
  *   `dist/prisma` and `dist/client` link back to the sources, so the paths the code resolves from
  *   `import.meta.url` hold in both trees;
  * - the agent: one bundle with its code cache in `dist/agent/`, started by `dist/agent/boot.cjs`
- *   (server/agent/boot.ts, scripts/agent-bundle.ts), since an agent starts at every wake.
+ *   (server/agent/boot.ts, scripts/agent-bundle.ts), since an agent starts at every wake (its
+ *   modules are in the per-file tree as well, for the CLIs that open its store).
  *
  * Whether the build is current is a cheap question (about 250 `stat` calls): the newest source
  * file and package-lock.json (the bundle holds the packages' code) against the stamp the last
@@ -28,8 +29,6 @@ export const DIST_DIR = path.join(REPO_ROOT, 'dist');
 export const BUILD_STAMP = path.join(DIST_DIR, '.build-stamp');
 /** The trees the server build compiles. */
 export const SERVER_SOURCES = ['contracts', 'server', 'rest-bridge', 'scripts'];
-/** The agent's own sources: in its bundle, not in the per-file tree. */
-export const AGENT_SOURCES = path.join(REPO_ROOT, 'server/agent/');
 /** What runs an agent (`node <AGENT_BOOT>`), the bundle it compiles, and that bundle's V8 code cache. */
 export const AGENT_BOOT = path.join(DIST_DIR, 'agent/boot.cjs');
 export const AGENT_BUNDLE = path.join(DIST_DIR, 'agent/agent.cjs');

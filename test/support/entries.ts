@@ -6,7 +6,7 @@
  * that went stale while tests ran.
  */
 import path from 'node:path';
-import { DIST_DIR, REPO_ROOT, serverBuildIsCurrent } from '../../server/common/build.js';
+import { AGENT_BOOT, DIST_DIR, REPO_ROOT, serverBuildIsCurrent } from '../../server/common/build.js';
 
 function entry(source: string): string[] {
   return serverBuildIsCurrent()
@@ -14,8 +14,10 @@ function entry(source: string): string[] {
     : ['--import', import.meta.resolve('tsx'), path.join(REPO_ROOT, source)];
 }
 
-/** Arguments for `process.execPath` that run a service: `server/<service>/main.ts`. */
+/** Arguments for `process.execPath` that run a service: `server/<service>/main.ts`, or the agent's bundle. */
 export function serviceEntry(service: 'account' | 'agent'): string[] {
+  // An agent runs from its bundle, as local and Kubernetes agents do (server/agent/boot.ts).
+  if (service === 'agent' && serverBuildIsCurrent()) return [AGENT_BOOT];
   return entry(`server/${service}/main.ts`);
 }
 
