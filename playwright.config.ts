@@ -33,8 +33,9 @@ const providerEnv = {
   WEBAUTHN_ORIGIN: `http://localhost:${accountPort}`,
   // e2e/admin.spec.ts registers a webhook endpoint on this machine (refused by default: docs/admin.md).
   WEBHOOK_ALLOW_PRIVATE: '1',
-  // e2e/admin.spec.ts signs in as this address and is an admin at once.
-  ADMIN_EMAILS: 'operator@e2e.example',
+  // e2e/admin.spec.ts and e2e/axe-pages.spec.ts sign in as these addresses and are admins at once
+  // (each enrols its own authenticator app: ADMIN_REQUIRE_2FA).
+  ADMIN_EMAILS: 'operator@e2e.example,auditor@e2e.example',
 };
 
 export default defineConfig({

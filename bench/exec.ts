@@ -27,7 +27,7 @@ const CALLS = Number(process.env.BENCH_CALLS ?? (process.env.BENCH_QUICK === '1'
 
 /** Runs inside the agent's sandbox: CALLS exec calls of `true`, each one's milliseconds as JSON. */
 const INSIDE = `
-const { runShell } = await import(${JSON.stringify(path.join(DIST_DIR, 'server/agent/tools/exec.js'))});
+const { runShell } = await import(${JSON.stringify(path.join(DIST_DIR, 'server/agent/tools/shell.js'))});
 const sandbox = JSON.parse(process.env.BENCH_EXEC_SANDBOX);
 const times = [];
 for (let i = 0; i < ${CALLS}; i++) {

@@ -6,13 +6,16 @@
  *
  *   - new agent ready: a new user's first `agentFor` (Secret, claim, Service and StatefulSet
  *     created, the Pod scheduled, started and ready), goal ≤ 3 s;
- *   - suspended agent woken: `agentFor` of a suspended agent (replicas 0 → 1 → ready), and the
- *     part of it from the process's spawn to its first `/health` answer, goal ≤ 1 s;
+ *   - suspended agent woken: `agentFor` of a suspended agent (replicas 0 → 1 → ready), goal ≤ 1 s
+ *     median, and the part of it from the process's spawn to its first `/health` answer;
+ *   - both beside the baseline's agent (AGENT_BASELINE, before the agent bundle, built in
+ *     .bench/ of this checkout, which the kubelet's pods see) as the container's command, in
+ *     alternating rounds (BENCH_KUBE_ROUNDS, 2), with the load average as each began;
  *   - 100 agents created and suspended (4 at a time): errors, and what is left in the namespace
  *     (4 objects per agent and no Pod: nothing leaked);
  *   - API requests per minute per idle agent while nothing happens (the watch keeps the cache).
  * BENCH_KUBE_AGENTS (100; 20 with BENCH_QUICK=1) agents, BENCH_KUBE_SAMPLES (5) timed starts and
- * wakes, BENCH_KUBE_IDLE_SECONDS (60; 20 quick) of idleness. The harness runs every Pod on this
+ * wakes per side and round, BENCH_KUBE_IDLE_SECONDS (60; 20 quick) of idleness. The harness runs every Pod on this
  * machine, so the start figures include a loaded machine's node start-up: compare them with the
  * local provisioner's cold start (`npm run bench:first-token`, pool off) taken on the same machine.
  */
@@ -22,30 +25,48 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { KubernetesProvisioner } from '../server/account/agents/provisioners/kubernetes/provisioner.js';
 import { startControlPlane } from '../test/support/kube/cluster.js';
-import { REPO_ROOT, startKubelet } from '../test/support/kube/kubelet.js';
+import { REPO_ROOT, startKubelet, type TestKubelet } from '../test/support/kube/kubelet.js';
 import { kubeAccountEnv } from '../test/support/kube/account-env.js';
 import { inKubeNetns, KUBE_NETNS_SKIP_REASON } from '../test/support/kube/netns.js';
 import { startScriptedModel } from '../test/support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../test/support/servers.js';
-import { median, runIfEntry, table } from './lib/harness.js';
+import { AGENT_BASELINE, baselineTree, shortCommit } from './lib/baseline.js';
+import { agentScript, loadAverage, median, runIfEntry, table } from './lib/harness.js';
 
 const run = promisify(execFile);
 const QUICK = process.env.BENCH_QUICK === '1';
 const AGENTS = Number(process.env.BENCH_KUBE_AGENTS ?? (QUICK ? 20 : 100));
 const SAMPLES = Number(process.env.BENCH_KUBE_SAMPLES ?? 5);
 const IDLE_SECONDS = Number(process.env.BENCH_KUBE_IDLE_SECONDS ?? (QUICK ? 20 : 60));
+const ROUNDS = Math.min(5, Number(process.env.BENCH_KUBE_ROUNDS ?? 2));
+const WAKE_GOAL_MS = 1000;
 const NS = 'agents';
 const SELECTOR = 'app.kubernetes.io/part-of=agent-accounts,app.kubernetes.io/name=agent';
 
-export interface KubeResults {
-  newAgentMs: { median: number; max: number; runs: number[] };
-  wakeMs: { median: number; max: number; runs: number[] };
-  spawnToHealthMs: { median: number; max: number; runs: number[] };
+interface Summary {
+  median: number;
+  max: number;
+  runs: number[];
+}
+
+/** Starts and wakes of one side's agents. */
+interface Starts {
+  newAgentMs: Summary;
+  wakeMs: Summary;
+  spawnToHealthMs: Summary;
+}
+
+export interface KubeResults extends Starts {
+  date: string;
+  baseline: Starts & { commit: string; command: string[] };
+  /** Each side's round, in the order they ran, with the 1, 5 and 15 minute load averages as it began. */
+  rounds: Array<{ round: number; side: 'bundle' | 'baseline'; loadAverage: number[] }>;
+  goals: { wakeMedianMs: number };
   bulk: { agents: number; errors: number; seconds: number; leftObjects: number; expectedObjects: number; pods: number };
   idle: { agents: number; seconds: number; apiRequests: number; perAgentPerMinute: number };
 }
 
-const summary = (runs: number[]) => ({ median: Math.round(median(runs)), max: Math.round(Math.max(...runs)), runs: runs.map(Math.round) });
+const summary = (runs: number[]): Summary => ({ median: Math.round(median(runs)), max: Math.round(Math.max(...runs)), runs: runs.map(Math.round) });
 
 function healthy(url: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -59,8 +80,51 @@ function healthy(url: string): Promise<boolean> {
   });
 }
 
+/**
+ * SAMPLES new agents, one at a time, each suspended afterwards (so each start has the machine to
+ * itself); then each of them woken, timing the part from its process's spawn to `/health` too.
+ */
+async function startsAndWakes(account: TestAccount, kubelet: TestKubelet, runs: { newAgent: number[]; wake: number[]; spawn: number[] }): Promise<void> {
+  const provisioner = account.services.agents.provisioner as KubernetesProvisioner;
+  const podGone = async (agentId: string) => {
+    while (kubelet.pod(NS, `agent-${agentId}-0`)) await new Promise((r) => setTimeout(r, 20));
+  };
+  const sampleUsers: string[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const userId = (await account.services.store.db.user.create({ data: { tier: 'guest' } })).id;
+    const started = performance.now();
+    const agent = await provisioner.agentFor(userId);
+    runs.newAgent.push(performance.now() - started);
+    sampleUsers.push(userId);
+    await provisioner.stopAgentOf(userId);
+    await podGone(agent.id);
+  }
+  for (const userId of sampleUsers) {
+    const agentId = (await account.services.agents.registry.forUser(userId))?.id ?? '';
+    const started = performance.now();
+    let spawnedAt: number | undefined;
+    let healthyAt: number | undefined;
+    const watching = (async () => {
+      while (healthyAt === undefined && performance.now() - started < 60_000) {
+        const info = kubelet.pod(NS, `agent-${agentId}-0`);
+        if (spawnedAt === undefined && info?.containers[0]?.pid) spawnedAt = performance.now();
+        if (spawnedAt !== undefined && info?.ip && (await healthy(`http://${info.ip}:8080`))) healthyAt = performance.now();
+        else await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    await provisioner.agentFor(userId);
+    runs.wake.push(performance.now() - started);
+    await watching;
+    if (spawnedAt !== undefined && healthyAt !== undefined) runs.spawn.push(healthyAt - spawnedAt);
+    await provisioner.stopAgentOf(userId);
+    await podGone(agentId);
+  }
+}
+
 export async function kubeBench(): Promise<KubeResults> {
   if (!inKubeNetns()) throw new Error(`bench:kube runs inside scripts/kube/in-netns.sh (npm run bench:kube): ${KUBE_NETNS_SKIP_REASON}`);
+  // The pods see this checkout (at its own path, and at /app), not the host's /tmp.
+  const baselineCommand = ['node', agentScript(await baselineTree(AGENT_BASELINE, { build: true, inside: '.bench' }))];
   const cp = await startControlPlane();
   const kubelet = await startKubelet({ cluster: cp });
   const model = await startScriptedModel();
@@ -69,49 +133,29 @@ export async function kubeBench(): Promise<KubeResults> {
     const deploy = path.join(REPO_ROOT, 'deploy/kubernetes');
     await run('kubectl', ['--kubeconfig', cp.kubeconfigPath, 'apply', '-f', path.join(deploy, 'namespaces.yaml'), '-f', path.join(deploy, 'rbac.yaml')]);
     const kubeconfig = await cp.writeKubeconfig(await cp.tokenFor('agent-accounts', 'account'), 'account');
-    account = await startTestAccount('pglite', await kubeAccountEnv({ kubeconfig, namespace: NS, modelSpec: model.modelSpec }));
+    const env = await kubeAccountEnv({ kubeconfig, namespace: NS, modelSpec: model.modelSpec });
+    const sides = { bundle: env, baseline: { ...env, KUBE_AGENT_COMMAND: JSON.stringify(baselineCommand) } };
+    const runs = {
+      bundle: { newAgent: [] as number[], wake: [] as number[], spawn: [] as number[] },
+      baseline: { newAgent: [] as number[], wake: [] as number[], spawn: [] as number[] },
+    };
+    const rounds: KubeResults['rounds'] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const side of round % 2 === 1 ? (['baseline', 'bundle'] as const) : (['bundle', 'baseline'] as const)) {
+        rounds.push({ round, side, loadAverage: loadAverage() });
+        account = await startTestAccount('pglite', sides[side]);
+        await startsAndWakes(account, kubelet, runs[side]);
+        await account.stop();
+        account = undefined;
+      }
+    }
+
+    account = await startTestAccount('pglite', sides.bundle);
     const provisioner = account.services.agents.provisioner as KubernetesProvisioner;
     const newUser = async () => (await account?.services.store.db.user.create({ data: { tier: 'guest' } }))?.id ?? '';
     const podGone = async (agentId: string) => {
       while (kubelet.pod(NS, `agent-${agentId}-0`)) await new Promise((r) => setTimeout(r, 20));
     };
-
-    // New agents, one at a time, each suspended afterwards (so each start has the machine to itself).
-    const newAgentRuns: number[] = [];
-    const sampleUsers: string[] = [];
-    for (let i = 0; i < SAMPLES; i++) {
-      const userId = await newUser();
-      const started = performance.now();
-      const agent = await provisioner.agentFor(userId);
-      newAgentRuns.push(performance.now() - started);
-      sampleUsers.push(userId);
-      await provisioner.stopAgentOf(userId);
-      await podGone(agent.id);
-    }
-
-    // Wakes of those suspended agents, and the part from spawn to /health.
-    const wakeRuns: number[] = [];
-    const spawnRuns: number[] = [];
-    for (const userId of sampleUsers) {
-      const agentId = (await account.services.agents.registry.forUser(userId))?.id ?? '';
-      const started = performance.now();
-      let spawnedAt: number | undefined;
-      let healthyAt: number | undefined;
-      const watching = (async () => {
-        while (healthyAt === undefined && performance.now() - started < 60_000) {
-          const info = kubelet.pod(NS, `agent-${agentId}-0`);
-          if (spawnedAt === undefined && info?.containers[0]?.pid) spawnedAt = performance.now();
-          if (spawnedAt !== undefined && info?.ip && (await healthy(`http://${info.ip}:8080`))) healthyAt = performance.now();
-          else await new Promise((r) => setTimeout(r, 5));
-        }
-      })();
-      await provisioner.agentFor(userId);
-      wakeRuns.push(performance.now() - started);
-      await watching;
-      if (spawnedAt !== undefined && healthyAt !== undefined) spawnRuns.push(healthyAt - spawnedAt);
-      await provisioner.stopAgentOf(userId);
-      await podGone(agentId);
-    }
 
     // Many agents: created and suspended, four at a time.
     const bulkStarted = performance.now();
@@ -143,7 +187,8 @@ export async function kubeBench(): Promise<KubeResults> {
     while ((await count('pods')) > 0 && performance.now() - settled < 30_000) await new Promise((r) => setTimeout(r, 250));
     const pods = await count('pods');
     const leftObjects = (await count('secrets')) + (await count('persistentvolumeclaims')) + (await count('services')) + (await count('statefulsets', 'apps'));
-    const agents = AGENTS + SAMPLES;
+    // Every side's sample agents stay too, suspended, beside the bulk ones.
+    const agents = AGENTS + SAMPLES * rounds.length;
 
     // Idle: nothing happens; what does the provisioner ask the API server?
     const before = provisioner.apiRequests;
@@ -151,9 +196,19 @@ export async function kubeBench(): Promise<KubeResults> {
     const apiRequests = provisioner.apiRequests - before;
 
     return {
-      newAgentMs: summary(newAgentRuns),
-      wakeMs: summary(wakeRuns),
-      spawnToHealthMs: summary(spawnRuns),
+      date: new Date().toISOString(),
+      newAgentMs: summary(runs.bundle.newAgent),
+      wakeMs: summary(runs.bundle.wake),
+      spawnToHealthMs: summary(runs.bundle.spawn),
+      baseline: {
+        commit: shortCommit(AGENT_BASELINE),
+        command: baselineCommand,
+        newAgentMs: summary(runs.baseline.newAgent),
+        wakeMs: summary(runs.baseline.wake),
+        spawnToHealthMs: summary(runs.baseline.spawn),
+      },
+      rounds,
+      goals: { wakeMedianMs: WAKE_GOAL_MS },
       bulk: { agents: AGENTS, errors, seconds: Math.round(bulkSeconds), leftObjects, expectedObjects: 4 * agents, pods },
       idle: { agents, seconds: IDLE_SECONDS, apiRequests, perAgentPerMinute: apiRequests / agents / (IDLE_SECONDS / 60) },
     };
@@ -166,16 +221,43 @@ export async function kubeBench(): Promise<KubeResults> {
 }
 
 export function printKubeTables(r: KubeResults): void {
+  const b = r.baseline;
+  const ratio = (ours: Summary, theirs: Summary) => `${(ours.median / theirs.median).toFixed(2)}×`;
   console.log(
     table(
-      ['measure', 'median', 'max', 'goal', 'runs'],
+      ['measure', 'median', 'max', `baseline ${b.commit} median`, 'ratio', 'goal', 'runs'],
       [
-        ['new agent ready (ms)', r.newAgentMs.median, r.newAgentMs.max, '≤ 3000', r.newAgentMs.runs.join(' ')],
-        ['suspended agent woken (ms)', r.wakeMs.median, r.wakeMs.max, '—', r.wakeMs.runs.join(' ')],
-        ['  of which spawn → /health (ms)', r.spawnToHealthMs.median, r.spawnToHealthMs.max, '≤ 1000', r.spawnToHealthMs.runs.join(' ')],
+        [
+          'new agent ready (ms)',
+          r.newAgentMs.median,
+          r.newAgentMs.max,
+          b.newAgentMs.median,
+          ratio(r.newAgentMs, b.newAgentMs),
+          '≤ 3000',
+          r.newAgentMs.runs.join(' '),
+        ],
+        [
+          'suspended agent woken (ms)',
+          r.wakeMs.median,
+          r.wakeMs.max,
+          b.wakeMs.median,
+          ratio(r.wakeMs, b.wakeMs),
+          `≤ ${r.goals.wakeMedianMs}`,
+          r.wakeMs.runs.join(' '),
+        ],
+        [
+          '  of which spawn → /health (ms)',
+          r.spawnToHealthMs.median,
+          r.spawnToHealthMs.max,
+          b.spawnToHealthMs.median,
+          ratio(r.spawnToHealthMs, b.spawnToHealthMs),
+          '—',
+          r.spawnToHealthMs.runs.join(' '),
+        ],
       ],
     ),
   );
+  console.log(`rounds and load averages (1, 5, 15 min) as each began: ${r.rounds.map((x) => `${x.round} ${x.side}: ${x.loadAverage.join(' ')}`).join('; ')}`);
   console.log(
     table(
       ['agents created and suspended', 'errors', 'seconds', 'objects left (expected)', 'pods left'],

@@ -1,17 +1,10 @@
 /**
  * `npm run bench`: every figure in one run, printed as tables and written to bench/results/.
  *
- * 1. Peer, side by side: this service vs Better Auth (bench/peers/better-auth.ts, anonymous
- *    plugin) on the same machine and the same PostgreSQL server (a fresh database each), same
- *    autocannon settings (32 connections, BENCH_SECONDS per run, default 5), runs alternating
- *    ours/peer, 3 rounds, medians; ratios printed (goal ≥ 2×):
- *      guest sign-in (new device)  vs  anonymous sign-in
- *      refresh (each token once)   vs  session read (GET /api/auth/get-session)
- *      protected GET /auth/me      vs  session-checked GET /me (auth.api.getSession)
- *    With the ceilings in the same rounds: bare express and bare node:http fed the /auth/me
- *    request stream, and a baseline: this service as it was before session bookkeeping
- *    (BENCH_TOKENS_BASELINE, bench/lib/baseline.ts), whose three paths this build must stay within
- *    10 % of. Each round's own ratio is printed beside the medians' (the goal holds in every round).
+ * 1. Peer, side by side (bench/peer.ts): this service vs Better Auth and vs the baseline commit
+ *    (fca629c, before session bookkeeping) on the same machine and the same PostgreSQL server, runs
+ *    alternating, BENCH_ROUNDS rounds (3), medians and each round's own ratio, with the bare
+ *    express and node:http ceilings in the same rounds; goals in PEER_GOALS, every round.
  * 2. Scale-out: two instances sharing only PostgreSQL and Redis on loopback, load split over
  *    both vs all on one; then the rate limit checked exact across the two.
  * 3. Growth (bench/growth.ts): guest sign-in, refresh and /auth/me with 1×, 10×, 100× users and
@@ -22,7 +15,7 @@
  *    transfers directly vs through the REST and tRPC proxies; the proxy's added latency per
  *    event, replay time to `done`, MB/s ratio.
  * 6. Idle agents (bench/agents.ts): 20 agent processes of this build and 20 of the baseline's
- *    (before lighter agents), cold start and idle RSS (mean, max) side by side.
+ *    (before the agent bundle), cold start (wall and CPU) and idle RSS (mean, max) side by side.
  * 7. First token (bench/first-token.ts): sign-in to the first word of the reply for a new guest
  *    with the warm pool on and off, and for a returning guest whose agent runs; ratios (goal ≤ 2×).
  * Without PostgreSQL everything runs on PGlite and says so; scale-out, which needs a shared
@@ -30,21 +23,20 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { cpus, tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import path from 'node:path';
 import type autocannon from 'autocannon';
-import { createTestDatabase, postgresReachable, postgresServerUrl, type TestDatabase } from '../test/support/postgres.js';
+import { createTestDatabase, postgresReachable } from '../test/support/postgres.js';
 import { redisReachable } from '../test/support/redis.js';
 import { freePort } from '../server/common/net.js';
 import { growthBench, printGrowthTables } from './growth.js';
 import { printProxyTables, proxyBench } from './proxy.js';
 import { agentsBench, printAgentsTables } from './agents.js';
 import { firstTokenBench, printFirstTokenTables } from './first-token.js';
-import { jsonHeaders, ourWorkload as ourAccountWorkload, startAccountService } from './lib/account.js';
-import { baselineTree, shortCommit } from './lib/baseline.js';
-import { type Conditions, conditionsProbe } from './lib/conditions.js';
-import { load, medianRow, root, spawnServer, stop, table, waitForHttp, writeResults, type Row } from './lib/harness.js';
+import { jsonHeaders, startAccountService } from './lib/account.js';
+import { load, medianRow, root, stop, table, writeResults, type Row } from './lib/harness.js';
+import { peerComparison, printPeerTables } from './peer.js';
 
 /** BENCH_QUICK=1: 3 s runs, one round, smaller agent and growth loads (each bench reads it too). */
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -57,172 +49,14 @@ const runId = Date.now().toString(36);
 /** BENCH_ONLY=peer,scale,growth,agent,proxy,agents,first-token runs a subset (all by default). */
 const only = new Set((process.env.BENCH_ONLY ?? 'peer,scale,growth,agent,proxy,agents,first-token').split(','));
 
-/**
- * The account service before session bookkeeping (sessions' last use, the activity log): main
- * just before account self-service was merged. This build's refresh and /auth/me run beside it in
- * the peer rounds and must stay within 10 % of it.
- */
-const TOKENS_BASELINE = process.env.BENCH_TOKENS_BASELINE ?? 'fca629c';
-type Side = 'ours' | 'baseline' | 'peer';
-const SIDES: Side[] = ['ours', 'peer', 'baseline'];
-type Path = 'signin' | 'refresh' | 'me';
-const PATHS: Path[] = ['signin', 'refresh', 'me'];
-const PATH_LABELS: Record<Path, string> = { signin: 'POST /auth/guest (new device)', refresh: 'POST /auth/refresh', me: 'GET /auth/me' };
-const PATH_NAMES: Record<Path, string> = {
-  signin: 'sign-in: guest (new device) vs anonymous',
-  refresh: 'refresh vs session read',
-  me: 'protected call vs session-checked call',
-};
-
 const children: ChildProcess[] = [];
 const cleanups: Array<() => Promise<unknown>> = [];
 
-async function startOurs(env: Record<string, string>, tree?: string): Promise<{ url: string; child: ChildProcess }> {
-  const started = await startAccountService(env, undefined, tree);
+async function startOurs(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  const started = await startAccountService(env);
   children.push(started.child);
   cleanups.push(() => rm(started.dataDir, { recursive: true, force: true }));
   return started;
-}
-
-/** Our side of each comparison: request specs over a shared pool of pairs. */
-const ourWorkload = (url: string) => ourAccountWorkload(url, runId);
-
-function peerWorkload(url: string) {
-  const cookies: string[] = [];
-  let i = 0;
-  const withCookie = (p: string) => ({
-    method: 'GET',
-    path: p,
-    setupRequest: (req: autocannon.Request) => ({ ...req, headers: { cookie: cookies[i++ % cookies.length]! } }),
-  });
-  return {
-    cookies,
-    signIn: {
-      url,
-      requests: [
-        {
-          method: 'POST',
-          path: '/api/auth/sign-in/anonymous',
-          headers: { ...json, origin: url },
-          body: '{}',
-          onResponse: (status: number, _body: string, _ctx: unknown, headers: Record<string, string>) => {
-            const setCookie = headers['set-cookie'];
-            if (status === 200 && setCookie && cookies.length < 256) cookies.push(String(setCookie).split(';')[0]!);
-          },
-        },
-      ],
-    } as autocannon.Options,
-    sessionRead: { url, requests: [withCookie('/api/auth/get-session')] } as autocannon.Options,
-    me: { url, requests: [withCookie('/me')] } as autocannon.Options,
-  };
-}
-
-async function peerComparison(usePostgres: boolean) {
-  const databases: TestDatabase[] = [];
-  const db = async () => {
-    const d = await createTestDatabase();
-    databases.push(d);
-    cleanups.push(() => d.drop());
-    return d.url;
-  };
-  const ours = await startOurs(usePostgres ? { DATABASE_URL: await db() } : {});
-  const base = await startOurs(usePostgres ? { DATABASE_URL: await db() } : {}, await baselineTree(TOKENS_BASELINE, { build: false }));
-  const peerPort = await freePort();
-  const peerDir = await mkdtemp(path.join(tmpdir(), 'bench-peer-'));
-  cleanups.push(() => rm(peerDir, { recursive: true, force: true }));
-  const peerChild = spawnServer('bench/peers/better-auth.ts', [String(peerPort)], usePostgres ? { DATABASE_URL: await db() } : { PGLITE_DIR: peerDir });
-  children.push(peerChild);
-  const peerUrl = `http://127.0.0.1:${peerPort}`;
-  const [expressPort, httpPort] = [await freePort(), await freePort()];
-  children.push(
-    spawnServer('bench/ceiling-server.ts', ['express', String(expressPort)], {}),
-    spawnServer('bench/ceiling-server.ts', ['http', String(httpPort)], {}),
-  );
-  await Promise.all([waitForHttp(`${peerUrl}/health`), waitForHttp(`http://127.0.0.1:${expressPort}/`), waitForHttp(`http://127.0.0.1:${httpPort}/`)]);
-
-  const o = ourWorkload(ours.url);
-  const b = ourWorkload(base.url);
-  const p = peerWorkload(peerUrl);
-  const workloads: Record<Side, { signIn: autocannon.Options; refresh: autocannon.Options; me: autocannon.Options }> = {
-    ours: o,
-    baseline: b,
-    peer: { signIn: p.signIn, refresh: p.sessionRead, me: p.me },
-  };
-  const names: Record<Side, Record<Path, string>> = {
-    ours: { signin: 'ours POST /auth/guest (new device)', refresh: 'ours POST /auth/refresh', me: 'ours GET /auth/me' },
-    baseline: { signin: 'baseline POST /auth/guest (new device)', refresh: 'baseline POST /auth/refresh', me: 'baseline GET /auth/me' },
-    peer: { signin: 'peer POST /api/auth/sign-in/anonymous', refresh: 'peer GET /api/auth/get-session', me: 'peer GET /me (getSession)' },
-  };
-  const options = (side: Side, what: Path) => workloads[side][what === 'signin' ? 'signIn' : what];
-  // Warm-up (not measured), every side alike.
-  const warm = Math.min(2, SECONDS);
-  for (const what of ['signin', 'me', 'refresh'] as const) {
-    for (const side of SIDES) await load(`warm-up ${names[side][what]}`, { ...options(side, what), connections: CONNECTIONS, duration: warm, quiet: true });
-    if (what === 'signin') for (const w of [o, b]) w.prepare();
-  }
-
-  const raw: Record<string, Array<Row & Partial<Conditions>>> = {};
-  const add = (key: string, row: Row & Partial<Conditions>) => (raw[key] ??= []).push(row);
-  const probe = await conditionsProbe(usePostgres ? postgresServerUrl() : undefined);
-  cleanups.push(async () => probe.close());
-  const ceilingStream = (port: number) => ({ url: `http://127.0.0.1:${port}`, requests: [o.meRequest] });
-  for (let round = 0; round < ROUNDS; round++) {
-    console.log(`round ${round + 1}/${ROUNDS}`);
-    // Each side goes first, second and last in turn, so what one leaves behind (a vacuum, a
-    // checkpoint, a warm cache) is not always charged to the same side.
-    const order = SIDES.map((_, i) => SIDES[(i + round) % SIDES.length]!);
-    const measure = async (what: Path) => {
-      for (const side of order) add(`${what}:${side}`, await probe.around(() => run(names[side][what], options(side, what))));
-    };
-    await measure('signin');
-    for (const w of [o, b]) w.prepare();
-    await measure('refresh');
-    add('ceiling:http', await run('bare node:http', ceilingStream(httpPort)));
-    add('ceiling:express', await run('bare express', ceilingStream(expressPort)));
-    await measure('me');
-  }
-  const m = (k: string, name: string) => medianRow(name, raw[k]!);
-  const ratio = (a: number, b: number) => Math.round((a / Math.max(1, b)) * 100) / 100;
-  const compare = (what: Path, other: Side) => {
-    const [ourRow, otherRow] = [m(`${what}:ours`, 'ours'), m(`${what}:${other}`, other)];
-    // Rounds are where the noise shows: each round's own ratio, not only the medians'.
-    const rounds = ourRow.runs.map((r, i) => ratio(r, otherRow.runs[i]!));
-    return { ours: ourRow, [other]: otherRow, ratio: ratio(ourRow.requestsPerSecond, otherRow.requestsPerSecond), rounds };
-  };
-  const comparisons = PATHS.map((what) => ({ what: PATH_NAMES[what], ...compare(what, 'peer') })) as Array<{
-    what: string;
-    ours: Row & { runs: number[] };
-    peer: Row & { runs: number[] };
-    ratio: number;
-    rounds: number[];
-  }>;
-  const sinceBaseline = {
-    commit: shortCommit(TOKENS_BASELINE),
-    rows: PATHS.map((what) => ({ what: PATH_LABELS[what], ...compare(what, 'baseline') })) as Array<{
-      what: string;
-      ours: Row & { runs: number[] };
-      baseline: Row & { runs: number[] };
-      ratio: number;
-      rounds: number[];
-    }>,
-  };
-  const ceilings = { http: m('ceiling:http', 'bare node:http'), express: m('ceiling:express', 'bare express') };
-  // Each round of refresh vs session read beside what the machine was doing then.
-  const refreshRounds = raw['refresh:ours']!.map((ourRow, i) => {
-    const peerRow = raw['refresh:peer']![i]!;
-    return {
-      round: i + 1,
-      ours: ourRow.requestsPerSecond,
-      peer: peerRow.requestsPerSecond,
-      ratio: ratio(ourRow.requestsPerSecond, peerRow.requestsPerSecond),
-      loadAverage: [ourRow.loadAverage, peerRow.loadAverage],
-      checkpoint: [ourRow.checkpoint, peerRow.checkpoint],
-    };
-  });
-  const mePercentOfExpress = Math.round((comparisons[2]!.ours.requestsPerSecond / ceilings.express.requestsPerSecond) * 1000) / 10;
-  await stop(peerChild);
-  await Promise.all([stop(ours.child), stop(base.child)]);
-  return { comparisons, sinceBaseline, refreshRounds, ceilings, mePercentOfExpress };
 }
 
 async function scaleOut(usePostgres: boolean) {
@@ -359,7 +193,7 @@ async function main() {
   };
   try {
     console.log('== peer: this service vs Better Auth');
-    const peer = only.has('peer') ? await peerComparison(usePostgres) : undefined;
+    const peer = only.has('peer') ? await peerComparison({ seconds: SECONDS, rounds: ROUNDS, usePostgres, ceilings: true, runId }) : undefined;
     results.peer = peer;
     console.log('\n== scale-out');
     const scale = only.has('scale') ? await scaleOut(usePostgres) : { skipped: 'not selected (BENCH_ONLY)' };
@@ -387,62 +221,7 @@ async function main() {
 
     // The tables.
     console.log('\n');
-    if (peer) {
-      console.log(`Peer (medians of ${ROUNDS} alternating ${SECONDS} s runs, ${CONNECTIONS} connections; ${usePostgres ? 'PostgreSQL' : 'PGlite'}):`);
-      console.log(
-        table(
-          ['comparison', 'ours req/s', 'ours p99 ms', 'Better Auth req/s', 'Better Auth p99 ms', 'ratio', 'each round', '≥ 2× every round'],
-          peer.comparisons.map((c) => [
-            c.what,
-            c.ours.requestsPerSecond,
-            c.ours.p99,
-            c.peer.requestsPerSecond,
-            c.peer.p99,
-            `${c.ratio}×`,
-            c.rounds.map((r) => `${r}×`).join(' '),
-            Math.min(...c.rounds) >= 2 ? 'met' : 'MISSED',
-          ]),
-        ),
-      );
-      console.log('\nRefresh vs session read, round by round, with what the machine was doing (1-min load average; a PostgreSQL checkpoint during the run):');
-      console.log(
-        table(
-          ['round', 'ours req/s', 'Better Auth req/s', 'ratio', 'load ours / peer', 'checkpoint ours / peer'],
-          peer.refreshRounds.map((r) => [
-            r.round,
-            r.ours,
-            r.peer,
-            `${r.ratio}×`,
-            r.loadAverage.join(' / '),
-            r.checkpoint.map((c) => (c ? 'yes' : 'no')).join(' / '),
-          ]),
-        ),
-      );
-      console.log(`\nThis build vs before session bookkeeping (${peer.sinceBaseline.commit}), same rounds:`);
-      console.log(
-        table(
-          ['path', 'this build req/s', 'baseline req/s', 'ratio', 'each round', 'within 10 %'],
-          peer.sinceBaseline.rows.map((r) => [
-            r.what,
-            r.ours.requestsPerSecond,
-            r.baseline.requestsPerSecond,
-            `${r.ratio}×`,
-            r.rounds.map((x) => `${x}×`).join(' '),
-            r.ratio >= 0.9 ? 'yes' : 'NO',
-          ]),
-        ),
-      );
-      console.log(
-        table(
-          ['ceiling (same /auth/me request stream)', 'req/s', 'p99 ms'],
-          [
-            ['bare node:http', peer.ceilings.http.requestsPerSecond, peer.ceilings.http.p99],
-            ['bare express', peer.ceilings.express.requestsPerSecond, peer.ceilings.express.p99],
-          ],
-        ),
-      );
-      console.log(`GET /auth/me = ${peer.mePercentOfExpress}% of bare express (target ≥ 70%: ${peer.mePercentOfExpress >= 70 ? 'met' : 'MISSED'})`);
-    }
+    if (peer) printPeerTables(peer, { seconds: SECONDS, rounds: ROUNDS, usePostgres });
     if ('skipped' in scale) console.log(`\nScale-out: skipped (${scale.skipped})`);
     else {
       console.log(`\nScale-out (guest sign-in, medians of ${ROUNDS}; PostgreSQL + Redis shared, nothing else):`);

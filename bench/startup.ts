@@ -1,6 +1,7 @@
 /**
- * `npm run bench:startup`: what a new user waits for, from the compiled build against the
- * TypeScript sources through tsx, side by side (rounds alternate, medians printed):
+ * `npm run bench:startup`: what a new user waits for, from the compiled build (the agent: its
+ * bundle) against the TypeScript sources through tsx, side by side (rounds alternate, medians
+ * printed, the load average at start and end beside them):
  * - an agent's cold start: spawn → first `/health` answer, fresh workspace (migrations applied);
  * - a new user's first reply: the account service running, a guest signs in and sends its first
  *   message through the proxy; time from the message to the first chat event, which includes
@@ -15,14 +16,16 @@ import path from 'node:path';
 import { startScriptedModel } from '../test/support/scripted-model.js';
 import { freePort } from '../server/common/net.js';
 import { buildIfStale } from '../scripts/build.js';
-import { median, root, rssOf, stop, table, waitForHttp, writeResults } from './lib/harness.js';
+import { agentScript, loadAverage, median, root, rssOf, stop, table, waitForHttp, writeResults } from './lib/harness.js';
 
 const DIST = path.join(root, 'dist');
 const DIST_ASIDE = path.join(root, 'dist.bench-aside');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (process.env.BENCH_QUICK === '1' ? 3 : 5));
 type Mode = 'compiled' | 'tsx';
-const entry = (mode: Mode, service: 'agent' | 'account') =>
-  mode === 'compiled' ? [path.join(root, `dist/server/${service}/main.js`)] : ['--import', 'tsx', path.join(root, `server/${service}/main.ts`)];
+const entry = (mode: Mode, service: 'agent' | 'account') => {
+  if (mode === 'tsx') return ['--import', 'tsx', path.join(root, `server/${service}/main.ts`)];
+  return [service === 'agent' ? agentScript(root) : path.join(root, 'dist/server/account/main.js')];
+};
 
 async function agentColdStart(mode: Mode): Promise<{ ms: number; rssMb: number }> {
   const workspace = await mkdtemp(path.join(tmpdir(), 'bench-start-'));
@@ -33,7 +36,7 @@ async function agentColdStart(mode: Mode): Promise<{ ms: number; rssMb: number }
     env: { PATH: process.env.PATH ?? '', AGENT_PORT: String(port), AGENT_SECRET: 'bench-secret-0123456789', AGENT_WORKSPACE: workspace, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  await waitForHttp(`http://127.0.0.1:${port}/health`, 30_000);
+  await waitForHttp(`http://127.0.0.1:${port}/health`, 30_000, 5);
   const ms = performance.now() - started;
   const rssMb = (await rssOf(child.pid ?? 0)) / 1024 / 1024;
   await stop(child);
@@ -84,6 +87,7 @@ async function firstReply(mode: Mode, modelSpec: string): Promise<number> {
 }
 
 await buildIfStale({ web: false });
+const loadAtStart = loadAverage();
 const model = await startScriptedModel({ responder: () => ({ text: 'hi' }) });
 const samples: Record<Mode, { cold: number[]; rss: number[]; first: number[] }> = {
   compiled: { cold: [], rss: [], first: [] },
@@ -109,6 +113,7 @@ const rows = (['tsx', 'compiled'] as const).map((mode) => [
   Math.round(median(samples[mode].rss)),
   Math.round(median(samples[mode].first)),
 ]);
-console.log(`\nstartup, medians of ${ROUNDS} alternating rounds\n`);
+const loadAverages = { start: loadAtStart, end: loadAverage() };
+console.log(`\nstartup, medians of ${ROUNDS} alternating rounds (load average ${loadAverages.start.join(' ')} → ${loadAverages.end.join(' ')})\n`);
 console.log(table(['run', 'agent cold start ms', 'agent RSS at start MB', 'first reply ms (new guest)'], rows));
-await writeResults('startup.json', { rounds: ROUNDS, samples, rows });
+await writeResults('startup.json', { date: new Date().toISOString(), rounds: ROUNDS, loadAverages, samples, rows });

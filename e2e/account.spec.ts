@@ -1,7 +1,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import { hexToString, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { mailTo } from './support/outbox.js';
+import { mailTo, signInByEmail } from './support/outbox.js';
 import { injectWallet } from './support/wallet.js';
 
 /**
@@ -20,14 +20,9 @@ async function openAccount(page: Page): Promise<void> {
   await expect(page.getByTestId('account-summary')).toBeVisible();
 }
 
-/** Signs in with a code; `previousCode`: the code of an earlier sign-in to the same address. */
-async function signInByEmail(page: Page, address: string, previousCode?: string): Promise<string> {
-  const section = page.getByRole('region', { name: 'E-mail' });
-  await section.getByLabel('E-mail address').fill(address);
-  await section.getByRole('button', { name: 'Send me a sign-in code' }).click();
-  const { code } = await mailTo(address, previousCode);
-  await section.getByLabel('6-digit code').fill(code);
-  await section.getByRole('button', { name: 'Sign in' }).click();
+/** Signs in with a code and waits until signed in; `previousCode`: the code of an earlier sign-in to the same address. */
+async function signIn(page: Page, address: string, previousCode?: string): Promise<string> {
+  const code = await signInByEmail(page, address, previousCode);
   await expect(page.getByTestId('signed-in')).toContainText('Signed in');
   return code;
 }
@@ -102,9 +97,9 @@ test('signs another session out from the Account page', async ({ browser }) => {
   const one = await (await browser.newContext()).newPage();
   const two = await (await browser.newContext({ userAgent: 'SecondDevice/1.0' })).newPage();
   await one.goto('/');
-  const first = await signInByEmail(one, address);
+  const first = await signIn(one, address);
   await two.goto('/');
-  await signInByEmail(two, address, first);
+  await signIn(two, address, first);
   await openAccount(one);
   await expect(one.getByTestId('session')).toHaveCount(2);
   await expect(one.locator('[data-testid=session][data-current=true]')).toContainText('This device');
@@ -128,7 +123,7 @@ test('signs another session out from the Account page', async ({ browser }) => {
 test('deletes the account after a typed confirmation', async ({ page, request }) => {
   const address = `leaving-${Date.now()}@example.com`;
   await page.goto('/');
-  await signInByEmail(page, address);
+  await signIn(page, address);
   const tokens = JSON.parse((await page.evaluate(() => localStorage.getItem('agent.tokens'))) ?? '{}') as { access_token: string };
   await openAccount(page);
   await page.getByTestId('delete-account').click();

@@ -1,23 +1,15 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { ownClient } from './support/guest.js';
-import { mailTo } from './support/outbox.js';
+import { signInByEmail } from './support/outbox.js';
+import { enrolAuthenticator } from './support/second-factor.js';
 
 /**
  * The admin page in Chromium against the product: the operator (ADMIN_EMAILS in
- * playwright.config.ts, so an admin at sign-in) finds a user, bans them (confirmed), the user's
+ * playwright.config.ts, so an admin at sign-in) is refused until it turns on two-step verification
+ * (ADMIN_REQUIRE_2FA, on by default), then finds a user, bans them (confirmed), the user's
  * next sign-in is refused, unbans them and the user signs in again; creates an API key; and adds a
  * webhook endpoint whose delivery log shows the next ban.
  */
-
-async function signInByEmail(page: Page, address: string, previousCode?: string): Promise<string> {
-  const section = page.getByRole('region', { name: 'E-mail' });
-  await section.getByLabel('E-mail address').fill(address);
-  await section.getByRole('button', { name: 'Send me a sign-in code' }).click();
-  const { code } = await mailTo(address, previousCode);
-  await section.getByLabel('6-digit code').fill(code);
-  await section.getByRole('button', { name: 'Sign in' }).click();
-  return code;
-}
 
 test('an admin finds a user, bans them (their sign-in is refused), unbans them, creates a key and a webhook', async ({ browser }) => {
   const suffix = Date.now().toString(36);
@@ -36,6 +28,11 @@ test('an admin finds a user, bans them (their sign-in is refused), unbans them, 
   await admin.goto('/');
   await signInByEmail(admin, 'operator@e2e.example');
   await expect(admin.getByTestId('signed-in')).toContainText('Signed in');
+  await admin.goto('/admin');
+  await expect(admin.getByRole('alert').filter({ hasText: 'two-step verification' }).first()).toBeVisible();
+  await admin.goto('/account');
+  await enrolAuthenticator(admin);
+  await admin.getByTestId('recovery-codes-saved').click();
   await admin.goto('/admin');
   const users = admin.getByRole('region', { name: 'Users' });
   await users.getByLabel('Search users').fill(userAddress);

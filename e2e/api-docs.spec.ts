@@ -66,7 +66,7 @@ test("an agent's API reference asks for its secret, then renders", async ({ page
   const port = Number(process.env.E2E_PORT_BASE ?? 3900) + 14;
   const secret = randomBytes(24).toString('hex');
   const workspace = await mkdtemp(path.join(tmpdir(), 'e2e-docs-agent-'));
-  const agent: ChildProcess = spawn(process.execPath, ['dist/server/agent/main.js'], {
+  const agent: ChildProcess = spawn(process.execPath, ['dist/agent/boot.cjs'], {
     env: {
       ...process.env,
       HOST: '127.0.0.1',

@@ -1,6 +1,6 @@
-import { AxeBuilder } from '@axe-core/playwright';
 import { expect, test, type Browser, type Page } from '@playwright/test';
 import { claimedAgents, killNow } from './support/agents.js';
+import { axeProblems } from './support/axe.js';
 import { composer, send, signInAsGuest, transcript } from './support/guest.js';
 import { XSS_FILE } from './support/xss.js';
 
@@ -199,13 +199,6 @@ test('the chat list follows the account to a second browser context; after sign-
   await two.context().close();
 });
 
-/** Serious and critical axe findings on the current page, as readable lines. */
-async function axeProblems(page: Page): Promise<string[]> {
-  const { violations } = await new AxeBuilder({ page }).analyze();
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
 const overflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 
 test('axe finds no serious or critical violation on any page, at desktop and at 375 px without horizontal scrolling; skip link and focus', async ({ page }) => {

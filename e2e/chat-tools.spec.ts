@@ -1,5 +1,5 @@
-import { AxeBuilder } from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
+import { axeProblems } from './support/axe.js';
 import { composer, ownClient, send, signInAsGuest, transcript } from './support/guest.js';
 
 /**
@@ -295,11 +295,7 @@ test('a subagent’s result is a Markdown card in the chat that started it, not 
   await replies(page).last().getByRole('button', { name: 'Copy this reply' }).click();
   for (const size of [DESKTOP, PHONE]) {
     await page.setViewportSize(size);
-    const { violations } = await new AxeBuilder({ page }).include('[data-testid="transcript"]').include('form.composer').analyze();
-    const serious = violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    expect(serious, `at ${size.width}`).toEqual([]);
+    expect(await axeProblems(page, { include: ['[data-testid="transcript"]', 'form.composer'] }), `at ${size.width}`).toEqual([]);
     expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), `at ${size.width}`).toBe(0);
   }
 });

@@ -1,5 +1,5 @@
-import { AxeBuilder } from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
+import { axeViolations } from './support/axe.js';
 import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
 import { type OwnService, ownService } from './support/own-service.js';
 
@@ -150,7 +150,7 @@ test('dark mode: code blocks and the rest of the chat keep readable colours', as
   await expect(code.locator('.hljs-keyword').first()).toBeVisible();
   for (const size of SIZES) {
     await page.setViewportSize(size);
-    const { violations } = await new AxeBuilder({ page }).withRules(['color-contrast']).analyze();
+    const violations = await axeViolations(page, { rules: ['color-contrast'] });
     expect(violations.flatMap((v) => v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary}`))).toEqual([]);
   }
 });

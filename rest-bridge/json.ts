@@ -1,7 +1,7 @@
 /**
  * JSON routes from procedure metadata: every query/mutation with `meta.openapi` is served at its
  * documented method and path. Input = path params + (JSON body | query string); the answer is
- * the procedure's output as JSON, or 204 (`rest.kind = 'empty'`), or a 302 (`rest.kind = 'redirect'`).
+ * the procedure's output as JSON (201 with `rest.kind = 'created'`), or 204 (`rest.kind = 'empty'`), or a 302 (`rest.kind = 'redirect'`).
  */
 import type { ErrorCode } from '@contracts/errors.js';
 import { callTRPCProcedure, type AnyRouter, type inferRouterContext } from '@trpc/server';
@@ -63,6 +63,8 @@ export function mountJsonProcedures<R extends AnyRouter>(table: RouteTable, rout
         res.status(204).end();
       } else if (meta.rest?.kind === 'redirect') {
         res.redirect(302, (result as { location: string }).location);
+      } else if (meta.rest?.kind === 'created') {
+        res.status(201).json(result);
       } else {
         res.json(result);
       }

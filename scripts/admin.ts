@@ -4,12 +4,14 @@
  * PostgreSQL while it runs. Every change is in the audit log, by `npm run admin`.
  *   npm run admin -- grant <email or user id>
  *   npm run admin -- revoke <email or user id>
+ *   npm run admin -- unban <email or user id>
  *   npm run admin -- key create --name NAME --scopes users:read,audit:read [--expires 2027-01-01]
  */
 import { parseArgs } from 'node:util';
 import { CLI_ACTOR, recordAudit } from '../server/account/events/audit.js';
 import { createApiKey, SCOPES, type Scope } from '../server/account/admin/keys.js';
 import { findUserId, setRole } from '../server/account/users/roles.js';
+import { unbanUser } from '../server/account/admin/users.js';
 import { loadAccountConfig } from '../server/account/config.js';
 import { openAccountStore } from '../server/account/store.js';
 
@@ -18,7 +20,7 @@ const { positionals, values } = parseArgs({
   options: { name: { type: 'string' }, scopes: { type: 'string' }, expires: { type: 'string' } },
 });
 const [command, arg] = positionals;
-const usage = `usage: npm run admin -- grant|revoke <email or user id> | key create --name NAME --scopes ${SCOPES.join(',')} [--expires ISO-DATE]`;
+const usage = `usage: npm run admin -- grant|revoke|unban <email or user id> | key create --name NAME --scopes ${SCOPES.join(',')} [--expires ISO-DATE]`;
 
 const config = loadAccountConfig(process.env);
 const store = await openAccountStore(config);
@@ -29,6 +31,12 @@ try {
     if (!userId) throw new Error(`no account with the id or verified address ${arg}`);
     const changed = await setRole(store.db, userId, command === 'grant' ? 'admin' : 'user', CLI_ACTOR);
     console.log(`${arg} (${userId}) ${changed ? (command === 'grant' ? 'is now an admin' : 'is no longer an admin') : 'was already so: nothing changed'}`);
+  } else if (command === 'unban' && arg) {
+    // A banned admin's way back in, with the service running or not.
+    const userId = await findUserId(store.db, arg);
+    if (!userId) throw new Error(`no account with the id or verified address ${arg}`);
+    await unbanUser({ store }, { actor: CLI_ACTOR, ip: null }, userId);
+    console.log(`${arg} (${userId}) is not banned: they can sign in again`);
   } else if (command === 'key' && arg === 'create' && values.name && values.scopes) {
     const scopes = values.scopes.split(',').map((s) => s.trim());
     const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));

@@ -1,6 +1,7 @@
 /**
- * `npm run build`: the services into dist/ (server/common/build.ts says why and how) and the web
- * client into client/web/dist/. `--if-stale` builds only what is older than its sources (what
+ * `npm run build`: the services into dist/ (server/common/build.ts says why and how: the account
+ * service file by file, the agent as one bundle, scripts/agent-bundle.ts) and the web client
+ * into client/web/dist/. `--if-stale` builds only what is older than its sources (what
  * `npm start`, `start:account` and `start:agent` run first); `--server` leaves the web client out.
  */
 import { execFileSync } from 'node:child_process';
@@ -8,14 +9,16 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writ
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
-import { DIST_DIR, REPO_ROOT, SERVER_SOURCES, BUILD_STAMP, newestSource, serverBuildIsCurrent } from '../server/common/build.js';
+import { AGENT_SOURCES, BUILD_STAMP, DIST_DIR, REPO_ROOT, SERVER_SOURCES, buildStamp, newestSource, serverBuildIsCurrent } from '../server/common/build.js';
+import { buildAgentBundle } from './agent-bundle.js';
 
 const WEB_DIR = path.join(REPO_ROOT, 'client/web');
 const WEB_STAMP = path.join(WEB_DIR, 'dist/index.html');
 
 export async function buildServer(): Promise<void> {
   rmSync(DIST_DIR, { recursive: true, force: true });
-  const entryPoints = SERVER_SOURCES.flatMap((dir) => listTs(path.join(REPO_ROOT, dir)));
+  // The agent runs from its bundle only; the account service (and what it shares) file by file.
+  const entryPoints = SERVER_SOURCES.flatMap((dir) => listTs(path.join(REPO_ROOT, dir))).filter((file) => !file.startsWith(AGENT_SOURCES));
   const { outputFiles } = await build({
     entryPoints,
     outdir: DIST_DIR,
@@ -33,7 +36,8 @@ export async function buildServer(): Promise<void> {
   }
   // Paths the code resolves next to itself (migrations, the built web client) lead back to the sources.
   for (const link of ['prisma', 'client']) symlinkSync(path.join('..', link), path.join(DIST_DIR, link));
-  writeFileSync(BUILD_STAMP, `${new Date().toISOString()}\n`);
+  await buildAgentBundle();
+  writeFileSync(BUILD_STAMP, buildStamp());
 }
 
 /**

@@ -10,16 +10,28 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 bash scripts/ensure-chromium.sh
 bash scripts/ensure-sandbox.sh
+bash scripts/ensure-oathtool.sh
 mkdir -p test-reports
 
-echo "== typecheck"
-npx tsc -p tsconfig.json
-echo "== lint (Biome: format and rules; dependency-cruiser: import rules)"
-npm run lint --silent
-echo "== build (the services' compiled tree, which local agents run from, and the web client)"
+# The type check (~45 s of one core) and lint need nothing else and nothing needs them: they run
+# beside the build and the vitest run, whose workers often wait (on timers, child processes),
+# and their output follows the vitest run's.
+npx tsc -p tsconfig.json >test-reports/typecheck.log 2>&1 &
+typecheck=$!
+npm run lint --silent >test-reports/lint.log 2>&1 &
+lint=$!
+echo "== build (the services' compiled tree, which local agents and the CLIs run from, and the web client)"
 npm run build --silent
 echo "== vitest: unit and integration, security (fuzz, JWT attacks, timing, headers), reliability (concurrency, faults, slow clients)"
-VITEST_SUITE=all npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest.json
+vitest_status=0
+VITEST_SUITE=all npx vitest run --reporter=default --reporter=json --outputFile.json=test-reports/vitest.json || vitest_status=$?
+checks=0
+echo "== typecheck (beside the build and vitest)"
+wait "$typecheck" || checks=1
+cat test-reports/typecheck.log
+echo "== lint (Biome: format and rules; dependency-cruiser: import rules)"
+wait "$lint" || checks=1
+cat test-reports/lint.log
 # The Kubernetes suite runs beside Playwright (one browser worker leaves the second core mostly
 # free): its control plane and pods wait on each other more than they compute.
 echo "== kubernetes: the provisioner against a real control plane (etcd, kube-apiserver, controller manager) and the test kubelet, in a private network namespace (beside the browser suite; its output follows it)"
@@ -34,5 +46,5 @@ kube_status=0
 wait "$kube" || kube_status=$?
 cat test-reports/kube.log
 node scripts/test-summary.mjs test-reports/vitest.json test-reports/vitest-kube.json test-reports/playwright.json
-# A suite that died without a report fails the run too.
-[ "$browser" -eq 0 ] && [ "$kube_status" -eq 0 ]
+# A suite that died without a report fails the run too, and so do the type check and lint.
+[ "$vitest_status" -eq 0 ] && [ "$browser" -eq 0 ] && [ "$kube_status" -eq 0 ] && [ "$checks" -eq 0 ]

@@ -55,6 +55,22 @@ export async function startAccountService(env: Record<string, string>, again?: R
 }
 
 /**
+ * Waits until the service starts no agent and its warm pool holds `pooled` (GET /metrics): a
+ * pooled start is a second or so of CPU, refilled after a run of sign-ins (not during one, by
+ * design), and it must land in no side's measured run. False when it did not settle in time.
+ */
+export async function agentsSettled(url: string, pooled: number, timeoutMs = 60_000): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  const gauge = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  while (Date.now() < until) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    if (gauge(text, 'agents_starting') === 0 && gauge(text, 'agents_pooled') >= pooled) return true;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
+/**
  * Refresh tokens waiting to be spent, oldest first: `take()` the oldest, `put()` a new one at the
  * back, both O(1). (An array's `unshift` moves every element: with tens of thousands of pairs in
  * the pool it cost the load generator, on the same two cores, more CPU than it saved.)

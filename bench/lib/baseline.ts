@@ -10,14 +10,24 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { root } from './harness.js';
 
+/**
+ * The agent as it ran before its bundle (issue 42): what bench/agents.ts, bench/sandbox.ts and
+ * bench/kube.ts start beside this build. BENCH_BASELINE names another commit.
+ */
+export const AGENT_BASELINE = process.env.BENCH_BASELINE ?? 'f1d848b';
+
 const git = (args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
 
 /** The short hash a bench reports for `ref`. */
 export const shortCommit = (ref: string) => git(['rev-parse', '--short', `${ref}^{commit}`]);
 
-export async function baselineTree(ref: string, options: { build: boolean }): Promise<string> {
+/**
+ * `inside`: a directory under this checkout to put it in instead of the temporary directory (the
+ * Kubernetes test kubelet's pods see this checkout, not the host's /tmp).
+ */
+export async function baselineTree(ref: string, options: { build: boolean; inside?: string }): Promise<string> {
   const sha = git(['rev-parse', `${ref}^{commit}`]);
-  const dir = path.join(tmpdir(), `bench-baseline-${sha.slice(0, 12)}`);
+  const dir = path.join(options.inside ? path.join(root, options.inside) : tmpdir(), `bench-baseline-${sha.slice(0, 12)}`);
   const ready = path.join(dir, '.bench-ready');
   const built = path.join(dir, 'dist', '.build-stamp');
   if (existsSync(ready) && (!options.build || existsSync(built))) return dir;

@@ -1,15 +1,27 @@
 /**
  * What else happened while a run was measured, so a noisy round can be explained rather than
- * averaged away: the machine's 1-minute load average (other processes on the two cores) and
- * whether PostgreSQL ran a checkpoint (the server-wide flush of dirty pages, every 5 minutes by
- * default, that slows every writer for its duration).
+ * averaged away: the machine's 1-minute load average (other processes on the two cores), whether
+ * PostgreSQL ran a checkpoint (the server-wide flush of dirty pages, every 5 minutes by default,
+ * that slows every writer for its duration), and the CPU the measured server spent — its own
+ * process and the PostgreSQL backends serving its database — which, per request, moves far less
+ * with the machine's load than requests per second do.
  */
+import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import pg from 'pg';
+import { cpuMsOf } from './harness.js';
 
 export interface Conditions {
   loadAverage: number;
   checkpoint: boolean;
+  /** CPU ms of the server and its database's backends during the run (when `around` was told whose). */
+  cpuMs?: number;
+}
+
+/** The measured server: its process, and its database on the probed PostgreSQL server. */
+export interface MeasuredServer {
+  pid: number;
+  database?: string;
 }
 
 export async function conditionsProbe(postgresUrl: string | undefined) {
@@ -23,11 +35,26 @@ export async function conditionsProbe(postgresUrl: string | undefined) {
       : 'SELECT checkpoints_timed + checkpoints_req AS n FROM pg_stat_bgwriter';
     return Number((await client.query(query)).rows[0].n);
   };
+  // A backend's CPU from /proc (user + system, 100 ticks a second): PostgreSQL runs on this machine.
+  const backendsCpuMs = async (database: string | undefined): Promise<number> => {
+    if (!client || !database) return 0;
+    const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
+    const ticks = await Promise.all(
+      rows.map(async ({ pid }) => {
+        const fields = (await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.split(' ') ?? [];
+        return Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+      }),
+    );
+    return ticks.reduce((a, b) => a + b, 0) * 10;
+  };
+  const cpuMs = async (server: MeasuredServer) => (await cpuMsOf(server.pid)) + (await backendsCpuMs(server.database));
   return {
-    async around<T>(measure: () => Promise<T>): Promise<T & Conditions> {
+    async around<T>(measure: () => Promise<T>, server?: MeasuredServer): Promise<T & Conditions> {
       const before = await checkpoints();
+      const cpuBefore = server && (await cpuMs(server));
       const result = await measure();
-      return { ...result, loadAverage: Math.round(loadavg()[0]! * 10) / 10, checkpoint: (await checkpoints()) > before };
+      const spent = server && cpuBefore !== undefined ? { cpuMs: (await cpuMs(server)) - cpuBefore } : {};
+      return { ...result, loadAverage: Math.round(loadavg()[0]! * 10) / 10, checkpoint: (await checkpoints()) > before, ...spent };
     },
     close: () => client?.end(),
   };

@@ -4,7 +4,9 @@
  * medians.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
@@ -34,7 +36,20 @@ export function spawnServer(script: string, args: string[], env: Record<string, 
   });
 }
 
-export async function waitForHttp(url: string, timeoutMs = 60_000): Promise<void> {
+/**
+ * The script that runs an agent of `tree`'s build: its bundle's entry (server/common/build.ts), or,
+ * in a baseline from before the bundle, the per-file tree's main.js.
+ */
+export function agentScript(tree: string): string {
+  const boot = path.join(tree, 'dist/agent/boot.cjs');
+  return existsSync(boot) ? boot : path.join(tree, 'dist/server/agent/main.js');
+}
+
+/** The machine's 1, 5 and 15 minute load averages, to print beside timings taken on a shared machine. */
+export const loadAverage = (): number[] => loadavg().map((x) => Math.round(x * 100) / 100);
+
+/** Polls `url` until it answers 2xx; `intervalMs` between tries (small where the wait itself is timed). */
+export async function waitForHttp(url: string, timeoutMs = 60_000, intervalMs = 200): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -43,7 +58,7 @@ export async function waitForHttp(url: string, timeoutMs = 60_000): Promise<void
       // not up yet
     }
     if (Date.now() > until) throw new Error(`${url} did not come up`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
 

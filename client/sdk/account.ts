@@ -127,6 +127,16 @@ export interface CaptchaOptions {
 /** Reads (does not verify) the `guest` claim: only used to decide whether to offer a guest upgrade. */
 export const isGuestToken = (accessToken: string): boolean => base64UrlJson(accessToken.split('.')[1] ?? '')?.guest === true;
 
+/**
+ * Reads (does not verify) the session's assurance level (`aal` claim): `aal1` means the account has
+ * a second factor this session has not passed yet — everything but `verifySecondFactor`, refresh
+ * and logout answers 403 MFA_REQUIRED until it does. Undefined: the account had none at sign-in.
+ */
+export const assuranceLevel = (accessToken: string): 'aal1' | 'aal2' | undefined => {
+  const aal = base64UrlJson(accessToken.split('.')[1] ?? '')?.aal;
+  return aal === 'aal1' || aal === 'aal2' ? aal : undefined;
+};
+
 /** How long a refresh that lost a race waits for the winner's pair to appear in shared storage. */
 const LOST_RACE_WAIT_MS = 1_000;
 
@@ -288,6 +298,9 @@ export function createAccountClient(options: AccountClientOptions) {
     },
 
     me: () => trpc.tokens.me.query(),
+
+    /** The second step of a sign-in (`aal1` → `aal2`): a code from the authenticator app, or a recovery code. The new pair is stored. */
+    verifySecondFactor: async (input: { code: string } | { recovery_code: string }) => signedIn(await trpc.auth.mfa.verify.mutate(input)),
 
     /** A valid access token for calls to other services (refreshed single-flight), or null when signed out. */
     accessToken: async () => (await freshTokens())?.access_token ?? null,

@@ -9,8 +9,10 @@ export const LifecycleReport = z.object({
     heartbeat: z.boolean(),
     requests: z.number().int(),
     messenger: z.boolean(),
+    /** Scheduled tasks' turns running (absent from agents older than tasks). */
+    task_runs: z.number().int().optional(),
   }),
-  /** ISO time; null: nothing scheduled. */
+  /** ISO time: the next heartbeat or scheduled task, whichever is first; null: nothing scheduled. */
   next_wake_at: z.string().nullable(),
 });
 export type LifecycleReport = z.infer<typeof LifecycleReport>;

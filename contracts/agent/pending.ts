@@ -1,7 +1,7 @@
 /** Wire shapes of `GET /pending` (spec: "Pending message"). */
 import { z } from 'zod';
 
-/** `heartbeat` and `subagent` are the sources this agent writes; others may come (messenger). */
+/** `heartbeat`, `subagent` and `task` are the sources this agent writes; others may come (messenger). */
 export const PendingSource = z.string();
 
 export const PendingMessage = z.object({

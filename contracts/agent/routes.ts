@@ -23,6 +23,7 @@ import { ChatIdInput, ChatMessageInput, ChatRenameInput, ChatsQuery, ChatStartIn
 import { FileDeleteInput, FileMoveInput, FilePathInput, FileReadInput, TreeInput } from './files.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery, OwnerCodeInput } from './messenger.js';
 import { RunIdInput } from './subagents.js';
+import { TaskCreateInput, TaskIdInput, TaskPatchInput } from './tasks.js';
 
 export type AgentRouteMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -79,6 +80,11 @@ export const AGENT_ROUTES = [
   { procedure: 'subagents.list', kind: 'query', input: NoInput, rest: 'GET /subagents', proxy: 'both' },
   { procedure: 'subagents.get', kind: 'query', input: RunIdInput, rest: 'GET /subagents/{run_id}', proxy: 'both' },
   { procedure: 'subagents.stop', kind: 'mutation', input: RunIdInput, rest: 'POST /subagents/{run_id}/stop', proxy: 'both' },
+  // Scheduled tasks (docs/api.md "Scheduled tasks"): the agent holds each user to its tier's limits.
+  { procedure: 'tasks.create', kind: 'mutation', input: TaskCreateInput, rest: 'POST /tasks', proxy: 'both' },
+  { procedure: 'tasks.list', kind: 'query', input: NoInput, rest: 'GET /tasks', proxy: 'both' },
+  { procedure: 'tasks.update', kind: 'mutation', input: TaskPatchInput, rest: 'PATCH /tasks/{id}', proxy: 'both' },
+  { procedure: 'tasks.delete', kind: 'mutation', input: TaskIdInput, rest: 'DELETE /tasks/{id}', proxy: 'both' },
   // Collecting removes the messages on the agent: a mutation, though REST reads it with GET.
   { procedure: 'pending.collect', kind: 'mutation', input: NoInput, rest: 'GET /pending', proxy: 'both' },
   // The messenger under its generic name and the integration's (docs/api.md: messenger paths); guests get neither.

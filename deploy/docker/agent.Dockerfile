@@ -52,4 +52,4 @@ COPY --from=build --chown=0:0 /app /app
 USER 10001:10001
 EXPOSE 8080
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/server/agent/main.js"]
+CMD ["node", "dist/agent/boot.cjs"]

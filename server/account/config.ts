@@ -193,12 +193,17 @@ export const accountEnv = z.object({
       'comma-separated e-mail addresses: an account whose verified address is listed becomes an admin at start and whenever it signs up or in (docs/admin.md); removing an address does not demote (use `npm run admin -- revoke`)',
     values: 'comma-separated addresses',
   }),
+  ADMIN_REQUIRE_2FA: z
+    .preprocess((v) => (v === '' || v === undefined ? '1' : v), z.enum(['0', '1']))
+    .describe(
+      "`1`: the admin role works only in sessions that passed a second factor (`aal2`: an authenticator app's code, a recovery code, or a passkey with user verification); an admin's other sessions get 403 `MFA_REQUIRED` on admin routes and can still enrol one on the Account page. API keys are not affected. `0`: any session of an admin ([security](security.md#a-second-factor))",
+    ),
   TOKEN_METADATA_CLAIM: optionalString
     .pipe(
       z
         .string()
         .regex(/^[a-z][a-z0-9_]{0,31}$/, 'must be a lowercase claim name')
-        .refine((name) => !['iss', 'aud', 'sub', 'sid', 'jti', 'typ', 'iat', 'exp', 'nbf', 'guest', 'gen'].includes(name), 'names a registered claim')
+        .refine((name) => !['iss', 'aud', 'sub', 'sid', 'jti', 'typ', 'iat', 'exp', 'nbf', 'guest', 'gen', 'aal'].includes(name), 'names a registered claim')
         .optional(),
     )
     .meta({
@@ -243,6 +248,8 @@ const schema = accountEnv
         .map((email) => email.trim().toLowerCase())
         .filter(Boolean),
       tokenMetadataClaim: env.TOKEN_METADATA_CLAIM,
+      /** The admin role needs an `aal2` session (admin/access.ts). */
+      adminRequire2fa: env.ADMIN_REQUIRE_2FA === '1',
       /** New guests per client per day and service-wide per hour (ratelimit/policy.ts). */
       guestSignupsPerDay: env.GUEST_SIGNUPS_PER_DAY,
       guestSignupsPerHour: env.GUEST_SIGNUPS_PER_HOUR,

@@ -26,7 +26,7 @@ function agentTarget(rest: string): { path: string; pathname: string } {
 /** What any account route can answer, and what a signed-in one adds (tokens/service.ts `authenticate`). */
 const ACCOUNT_ERRORS: ServiceErrorCodes = {
   everyRoute: ['INTERNAL', 'METHOD_NOT_ALLOWED', 'STORE_UNAVAILABLE'],
-  authenticated: ['MISSING_TOKEN', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'SESSION_REVOKED'],
+  authenticated: ['MISSING_TOKEN', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'SESSION_REVOKED', 'MFA_REQUIRED'],
 };
 
 export function mountAccountBridge(

@@ -22,6 +22,7 @@ import { AuthMetrics } from './auth-metrics.js';
 import { loadEmailCodeKey } from './auth/email/codes.js';
 import { MailQueue, outboxTransport, smtpTransport } from './auth/email/mail.js';
 import { EmailSignIn } from './auth/email/service.js';
+import { SecondFactors } from './auth/mfa/factors.js';
 import { OAuthProviders } from './auth/oauth/providers.js';
 import { JsonRpcClient, type WalletRpc } from './auth/wallet/rpc.js';
 import { Captcha } from './captcha/siteverify.js';
@@ -48,6 +49,8 @@ export interface AccountServices {
   /** Outgoing mail: SMTP_URL, or the local outbox. */
   mail: MailQueue;
   email: EmailSignIn;
+  /** Second factors: enrolment and the second step of sign-ins (auth/mfa/). */
+  mfa: SecondFactors;
   /** Provider A and B for browser OAuth and native ID tokens (discovery cached). */
   oauth: OAuthProviders;
   /** Unset when CAPTCHA_PROVIDER is not. */
@@ -114,9 +117,9 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   let bots: MessengerBots | undefined;
   const agents = await assembleAgents({ config, log, store, metrics, budgetUser, userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}) });
   const { registry, provisioner, sleeping, box } = agents;
-  // A returning user's sleeping agent starts at sign-in, a new one's comes from the warm pool: ready before the first message.
+  // After a sign-in's answer, a returning user's sleeping agent starts, a new one's comes from the warm pool: ready before the first message.
   if (sleeping) {
-    tokens.signedIn = (userId) => void sleeping.warmUp(userId);
+    tokens.signedIn = ({ userId, created }) => void sleeping.warmUp(userId, { created });
     bots = new MessengerBots(store.db, box, sleeping, log, {
       telegramApiRoot: config.egress.telegramApiRoot.replace(/\/+$/, ''),
       webhookBase: config.telegramWebhookBase,
@@ -175,7 +178,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     bots,
     metrics,
     authMetrics,
-    adminAccess: new AdminAccess(store.db, tokens, metrics.registry),
+    adminAccess: new AdminAccess(store.db, tokens, metrics.registry, config.adminRequire2fa),
     agentMetrics: agents.agentMetrics,
     streamSlots: agents.streamSlots,
     requestSlots: agents.requestSlots,
@@ -183,6 +186,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     modelBudget: agents.modelBudget,
     mail,
     email,
+    mfa: new SecondFactors({ db: store.db, box, rateLimits, tokens, issuer: config.passkey.rpName }),
     oauth: new OAuthProviders(config.oauth, config.baseUrl, log),
     captcha: config.captcha ? new Captcha(config.captcha, log) : undefined,
     walletRpc: config.rpcUrl ? new JsonRpcClient(config.rpcUrl) : undefined,

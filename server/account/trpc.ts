@@ -5,7 +5,9 @@
  *    read, cookies by name for the OAuth callback, `setHeader` for RateLimit-* and Set-Cookie).
  * 2. INITIALISATION: shared with the agent service (server/common/trpc.ts).
  * 3. PROCEDURES: `publicProcedure` for sign-in endpoints (add `.use(rateLimited('auth.x'))`);
- *    `userProcedure` requires the access token of a live session and puts its claims in `ctx.user`;
+ *    `userProcedure` requires the access token of a live session and puts its claims in `ctx.user`
+ *    (403 MFA_REQUIRED while the session waits for its second factor: `secondStepProcedure` is the
+ *    one that admits it, for the second step itself, auth/mfa/);
  *    `adminProcedure(permission)` requires an admin (role read from the store on every call) or
  *    an API key with that scope, and puts who it is in `ctx.caller` (admin/access.ts).
  */
@@ -48,8 +50,14 @@ export const captchaChecked = t.middleware(async ({ ctx, next }) => {
 });
 
 export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
-  const user = await ctx.services.tokens.authenticate(ctx.request.authorization, ctx.request);
+  const user = await ctx.services.tokens.authenticate(ctx.request.authorization, { seen: ctx.request });
   return next({ ctx: { user } }); // tRPC merges it into the context
+});
+
+/** `userProcedure` that also admits a session waiting for its second factor (`aal1`): the second step only (auth/mfa/). */
+export const secondStepProcedure = t.procedure.use(async ({ ctx, next }) => {
+  const user = await ctx.services.tokens.authenticate(ctx.request.authorization, { seen: ctx.request, firstFactorOnly: true });
+  return next({ ctx: { user } });
 });
 
 export const adminProcedure = (permission: AdminPermission) =>

@@ -88,6 +88,23 @@ export const agentEnv = z.object({
         .max(86_400 * 7),
     )
     .describe('seconds between heartbeats (fractions allowed); `0` disables'),
+  HEARTBEAT_MODEL: optionalString.meta({
+    description: 'the model heartbeats run on (a cheaper one, in `MODEL` syntax); the account service passes its own setting to its agents',
+    default: 'unset → `MODEL`',
+    values: 'as `MODEL`',
+  }),
+  // Scheduled tasks (server/agent/tasks/); the account service sets the limits of its agents by account tier.
+  TASK_MODEL: optionalString.meta({
+    description: 'the model scheduled tasks run on (a cheaper one, in `MODEL` syntax); the account service passes its own setting to its agents',
+    default: 'unset → `MODEL`',
+    values: 'as `MODEL`',
+  }),
+  TASKS_MAX: z
+    .preprocess((v) => (v === '' || v === undefined ? 50 : v), z.coerce.number().int().min(0).max(10_000))
+    .describe('scheduled tasks the agent may hold (active and paused; 403 `TASK_LIMIT` past it); the account service sets it per account tier'),
+  TASK_MIN_INTERVAL: seconds(300, { max: 86_400 * 7 }).describe(
+    'seconds a recurring task must leave between two runs (400 `INVALID_SCHEDULE` for a closer cron); the account service sets it per account tier',
+  ),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()).meta({
@@ -120,6 +137,12 @@ export const agentEnv = z.object({
     description: "`exec` commands' HTTP(S) proxy, a relay to the egress gateway (with `AGENT_EXEC_NETWORK=allowlist`)",
     internal: true,
     values: 'http URL',
+  }),
+  // Set by the Kubernetes provisioner: commands run in the Pod's exec runner container (tools/exec-runner.ts).
+  AGENT_EXEC_RUNNER: optionalString.meta({
+    description: "the exec runner's socket: `exec` commands run in that container, which holds none of the agent's secrets (agents in Kubernetes Pods)",
+    internal: true,
+    values: 'a socket path',
   }),
   AGENT_EXEC_EGRESS_SOCKET: optionalString.meta({
     description: "the egress gateway's socket for the `exec` relay (no provider keys added there)",
@@ -242,11 +265,13 @@ function egressGateway(env: { AGENT_EGRESS_SOCKET?: string; AGENT_EGRESS_URL?: s
 
 const schema = agentEnv
   .superRefine((env, ctx) => {
-    if (env.MODEL) {
+    for (const name of ['MODEL', 'HEARTBEAT_MODEL', 'TASK_MODEL'] as const) {
+      const spec = env[name];
+      if (!spec) continue;
       try {
-        parseModelSpec(env.MODEL);
+        parseModelSpec(spec);
       } catch (error) {
-        ctx.addIssue({ code: 'custom', path: ['MODEL'], message: (error as Error).message });
+        ctx.addIssue({ code: 'custom', path: [name], message: (error as Error).message });
       }
     }
     if (env.TELEGRAM_WEBHOOK_URL && !env.TELEGRAM_WEBHOOK_SECRET) {
@@ -287,6 +312,7 @@ const schema = agentEnv
       execTimeoutMs: env.AGENT_EXEC_TIMEOUT * 1000,
       execSandbox: env.AGENT_EXEC_SANDBOX,
       execProxy: env.AGENT_EXEC_PROXY,
+      execRunner: env.AGENT_EXEC_RUNNER,
       /** Where the exec relay sends commands' traffic: a gateway socket of its own, never the agent's. */
       execEgressSocket: env.AGENT_EXEC_EGRESS_SOCKET,
       runTimeoutMs: env.AGENT_RUN_TIMEOUT * 1000,
@@ -314,7 +340,15 @@ const schema = agentEnv
     heartbeatIntervalSeconds: env.HEARTBEAT_INTERVAL,
     /** Seconds a requested stop waits for runs before it interrupts them (each ends with an `error`). */
     stopGraceMs: env.AGENT_STOP_GRACE * 1000,
+    tasks: {
+      max: env.TASKS_MAX,
+      minIntervalMs: env.TASK_MIN_INTERVAL * 1000,
+      /** TASK_MODEL; unset: the chat's model. */
+      model: env.TASK_MODEL ? parseModelSpec(env.TASK_MODEL) : undefined,
+    },
     heartbeat: {
+      /** HEARTBEAT_MODEL; unset: the chat's model. */
+      model: env.HEARTBEAT_MODEL ? parseModelSpec(env.HEARTBEAT_MODEL) : undefined,
       /** The first tick (HEARTBEAT_NEXT_AT); unset: one interval after start. */
       nextAt: env.HEARTBEAT_NEXT_AT ? new Date(env.HEARTBEAT_NEXT_AT) : undefined,
       /** How long a heartbeat waits for the user's active run in its chat before it skips. */

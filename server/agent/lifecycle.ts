@@ -1,15 +1,16 @@
 /**
  * What the account service needs to decide whether this agent may sleep (`GET /lifecycle`, agent
  * secret): whether anything is going on — chat runs, subagent runs, a heartbeat, requests in
- * flight, a Telegram bot that long-polls or handles a message — and when the agent next wants to
- * be woken (its next heartbeat while HEARTBEAT.md has something in it; now for a long-polling
- * bot; null otherwise).
+ * flight, a Telegram bot that long-polls or handles a message, a scheduled task's turn — and when
+ * the agent next wants to be woken (the earlier of its next heartbeat, while HEARTBEAT.md has
+ * something in it, and its next due task; now for a long-polling bot; null otherwise).
  */
 import type { RequestHandler } from 'express';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
 import { hasBody } from '../common/http.js';
 import { readHeartbeatFile } from './heartbeat/run.js';
 import type { ChatRuntime } from './chat/runtime.js';
+import type { TaskRunner } from './tasks/runner.js';
 import type { AgentConfig } from './config.js';
 import type { HeartbeatScheduler } from './heartbeat/scheduler.js';
 import type { MessengerService } from './messenger/service.js';
@@ -58,6 +59,7 @@ export interface LifecycleSources {
   heartbeat: Pick<HeartbeatScheduler, 'running' | 'nextAt'>;
   requests: Pick<RequestActivity, 'inFlight'>;
   messenger: Pick<MessengerService, 'busy' | 'polling'>;
+  tasks: { runner: Pick<TaskRunner, 'running' | 'nextDueAt'> };
 }
 
 export async function lifecycleReport(services: LifecycleSources): Promise<LifecycleReport> {
@@ -67,12 +69,16 @@ export async function lifecycleReport(services: LifecycleSources): Promise<Lifec
     heartbeat: services.heartbeat.running,
     requests: services.requests.inFlight,
     messenger: services.messenger.busy(),
+    task_runs: services.tasks.runner.running,
   };
-  const busy = activity.chat_runs > 0 || activity.subagent_runs > 0 || activity.heartbeat || activity.requests > 0 || activity.messenger;
+  const busy =
+    activity.chat_runs > 0 || activity.subagent_runs > 0 || activity.heartbeat || activity.requests > 0 || activity.messenger || activity.task_runs > 0;
   // A long-polling bot wants to run all the time: should the agent be stopped anyway (the
   // service restarts), it is due again at once.
   if (services.messenger.polling()) return { busy, activity, next_wake_at: new Date().toISOString() };
-  const next = services.heartbeat.nextAt;
-  const wants = next !== undefined && Boolean(await readHeartbeatFile(services.config.workspace));
-  return { busy, activity, next_wake_at: wants ? next.toISOString() : null };
+  const heartbeat = services.heartbeat.nextAt;
+  const wantsHeartbeat = heartbeat !== undefined && Boolean(await readHeartbeatFile(services.config.workspace));
+  const wakes = [wantsHeartbeat ? heartbeat : undefined, await services.tasks.runner.nextDueAt()].filter((at): at is Date => at !== undefined);
+  const first = wakes.sort((a, b) => a.getTime() - b.getTime())[0];
+  return { busy, activity, next_wake_at: first ? first.toISOString() : null };
 }

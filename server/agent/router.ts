@@ -3,6 +3,7 @@ import { filesRouter } from './files/router.js';
 import { healthRouter } from './health/router.js';
 import { pendingRouter } from './pending/router.js';
 import { subagentsRouter } from './subagents/router.js';
+import { tasksRouter } from './tasks/router.js';
 import { messengerRouter, telegramRouter } from './messenger/router.js';
 import { router } from './trpc.js';
 
@@ -13,6 +14,7 @@ export const agentRouter = router({
   files: filesRouter,
   subagents: subagentsRouter,
   pending: pendingRouter,
+  tasks: tasksRouter,
   // The same procedures under the generic name and the integration's (docs/api.md: messenger paths).
   messenger: messengerRouter,
   telegram: telegramRouter,

@@ -5,10 +5,16 @@
 import type { Logger } from '../common/log.js';
 import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { ChatHistory } from './chat/history.js';
-import { createLanguageModel } from './model/model.js';
+import { configuredModel } from './model/configured.js';
 import { ChatRuntime } from './chat/runtime.js';
 import type { AgentConfig } from './config.js';
 import { HeartbeatScheduler } from './heartbeat/scheduler.js';
+import type { ModelSpec } from '@contracts/agent/model-spec.js';
+import { ProactiveBudgetGate } from './proactive/budget.js';
+import { HEARTBEAT_NEXT_KEY, readStoredTime, writeState } from './state.js';
+import { TaskRunner } from './tasks/runner.js';
+import { TaskStore } from './tasks/tasks.js';
+import { scheduleTaskTool } from './tasks/tool.js';
 import { PendingStore } from './pending/store.js';
 import { MessengerService } from './messenger/service.js';
 import { openAgentStore, type AgentStore } from './store.js';
@@ -28,6 +34,8 @@ export interface AgentServices {
   pending: PendingStore;
   subagents: SubagentRegistry;
   heartbeat: HeartbeatScheduler;
+  /** Scheduled tasks: the store the API and the tool work on, and the runner that runs them when due. */
+  tasks: { store: TaskStore; runner: TaskRunner };
   messenger: MessengerService;
   /** Requests in flight (the HTTP app counts them; lifecycle.ts reports them). */
   requests: RequestActivity;
@@ -56,18 +64,31 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const tools = workspaceTools(config, quota);
   // Subagents and heartbeats run in the background: the workspace tools without send_file.
   const { send_file: _sendFile, ...backgroundTools } = tools;
-  const model = chatConfig.model ? createLanguageModel(chatConfig.model, { apiKey: chatConfig.modelApiKey, egress: config.egress }) : null;
-  const subagents = new SubagentRegistry({ config, log: log.child({ area: 'subagents' }), db: store.db, pending, model, tools: backgroundTools });
+  // Each model client is made at its first call (model/configured.ts): an agent that never chats never loads one.
+  const modelFor = (spec: ModelSpec) => configuredModel(spec, { apiKey: chatConfig.modelApiKey, egress: config.egress });
+  const model = chatConfig.model ? modelFor(chatConfig.model) : null;
+  const gate = new ProactiveBudgetGate(store.db, config.egress, log.child({ area: 'budget' }));
+  const taskStore = new TaskStore(store.db, config.tasks);
+  const subagents = new SubagentRegistry({
+    config,
+    log: log.child({ area: 'subagents' }),
+    db: store.db,
+    sql: store.sql,
+    pending,
+    model,
+    tools: backgroundTools,
+  });
   await subagents.start();
   const userRunListeners = new Set<(chatId: string) => void>();
   const metrics = createAgentMetrics();
-  // Chat runs are depth 0: they get spawn_subagent; subagents (depth 1) do not.
+  // Chat runs are depth 0: they get spawn_subagent and schedule_task; subagents (depth 1) and heartbeats do not.
+  const history = new ChatHistory(store.sql);
   const chat = new ChatRuntime({
     config,
     log,
     tools,
-    history: new ChatHistory(store.sql),
-    runTools: (chatId) => spawnSubagentTool(subagents, { chatId, depth: 0 }),
+    history,
+    runTools: (chatId) => ({ ...spawnSubagentTool(subagents, { chatId, depth: 0 }), ...scheduleTaskTool(taskStore, { chatId }) }),
     metrics,
     onRunStart: (chatId) => {
       for (const listener of userRunListeners) listener(chatId);
@@ -79,8 +100,10 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       log: log.child({ area: 'heartbeat' }),
       db: store.db,
       pending,
-      model,
+      model: config.heartbeat.model ? modelFor(config.heartbeat.model) : model,
       tools: backgroundTools,
+      gate,
+      recent: (chatId, entries) => history.modelContext(chatId, entries),
       activeRun: (chatId) => chat.active(chatId).active,
       onUserRun: (listener) => {
         userRunListeners.add(listener);
@@ -88,8 +111,20 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       },
     },
     config.heartbeatIntervalSeconds * 1000,
+    (at) =>
+      void writeState(store.db, HEARTBEAT_NEXT_KEY, at.toISOString()).catch((error: unknown) => log.warn({ err: error }, 'heartbeat: next time not stored')),
   );
-  heartbeat.start(config.heartbeat.nextAt);
+  heartbeat.start((await readStoredTime(store.db, HEARTBEAT_NEXT_KEY)) ?? config.heartbeat.nextAt);
+  const taskRunner = new TaskRunner({
+    store: taskStore,
+    chat,
+    pending,
+    gate,
+    ...(config.tasks.model ? { model: modelFor(config.tasks.model) } : {}),
+    log: log.child({ area: 'tasks' }),
+    waitMs: chatConfig.runTimeoutMs,
+  });
+  taskRunner.start();
   // Telegram (no-op without TELEGRAM_BOT_TOKEN); heartbeat and subagent messages for `telegram:<id>` chats reach Telegram too.
   const messenger = new MessengerService({ config, log, db: store.db, chat, pending });
   messenger.start();
@@ -103,15 +138,17 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     pending,
     subagents,
     heartbeat,
+    tasks: { store: taskStore, runner: taskRunner },
     messenger,
     requests: new RequestActivity(),
     async drain(graceMs) {
-      await Promise.all([chat.drain(graceMs), subagents.drain(graceMs), heartbeat.drain(graceMs)]);
+      await Promise.all([chat.drain(graceMs), subagents.drain(graceMs), heartbeat.drain(graceMs), taskRunner.drain(graceMs)]);
     },
     async close() {
       await messenger.stop();
       await heartbeat.close();
       await chat.close();
+      await taskRunner.close();
       await subagents.close();
       pending.close();
       await store.close();

@@ -6,7 +6,10 @@
  * access. WAL so that history writes stay cheap, migrations applied on open.
  *
  * Two connections to the file: Prisma's (schema, migrations, most queries) and `sql`, a plain
- * better-sqlite3 connection for the chat history's hot statements (chat/history.ts). Both run
+ * better-sqlite3 connection for the chat history's hot statements (chat/history.ts) and for
+ * what a start asks. Prisma connects, and compiles its query engine (Wasm, ~20 MB), at the first
+ * ORM query, and a start makes none: an agent that only chats never loads it
+ * (docs/performance.md, "An agent's start"). Both connections run
  * synchronously in this thread, so they cannot deadlock as two processes could: a statement or
  * a `sql` transaction runs to its end before anything else does. The one overlap is a Prisma
  * interactive transaction, which holds the write lock across awaits; `sql` therefore never
@@ -17,8 +20,9 @@ import { existsSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
+import type { SqlDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import Database from 'better-sqlite3';
-import { applyMigrations, migrationsUpToDate, readMigrationScripts, type MigrationSource, type RecordedMigration } from '../common/migrations.js';
+import { migrationsUpToDate, readMigrationScripts, type MigrationSource, type RecordedMigration } from '../common/committed-migrations.js';
 import { PrismaClient } from '../generated/agent/client.js';
 
 export type AgentDb = PrismaClient;
@@ -42,6 +46,20 @@ export interface AgentStore {
 
 export function agentDbAdapter(file: string): PrismaBetterSqlite3 {
   return new PrismaBetterSqlite3({ url: `file:${file}`, timeout: 5_000 });
+}
+
+/** Prisma's connection, set up as `sql` is when Prisma opens it (a pragma holds per connection). */
+function clientAdapter(file: string): SqlDriverAdapterFactory {
+  const factory = agentDbAdapter(file);
+  return {
+    provider: factory.provider,
+    adapterName: factory.adapterName,
+    async connect() {
+      const connection = await factory.connect();
+      await connection.executeScript('PRAGMA synchronous = NORMAL');
+      return connection;
+    },
+  };
 }
 
 function recordedMigrations(raw: Database.Database): RecordedMigration[] {
@@ -105,8 +123,10 @@ export async function migrateAgentDb(file: string, source: MigrationSource = age
   } finally {
     raw.close();
   }
+  if (upToDate) return [];
   // Prisma's migration engine wants the file to itself (it fails as busy with another connection open).
-  return upToDate ? [] : applyMigrations(source, agentDbAdapter(file));
+  const { applyMigrations } = await import('../common/migrations.js');
+  return applyMigrations(source, agentDbAdapter(file));
 }
 
 /** The SQLite files of a database besides the main one. */
@@ -141,8 +161,7 @@ export async function openAgentStore(stateDir: string, workspace?: string, log?:
   const appliedMigrations = await migrateAgentDb(file);
   const sql = new Database(file, { timeout: 0 });
   sql.pragma('synchronous = NORMAL');
-  const db = new PrismaClient({ adapter: agentDbAdapter(file) });
-  await db.$executeRawUnsafe('PRAGMA synchronous = NORMAL');
+  const db = new PrismaClient({ adapter: clientAdapter(file) });
   return {
     db,
     sql,

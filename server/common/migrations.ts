@@ -7,24 +7,20 @@
  *
  * The engine costs about 30 MB and a few hundred ms to instantiate, and what it leaves behind
  * stays for the life of the process, so a store that opens at every process start asks
- * `migrationsUpToDate` first, over its own driver, and loads the engine only when something is
- * left to apply (or something is off that the engine must judge).
+ * `migrationsUpToDate` (committed-migrations.ts) first, over its own driver, and loads this module
+ * and the engine only when something is left to apply (or something is off that the engine must
+ * judge).
  */
-import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { bindMigrationAwareSqlAdapterFactory, type SqlDriverAdapter, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
+import { migrationNames, type MigrationSource } from './committed-migrations.js';
+
+export type { MigrationSource } from './committed-migrations.js';
 
 type EngineGlue = typeof import('@prisma/schema-engine-wasm/schema_engine_bg');
-
-export interface MigrationSource {
-  /** The store's schema.prisma. */
-  schemaPath: string;
-  /** The folder holding `<timestamp>_<name>/migration.sql` and `migration_lock.toml`. */
-  migrationsDir: string;
-}
 
 let engineModule: Promise<EngineGlue> | undefined;
 
@@ -86,25 +82,6 @@ async function withEngine<T>(source: MigrationSource, factory: SqlMigrationAware
   }
 }
 
-/** The committed migrations' folder names, oldest first. */
-async function migrationNames(source: MigrationSource): Promise<string[]> {
-  const entries = await readdir(source.migrationsDir, { withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((e) => e.isDirectory())
-    .map((e) => e.name)
-    .sort();
-}
-
-/** The committed migrations with their SQL, oldest first, and the checksum Prisma records for each. */
-export async function readMigrationScripts(source: MigrationSource): Promise<Array<{ name: string; sql: string; checksum: string }>> {
-  return Promise.all(
-    (await migrationNames(source)).map(async (name) => {
-      const sql = await readFile(path.join(source.migrationsDir, name, 'migration.sql'), 'utf8');
-      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
-    }),
-  );
-}
-
 async function readMigrations(source: MigrationSource): Promise<MigrationList> {
   const directories = await migrationNames(source);
   const lockPath = path.join(source.migrationsDir, 'migration_lock.toml');
@@ -126,29 +103,6 @@ async function readMigrations(source: MigrationSource): Promise<MigrationList> {
 }
 
 const noFilters = { externalTables: [], externalEnums: [] };
-
-/** A row of `_prisma_migrations`, as far as telling what is applied goes. */
-export interface RecordedMigration {
-  migration_name: string;
-  finished_at: unknown;
-  rolled_back_at: unknown;
-}
-
-/**
- * True when `applyMigrations` would have nothing to do: every committed migration is recorded
- * as finished, and no attempt is recorded as failed (the engine refuses to go on past a failed
- * one, and that refusal must not be skipped). Anything else, including a database that has no
- * `_prisma_migrations` yet, is for the engine. Checksums are not compared, as deploy does not.
- */
-export async function migrationsUpToDate(source: MigrationSource, recorded: RecordedMigration[]): Promise<boolean> {
-  const finished = new Set<string>();
-  for (const row of recorded) {
-    if (row.rolled_back_at != null) continue;
-    if (row.finished_at == null) return false;
-    finished.add(row.migration_name);
-  }
-  return (await migrationNames(source)).every((name) => finished.has(name));
-}
 
 /** Applies every committed migration not yet recorded in the database; returns their names. */
 export async function applyMigrations(source: MigrationSource, adapter: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {

@@ -11,11 +11,11 @@ import { mapError } from './errors.js';
 
 /**
  * `openapi` (trpc-to-openapi) places a procedure at a REST path. `rest` says how the bridge
- * answers when the answer is not a JSON body: `empty` → 204, `redirect` → 302 to the returned
- * `location`. Streams, uploads and file bodies have their own bridge adapters.
+ * answers when the answer is not a plain 200 JSON body: `created` → 201 with the JSON body,
+ * `empty` → 204, `redirect` → 302 to the returned `location`. Streams, uploads and file bodies have their own bridge adapters.
  */
 export type ProcedureMeta = OpenApiMeta & {
-  rest?: { kind: 'empty' | 'redirect' };
+  rest?: { kind: 'created' | 'empty' | 'redirect' };
   /** The codes its own domain can answer with, for the OpenAPI document (the bridge adds the ones every route has). */
   errors?: ErrorCode[];
 };

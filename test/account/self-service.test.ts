@@ -59,11 +59,17 @@ describe.each(kinds)('account self-service on %s', (kind) => {
         guest: false,
         tier: 'full',
         created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/),
+        timezone: null,
         identities: [{ id: expect.any(String), method: 'email', label: email, created_at: expect.any(String), last_used_at: expect.any(String) }],
         usage: {
           messages_left_today: null,
           messages_per_day: null,
-          model_tokens: { used: 0, limit: 2_000_000, resets_at: expect.stringMatching(/T00:00:00\.000Z$/) },
+          model_tokens: {
+            used: 0,
+            limit: 2_000_000,
+            resets_at: expect.stringMatching(/T00:00:00\.000Z$/),
+            by_source: { chat: 0, heartbeat: 0, task: 0, subagent: 0 },
+          },
         },
       });
     });

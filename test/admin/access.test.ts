@@ -5,15 +5,14 @@
  * guests and expired tokens are refused, and each refusal is counted; ADMIN_EMAILS and the
  * command line make admins.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEM_ACTOR } from '../../server/account/events/audit.js';
+import { setRole } from '../../server/account/users/roles.js';
 import { bearer, uniqueEmail } from '../support/account-api.js';
-import { adminApi, expectError } from '../support/admin-api.js';
+import { enrolTotp } from '../support/authenticator.js';
+import { adminApi, adminCli, expectError } from '../support/admin-api.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-
-const run = promisify(execFile);
 
 async function refusals(account: TestAccount): Promise<number> {
   const text = await (await fetch(`${account.url}/metrics`)).text();
@@ -89,8 +88,10 @@ describe('admin access', () => {
     await expect.poll(async () => (await api.get('/admin/audit', shortLived.headers)).status, { timeout: 10_000, interval: 250 }).toBe(401);
   });
 
-  it('ADMIN_EMAILS makes an admin of a listed verified address when it signs up', async () => {
+  it('ADMIN_EMAILS makes an admin of a listed verified address when it signs up (whose role works once a second factor is passed)', async () => {
     const pair = await api.email(listed);
+    await expectError(await api.get('/admin/audit', bearer(pair)), 403, 'MFA_REQUIRED');
+    await enrolTotp(api, pair);
     expect((await api.get('/admin/audit', bearer(pair))).status).toBe(200);
     const { user_id } = await api.me(pair);
     const rows = await account.services.store.db.auditEvent.findMany({ where: { targetId: user_id, action: 'user.grant_admin' } });
@@ -108,20 +109,12 @@ describe.runIf(await postgresReachable())('npm run admin on PostgreSQL while the
   });
   afterAll(() => account?.stop());
 
-  const cli = (...args: string[]) =>
-    run('npx', ['tsx', 'scripts/admin.ts', ...args], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        DATABASE_URL: account.services.config.databaseUrl,
-        DATA_DIR: account.dataDir,
-        LOG_LEVEL: 'silent',
-      },
-    });
+  const cli = (...args: string[]) => adminCli(account, ...args);
 
   it('grant, key create and revoke work on the running service, and are audited as the command line', async () => {
     const email = uniqueEmail('cli');
     const pair = await api.email(email);
+    await enrolTotp(api, pair);
     await expectError(await api.get('/admin/audit', bearer(pair)), 403, 'FORBIDDEN');
     await cli('grant', email);
     expect((await api.get('/admin/audit', bearer(pair))).status).toBe(200);
@@ -129,6 +122,9 @@ describe.runIf(await postgresReachable())('npm run admin on PostgreSQL while the
     const key = /ak_[0-9a-f]{24}_[\w-]{43}/.exec(stdout)?.[0];
     expect(key).toBeDefined();
     expect((await api.get('/admin/audit', { authorization: `Bearer ${key}` })).status).toBe(200);
+    // Another admin (made as ADMIN_EMAILS would), so that this one is not the last (409 LAST_ADMIN).
+    const { user_id: keeper } = await api.me(await api.email(uniqueEmail('keeper')));
+    await setRole(account.services.store.db, keeper, 'admin', SYSTEM_ACTOR);
     await cli('revoke', email);
     await expectError(await api.get('/admin/audit', bearer(pair)), 403, 'FORBIDDEN');
     const { events } = await api.json<{ events: Array<{ action: string; actor: { type: string } }> }>(

@@ -8,12 +8,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint } from '../../server/account/admin/webhooks/endpoints.js';
 import { loadSecretBox } from '../../server/account/agents/secrets.js';
 import { openAccountStore } from '../../server/account/store.js';
-import { DIST_DIR, REPO_ROOT, serverBuildIsCurrent } from '../../server/common/build.js';
+import { serviceEntry } from '../support/entries.js';
 import { freePort, tempDir } from '../support/servers.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -24,13 +23,8 @@ describe('webhooks across a SIGKILL of the account service', () => {
   let receiver: WebhookReceiver;
   const children: ChildProcess[] = [];
 
-  const entry = () =>
-    serverBuildIsCurrent()
-      ? [path.join(DIST_DIR, 'server/account/main.js')]
-      : ['--import', import.meta.resolve('tsx'), path.join(REPO_ROOT, 'server/account/main.ts')];
-
   async function startService(port: number): Promise<{ child: ChildProcess; url: string; exited: Promise<unknown> }> {
-    const child = spawn(process.execPath, entry(), {
+    const child = spawn(process.execPath, serviceEntry('account'), {
       env: {
         PATH: process.env.PATH ?? '',
         HOST: '127.0.0.1',

@@ -8,7 +8,8 @@ import { EgressGateway } from '../../server/account/agents/egress/gateway.js';
 import { AgentLauncher } from '../../server/account/agents/provisioners/local/launcher.js';
 import { agentFetch } from '../../server/account/agents/transport.js';
 import { loadAccountConfig } from '../../server/account/config.js';
-import { startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
+import { cliEntry } from '../support/entries.js';
+import { seedAccountStore, startTestAccount, tempDir, type TestAccount } from '../support/servers.js';
 
 const run = promisify(execFile);
 const silentLog = { info: () => undefined, warn: () => undefined, error: () => undefined } as never;
@@ -159,6 +160,7 @@ describe('idle agents', () => {
 describe('static provisioner and the agents CLI', () => {
   it('answers 503 until an agent is assigned, then serves the assigned one', async () => {
     const dataDir = await tempDir('static-agents');
+    await seedAccountStore(dataDir);
     const first = await startTestAccount('pglite', { AGENT_PROVISIONER: 'static', DATA_DIR: dataDir });
     const user = await newUser(first);
     await expect(first.services.agents.provisioner.agentFor(user)).rejects.toMatchObject({ status: 503, appCode: 'AGENT_UNAVAILABLE' });
@@ -167,7 +169,7 @@ describe('static provisioner and the agents CLI', () => {
 
     const { BASE_URL: _vite, ...parentEnv } = process.env;
     const env = { ...parentEnv, DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
-    const cli = (...args: string[]) => run('npm', ['run', '--silent', 'agents', '--', ...args], { env });
+    const cli = (...args: string[]) => run(process.execPath, [...cliEntry('agents'), ...args], { env });
     const add = await cli('add', 'vm-1', 'http://127.0.0.1:9', '--user', user);
     expect(add.stdout).toMatch(/added agent vm-1 at http:\/\/127\.0\.0\.1:9\nits secret .*: \S{40,}/);
     const secret = /: (\S+)$/.exec(add.stdout.trim())?.[1];

@@ -69,8 +69,9 @@ const matches = (selector: Selector | undefined, labels: Labels): boolean => {
 
 function namespaceLabels(name: string): Labels {
   const namespace = objects.find((o) => o.kind === 'Namespace' && o.metadata.name === name);
-  // Namespaces these manifests do not define (kube-system, default, a tenant's): no labels, as in 1.20.
-  return namespace?.metadata.labels ?? {};
+  // Every namespace carries its name as the API server sets it from 1.21 on (on 1.20 the operator
+  // labels kube-system, docs/deployment.md); ours carry our labels besides.
+  return { 'kubernetes.io/metadata.name': name, ...namespace?.metadata.labels };
 }
 
 /** Does a `from`/`to` peer of a policy in `policyNamespace` select `who`? */
@@ -134,6 +135,8 @@ const strayInAccounts: Endpoint = { namespace: 'agent-accounts', labels: { app: 
 const fakeAccount: Endpoint = { namespace: 'tenant', labels: { 'app.kubernetes.io/name': 'account' } };
 const fakeAgent: Endpoint = { namespace: 'tenant', labels: { 'app.kubernetes.io/name': 'agent' } };
 const dns: Endpoint = { namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns' } };
+/** A resolver of someone else's: any namespace's pod can wear the kube-dns label. */
+const fakeDns: Endpoint = { namespace: 'tenant', labels: { 'k8s-app': 'kube-dns' } };
 const otherSystemPod: Endpoint = { namespace: 'kube-system', labels: { component: 'metrics-server' } };
 const internet: Endpoint = { external: true };
 
@@ -172,8 +175,10 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes (kubectl kustomize)', () => {
     // Every namespaced object names its namespace (there are two; no default applies).
     for (const o of objects)
       if (!CLUSTER_SCOPED.has(o.kind)) expect(['agent-accounts', 'agents'], `${o.kind} ${o.metadata.name}`).toContain(o.metadata.namespace);
-    // 1.20 does not label namespaces with their name: a selector on it would match nothing.
-    expect(JSON.stringify(objects)).not.toContain('kubernetes.io/metadata.name');
+    // Namespaces are selected by our own labels, kube-system alone by the name label the API server sets (1.21+).
+    const byName = objects.filter((o) => JSON.stringify(o).includes('kubernetes.io/metadata.name'));
+    expect(byName.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['NetworkPolicy/agent-egress']);
+    expect(JSON.stringify(byName[0])).toContain('"kubernetes.io/metadata.name":"kube-system"');
   });
 
   it('gives the provisioner a least-privilege Role in `agents` and nothing cluster-wide', () => {
@@ -205,6 +210,14 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes (kubectl kustomize)', () => {
     const pod = find('Deployment', 'account', 'agent-accounts').spec.template.spec;
     expect(pod.serviceAccountName).toBe('account');
     expect(pod.automountServiceAccountToken).toBe(true);
+  });
+
+  it('enforces the `restricted` Pod Security profile in `agents` (and warns and audits with it)', () => {
+    expect(find('Namespace', 'agents').metadata.labels).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'restricted',
+      'pod-security.kubernetes.io/warn': 'restricted',
+      'pod-security.kubernetes.io/audit': 'restricted',
+    });
   });
 
   it('denies everything in `agents` by default', () => {
@@ -242,6 +255,9 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes (kubectl kustomize)', () => {
     expect(allowed(agent, otherAgent, 8080)).toBe(false);
     expect(allowed(agent, fakeAccount, 8081)).toBe(false);
     expect(allowed(agent, dns, 8080)).toBe(false);
+    // DNS in kube-system only: a pod labelled kube-dns elsewhere gets nothing from an agent.
+    expect(allowed(agent, fakeDns, 53, 'UDP')).toBe(false);
+    expect(allowed(agent, fakeDns, 53, 'TCP')).toBe(false);
     expect(allowed(agent, otherSystemPod, 443)).toBe(false);
     expect(allowed(agent, strayInAccounts, 8081)).toBe(false);
     // The internet, the API server, PostgreSQL and Redis outside the cluster.

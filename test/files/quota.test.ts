@@ -7,7 +7,8 @@ import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkspaceQuota } from '../../server/agent/files/quota.js';
-import { execTool, type ExecResult as ShellResult } from '../../server/agent/tools/exec.js';
+import { execTool } from '../../server/agent/tools/exec.js';
+import type { ExecResult as ShellResult } from '../../server/agent/tools/shell.js';
 import { fileTools } from '../../server/agent/tools/files.js';
 import { startTestAgent, tempDir, type TestAgent } from '../support/servers.js';
 

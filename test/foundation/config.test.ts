@@ -3,10 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { loadAccountConfig } from '../../server/account/config.js';
 import { ConfigError } from '../../server/common/config.js';
 import { loadAgentConfig } from '../../server/agent/config.js';
+import { serviceEntry } from '../support/entries.js';
 
-function run(script: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+function run(service: 'account' | 'agent', env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    const child = spawn(process.execPath, serviceEntry(service), {
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -18,14 +19,14 @@ function run(script: string, env: Record<string, string>): Promise<{ code: numbe
 
 describe('configuration', () => {
   it('the agent refuses to start without a secret, with one clear line', async () => {
-    const { code, stderr } = await run('server/agent/main.ts', { AGENT_PORT: '0' });
+    const { code, stderr } = await run('agent', { AGENT_PORT: '0' });
     expect(code).toBe(2);
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toMatch(/AGENT_SECRET or AGENT_SECRET_SHA256 is required/);
   });
 
   it('the account service names the bad variable and stops', async () => {
-    const { code, stderr } = await run('server/account/main.ts', { PORT: 'eighty', DATA_DIR: '/tmp/never-used' });
+    const { code, stderr } = await run('account', { PORT: 'eighty', DATA_DIR: '/tmp/never-used' });
     expect(code).toBe(2);
     expect(stderr.trim()).toMatch(/^account: Invalid configuration: PORT: /);
   });

@@ -2,7 +2,8 @@ import { spawn, execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, tempDir } from '../support/servers.js';
+import { serviceEntry } from '../support/entries.js';
+import { freePort, seedAccountStore, tempDir } from '../support/servers.js';
 
 const run = promisify(execFile);
 
@@ -15,7 +16,7 @@ const dirs: string[] = [];
 afterAll(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
 
 async function startAccountProcess(dataDir: string, port: number) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/account/main.ts'], {
+  const child = spawn(process.execPath, serviceEntry('account'), {
     env: childEnv({ DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'silent', RATE_LIMIT_MULTIPLIER: '1000' }),
     stdio: 'ignore',
   });
@@ -33,7 +34,7 @@ async function startAccountProcess(dataDir: string, port: number) {
 }
 
 async function startAgentProcess(workspace: string, port: number, secret: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/agent/main.ts'], {
+  const child = spawn(process.execPath, serviceEntry('agent'), {
     env: childEnv({ AGENT_WORKSPACE: workspace, AGENT_PORT: String(port), AGENT_SECRET: secret, LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0' }),
     stdio: 'ignore',
   });
@@ -101,6 +102,7 @@ describe('process lifecycle', () => {
   it('SIGTERM and SIGINT stop the account service cleanly: exit 0, and the store reopens with its data', async () => {
     const dataDir = await tempDir('lifecycle');
     dirs.push(dataDir);
+    await seedAccountStore(dataDir);
     const port = await freePort();
     const signIn = () =>
       fetch(`http://127.0.0.1:${port}/api/v1/auth/guest`, {

@@ -64,11 +64,13 @@ describe('with a HEARTBEAT.md and a chat', () => {
     expect(await collect()).toEqual([]);
   });
 
-  it('asks with its own context: the file, not the chat history', async () => {
+  it('asks with a light context of its own: the file and the last messages of its chat, not other chats', async () => {
     const request = rig.model.requests.filter(isHeartbeat).at(-1)!;
     expect(request.messages.map((m) => m.role)).toEqual(['system', 'user']);
     expect(lastUserText(request)).toContain('Remind me about the dentist on Fridays.');
-    expect(JSON.stringify(request.messages)).not.toContain('private chat history');
+    expect(lastUserText(request)).toContain('User: private chat history');
+    expect(JSON.stringify(request.messages)).not.toContain('"hi"');
+    expect(rig.model.requestHeaders.at(-1)!['x-model-source']).toBe('heartbeat');
     expect((request.tools ?? []).map((t) => t.function.name)).not.toContain('spawn_subagent');
   });
 

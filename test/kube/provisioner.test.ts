@@ -9,7 +9,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -219,6 +219,42 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     }
   });
 
+  it("a woken agent's Pod runs the image's command, the agent bundle, from the build's code cache", async () => {
+    // The image (deploy/docker/agent.Dockerfile) runs the bundle from /app; the harness's command is that one.
+    const dockerfile = await readFile(path.join(REPO_ROOT, 'deploy/docker/agent.Dockerfile'), 'utf8');
+    const workdir = [...dockerfile.matchAll(/^WORKDIR (\S+)$/gm)].at(-1)?.[1] ?? '';
+    const [program, entry] = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
+    expect([program, path.posix.join(workdir, entry ?? '')]).toEqual(['node', '/app/dist/agent/boot.cjs']);
+    const { KUBE_AGENT_COMMAND } = await kubeAccountEnv({ kubeconfig, namespace: NS, modelSpec: model.modelSpec });
+    expect(JSON.parse(KUBE_AGENT_COMMAND ?? '[]')).toEqual(['node', '/app/dist/agent/boot.cjs']);
+
+    // Agents inherit LOG_LEVEL from the account service's environment (silent under vitest).
+    const logLevel = process.env.LOG_LEVEL;
+    process.env.LOG_LEVEL = 'info';
+    const account = await startKubeAccount().finally(() => {
+      process.env.LOG_LEVEL = logLevel;
+    });
+    try {
+      const user = await guest(account, 'kube-bundle');
+      expect(await chat(account, user, 'c', 'hi')).toBe('echo: hi');
+      const agentId = (await account.services.agents.registry.forUser(user.userId))?.id ?? '';
+      await provisionerOf(account).stopAgentOf(user.userId);
+      await eventually('suspended', async () => !(await pod(agentId)), 30_000);
+      expect(await chat(account, user, 'c', 'awake')).toBe('echo: awake');
+      const pid = kubelet.pod(NS, `agent-${agentId}-0`)?.containers[0]?.pid;
+      const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).replace(/\0$/, '').split('\0');
+      expect(argv).toEqual(['node', '/app/dist/agent/boot.cjs']);
+      const started = kubelet
+        .logs(NS, `agent-${agentId}-0`)
+        .split('\n')
+        .filter((line) => line.includes('agent started from the bundle'));
+      expect(started.length).toBeGreaterThan(0);
+      expect(new Set(started.map((line) => (JSON.parse(line) as { codeCache: string }).codeCache))).toEqual(new Set(['used']));
+    } finally {
+      await account.stop();
+    }
+  });
+
   it("works with the Role alone (the account's service account is refused outside it), and a chat message costs no API request", async () => {
     const account = await startKubeAccount();
     try {
@@ -256,8 +292,13 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
       const agent = await account.services.agents.registry.forUser(user.userId);
       expect(kubelet.kill(NS, `agent-${agent?.id}-0`, { signal: 'SIGKILL' })).toBe(true);
       await eventually('crash reported', () => provisionerOf(account).stats().crashed >= 1, 20_000);
-      await eventually('ready again', async () => (await pod(agent?.id ?? ''))?.status?.containerStatuses?.[0]?.ready === true, 30_000);
-      expect((await pod(agent?.id ?? ''))?.status?.containerStatuses?.[0]?.restartCount).toBe(1);
+      // The agent's container (the Pod's exec runner beside it was not touched).
+      const agentStatus = async () =>
+        ((await pod(agent?.id ?? ''))?.status?.containerStatuses as Array<{ name: string; ready: boolean; restartCount: number }> | undefined)?.find(
+          (c) => c.name === 'agent',
+        );
+      await eventually('ready again', async () => (await agentStatus())?.ready === true, 30_000);
+      expect((await agentStatus())?.restartCount).toBe(1);
       expect(await chat(account, user, 'c', 'after')).toBe('echo: after');
     } finally {
       await account.stop();

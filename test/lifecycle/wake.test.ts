@@ -120,8 +120,8 @@ async function claimsOnce(account: TestAccount): Promise<void> {
       if (fail) throw new Error('no room');
     },
   };
-  const a = new WakeScheduler(db, target, silentLog, { pollMs: 1_000 });
-  const b = new WakeScheduler(db, target, silentLog, { pollMs: 1_000 });
+  const a = new WakeScheduler(db, target, silentLog, { pollMs: 1_000, kind: 'local' });
+  const b = new WakeScheduler(db, target, silentLog, { pollMs: 1_000, kind: 'local' });
   await Promise.all([a.tick(), b.tick(), a.tick()]);
   expect(woken.filter((id) => id === user.id)).toHaveLength(1);
   const failed = await db.agent.findUniqueOrThrow({ where: { id: agent.id } });

@@ -22,7 +22,7 @@ import { loadSecretBox } from '../../server/account/agents/secrets.js';
 import { loadEmailCodeKey } from '../../server/account/auth/email/codes.js';
 import { openAccountStore } from '../../server/account/store.js';
 import { loadSigningKeys } from '../../server/account/tokens/keys.js';
-import { DIST_DIR, REPO_ROOT, serverBuildIsCurrent } from '../../server/common/build.js';
+import { serviceEntry } from '../support/entries.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { createTestDatabase, postgresReachable, type TestDatabase } from '../support/postgres.js';
 import { redisReachable } from '../support/redis.js';
@@ -49,14 +49,8 @@ describe.skipIf(!reachable)('rolling restart of the account service under load',
   let dataDir: string;
   const instances: Instance[] = [];
 
-  /** The compiled build when current (npx tsx scripts/build.ts --server), else the sources through tsx. */
-  const entry = () =>
-    serverBuildIsCurrent()
-      ? [path.join(DIST_DIR, 'server/account/main.js')]
-      : ['--import', import.meta.resolve('tsx'), path.join(REPO_ROOT, 'server/account/main.ts')];
-
   async function startInstance(port: number): Promise<Instance> {
-    const child = spawn(process.execPath, entry(), {
+    const child = spawn(process.execPath, serviceEntry('account'), {
       env: {
         PATH: process.env.PATH ?? '',
         HOST: '127.0.0.1',

@@ -77,10 +77,25 @@ describe.each(backends)('e-mail codes on $name', ({ store, env }) => {
     const strangers = [];
     for (let i = 0; i < 3; i++) strangers.push(await requestMail(email));
     expect((await verify({ email, code: owners.code })).status).toBe(200);
+    // The owner's sign-in spent the stranger's mails too (below); a new one works.
+    expect((await verify({ token: strangers[2]!.token })).status).toBe(401);
     const second = await requestMail(email);
     expect((await verify({ token: second.token })).status).toBe(200);
-    // The stranger's mails went to the owner's inbox, and work there too.
-    expect((await verify({ token: strangers[2]!.token })).status).toBe(200);
+  });
+
+  it('a sign-in with one mail spends every other live code and link of the address', async () => {
+    const email = address('spent');
+    const mails = [await requestMail(email), await requestMail(email), await requestMail(email)];
+    const other = await requestMail(address('untouched'));
+    expect((await verify({ email, code: mails[1]!.code })).status).toBe(200);
+    expect(await verify({ email, code: mails[0]!.code })).toMatchObject({ status: 401, body: { code: 'INVALID_CODE' } });
+    expect(await verify({ token: mails[2]!.token })).toMatchObject({ status: 401, body: { code: 'INVALID_LINK' } });
+    expect(await verify({ email, code: mails[2]!.code })).toMatchObject({ status: 401, body: { code: 'INVALID_CODE' } });
+    // A link signs in the same way, and another address's mail is not touched.
+    const more = [await requestMail(email), await requestMail(email)];
+    expect((await verify({ token: more[0]!.token })).status).toBe(200);
+    expect(await verify({ email, code: more[1]!.code })).toMatchObject({ status: 401, body: { code: 'INVALID_CODE' } });
+    expect((await verify({ token: other.token })).status).toBe(200);
   });
 
   it("lockout by wrong guesses: a stranger's 5 wrong codes do not kill the owner's live code", async () => {
@@ -110,9 +125,9 @@ describe.each(backends)('e-mail codes on $name', ({ store, env }) => {
       expect(eleventh.retryAfter).toBeLessThanOrEqual(3600);
       expect(eleventh.body.detail).toMatch(/link in the sign-in mail still works/);
       refusals.push(eleventh);
-      // The owner still gets in with the link of either mail.
-      expect((await verify({ token: second.token })).status).toBe(200);
+      // The owner still gets in with a link, the older mail's too (which spends the newer one).
       expect((await verify({ token: first.token })).status).toBe(200);
+      expect((await verify({ token: second.token })).status).toBe(401);
     }
     const shape = (x: Answer) => ({ status: x.status, code: x.body.code, detail: x.body.detail?.replace(/\d+/g, 'N'), keys: Object.keys(x.body).sort() });
     expect(shape(refusals[0]!)).toEqual(shape(refusals[1]!));

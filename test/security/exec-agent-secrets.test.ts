@@ -13,10 +13,8 @@
  * gets each one's first characters, length and SHA-256, and confirms a candidate by its hash. A
  * control value in its own environment proves that the scan does find what it can read.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
@@ -26,9 +24,8 @@ import { until } from '../chat/helpers.js';
 import { startFakeTelegram, type FakeTelegram } from '../support/fake-telegram.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { freePort, startTestAccount, type TestAccount } from '../support/servers.js';
+import { type Needle, needle, type ScanReport, scanCommand, scanReport } from '../support/secret-scan.js';
 import { openSse, readFrames } from '../support/sse.js';
-
-const SCANNER = path.join(import.meta.dirname, 'exec-scanner.cjs');
 
 let model: ScriptedModel;
 let fake: FakeTelegram;
@@ -125,26 +122,6 @@ async function agentPid(userId: string): Promise<number> {
   return found;
 }
 
-interface Needle {
-  name: string;
-  prefix: string;
-  length: number;
-  sha256: string;
-}
-const needle = (name: string, value: string): Needle => ({
-  name,
-  prefix: value.slice(0, 6),
-  length: value.length,
-  sha256: createHash('sha256').update(value).digest('hex'),
-});
-
-interface ScanReport {
-  found: Array<{ name: string; where: string }>;
-  processes: Array<{ pid: string; comm: string; environ: boolean; fds: number; root: boolean; memBytes: number }>;
-  sockets: Array<{ path: string; result: string }>;
-  filesScanned: number;
-}
-
 describe.each(['none', 'allowlist'])('exec (AGENT_EXEC_NETWORK=%s), turned against its own agent', (execNetwork) => {
   let owner: { token: string; userId: string };
   let secrets: Record<string, string>;
@@ -204,10 +181,7 @@ describe.each(['none', 'allowlist'])('exec (AGENT_EXEC_NETWORK=%s), turned again
   });
 
   async function scan(env: string, needles: Needle[], mode = ''): Promise<ScanReport> {
-    const source = (await readFile(SCANNER)).toString('base64');
-    const args = Buffer.from(JSON.stringify(needles)).toString('base64');
-    const output = await run(owner.token, `echo ${source} | base64 -d > /tmp/scan.cjs && ${env} node /tmp/scan.cjs ${args} ${mode}`);
-    return JSON.parse(output.slice(output.indexOf('{'))) as ScanReport;
+    return scanReport(await run(owner.token, await scanCommand(env, needles, mode)));
   }
 });
 

@@ -2,7 +2,8 @@
 // command can read and prints one JSON report. Argument 1: base64 JSON of needles
 // ({name, prefix, length, sha256}); a candidate is a match only when its SHA-256 is the needle's,
 // so the scanner never holds a secret it was not able to read. Argument 2 `sockets-only`: only
-// try to connect to every socket it can name.
+// try to connect to every socket it can name. SCAN_ROOTS (colon-separated, default `/`): the
+// directories whose files it reads (a test kubelet's container sees the host's whole /work).
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
@@ -159,7 +160,7 @@ for (const pid of fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))
 }
 
 // The file system: everything but the virtual ones and what was installed before the agent started.
-walk('/', new Set(['/proc', '/sys', '/dev', '/usr']));
+for (const root of (process.env.SCAN_ROOTS || '/').split(':')) walk(root, new Set(['/proc', '/sys', '/dev', '/usr']));
 
 function tryConnect(socketPath) {
   return new Promise((resolve) => {

@@ -13,11 +13,12 @@ import { loadAccountConfig } from '../../server/account/config.js';
 import { ConfigError } from '../../server/common/config.js';
 import { createHttpApp, finishHttpApp, listen, type RunningServer } from '../../server/common/http.js';
 import { createLogger } from '../../server/common/log.js';
+import { serviceEntry } from '../support/entries.js';
 import { tempDir } from '../support/servers.js';
 
 function startAccountProcess(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server/account/main.ts'], {
+    const child = spawn(process.execPath, serviceEntry('account'), {
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', PORT: '0', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

@@ -90,6 +90,15 @@ function accountDbTemplate(): Promise<string> {
   return template;
 }
 
+/**
+ * Puts a migrated embedded account store into `dataDir` (a copy of the one above): for a service
+ * or CLI a test runs as a process of its own on that directory, where a new store is not what is
+ * tested (creating one costs PGlite's initdb: seconds of CPU).
+ */
+export async function seedAccountStore(dataDir: string): Promise<void> {
+  await cp(await accountDbTemplate(), path.join(dataDir, 'account-db'), { recursive: true });
+}
+
 export interface TestAccount extends RunningAccount {
   dataDir: string;
   /** Stops the service and removes its data directory (unless keepData: a next instance opens it). */
@@ -108,8 +117,7 @@ export async function startTestAccount(
 ): Promise<TestAccount> {
   const dataDir = await tempDir('account-data');
   const database = kind === 'postgres' ? await createTestDatabase() : undefined;
-  if (!database && !env.DATABASE_URL && !env.DATA_DIR && !options.freshStore)
-    await cp(await accountDbTemplate(), path.join(dataDir, 'account-db'), { recursive: true });
+  if (!database && !env.DATABASE_URL && !env.DATA_DIR && !options.freshStore) await seedAccountStore(dataDir);
   const port = String(await freePort());
   const config = loadAccountConfig({
     PORT: port,

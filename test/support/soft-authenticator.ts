@@ -26,6 +26,8 @@ export interface Overrides {
   rpId?: string;
   counter?: number;
   challenge?: string;
+  /** false: a sign-in without user verification (no PIN or biometric: the UV flag unset). */
+  userVerified?: boolean;
 }
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest();
@@ -82,7 +84,9 @@ export class SoftAuthenticator {
     const credential = overrides.credential ?? this.credentials[0];
     if (!credential) throw new Error('no credential');
     credential.counter = overrides.counter ?? credential.counter + 1;
-    const authData = Buffer.concat([sha256(overrides.rpId ?? credential.rpId), Buffer.from([0x05]), u32(credential.counter)]);
+    // Flags: user present (0x01), user verified (0x04).
+    const flags = overrides.userVerified === false ? 0x01 : 0x05;
+    const authData = Buffer.concat([sha256(overrides.rpId ?? credential.rpId), Buffer.from([flags]), u32(credential.counter)]);
     const data = clientData('webauthn.get', overrides.challenge ?? options.challenge, overrides.origin ?? this.origin);
     const signature = sign('sha256', Buffer.concat([authData, sha256(data)]), { key: credential.privateKey, dsaEncoding: 'der' });
     return {

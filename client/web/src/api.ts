@@ -10,7 +10,7 @@
 import { createTRPCClient, httpSubscriptionLink, TRPCClientError } from '@trpc/client';
 import { EventSource } from 'eventsource';
 import superjson from 'superjson';
-import { createAccountClient, errorCode } from '../../sdk/account.js';
+import { assuranceLevel, createAccountClient, errorCode } from '../../sdk/account.js';
 import type { AccountRouter } from '@contracts/account/router.js';
 import { isErrorCode } from '@contracts/errors.js';
 import { retryingWhenBusy } from './busy.js';
@@ -152,3 +152,26 @@ export function errorMessage(error: unknown): string {
 }
 
 export const signedIn = () => loadTokens() !== null;
+
+/** Signed in with one factor of two: the page is the second step (mfa/second-step.ts) until it is passed. */
+export function awaitingSecondFactor(): boolean {
+  const tokens = loadTokens();
+  return tokens !== null && assuranceLevel(tokens.access_token) === 'aal1';
+}
+
+let secondStepHandler: () => void = () => undefined;
+/** What to do when the session turns out to wait for its second factor: main.ts shows the second step. */
+export function onSecondStepNeeded(handler: () => void): void {
+  secondStepHandler = handler;
+}
+
+/**
+ * A call answered 403 MFA_REQUIRED. Either the page needs an `aal2` session it does not have (the
+ * admin page of an admin without a factor: the message says so), or this session was held at
+ * `aal1` because the account enrolled a factor elsewhere: a refresh brings a token that says so,
+ * and the second step is shown.
+ */
+export async function secondFactorRequired(): Promise<void> {
+  if (!awaitingSecondFactor()) await account.refresh().catch(() => null);
+  if (awaitingSecondFactor()) secondStepHandler();
+}

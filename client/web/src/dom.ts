@@ -1,4 +1,4 @@
-import { errorMessage, isSessionError, retryAfter, sessionLost } from './api.js';
+import { errorCode, errorMessage, isSessionError, retryAfter, secondFactorRequired, sessionLost } from './api.js';
 
 /** Tiny DOM helper: h('button', {type: 'button', onclick}, 'Text'). */
 export function h<K extends keyof HTMLElementTagNameMap>(
@@ -22,7 +22,7 @@ export interface AlertBox {
   clear(): void;
   /**
    * Shows a failure. Rate limits with Retry-After count down (and keep `button` disabled until
-   * then); a lost session goes to sign-in.
+   * then); a lost session goes to sign-in; a session waiting for its second factor to that step.
    */
   fail(error: unknown, button?: HTMLButtonElement): void;
 }
@@ -48,6 +48,7 @@ export function alertBox(): AlertBox {
     fail(error, button) {
       stop();
       if (isSessionError(error)) return sessionLost();
+      if (errorCode(error) === 'MFA_REQUIRED') void secondFactorRequired();
       const message = errorMessage(error);
       const wait = retryAfter(error);
       if (!wait) {
@@ -71,6 +72,24 @@ export function alertBox(): AlertBox {
       timer = setInterval(tick, 1000);
     },
   };
+}
+
+/**
+ * A Copy button and the status beside it ("Copied.", or `fallback` where the clipboard is refused):
+ * `label` may hold an icon.
+ */
+export function copyButton(text: string, testId: string, fallback: string, ...label: Array<Node | string>): { button: HTMLButtonElement; status: HTMLElement } {
+  const button = h('button', { type: 'button', class: 'small', 'data-testid': testId }, ...(label.length ? label : ['Copy']));
+  const status = h('span', { role: 'status', class: 'muted' });
+  button.onclick = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      status.textContent = 'Copied.';
+    } catch {
+      status.textContent = fallback;
+    }
+  };
+  return { button, status };
 }
 
 /** A heading that receives focus when its page opens (screen readers announce the new page). */

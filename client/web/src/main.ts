@@ -1,11 +1,11 @@
 /**
  * The web client. Pages are plain functions returning elements (pages/); sign-in methods are
- * modules under signin/; auth landing pages (/auth/callback, /auth/verify) register their paths
+ * modules under signin/, the second factor's under mfa/; auth landing pages (/auth/callback, /auth/verify) register their paths
  * with the router. Signed in, every other path is a page of the app inside the layout.
  */
 import './pages/callback.js';
 import './pages/verify.js';
-import { onSessionLost, signedIn } from './api.js';
+import { awaitingSecondFactor, onSecondStepNeeded, onSessionLost, signedIn } from './api.js';
 import { busyNotice } from './busy.js';
 import { h } from './dom.js';
 import { chatPage } from './pages/chat.js';
@@ -14,15 +14,18 @@ import { accountPage } from './pages/account.js';
 import { adminPage } from './pages/admin.js';
 import { layout, signedOut } from './pages/layout.js';
 import { messengerPage } from './pages/messenger.js';
+import { secondStepPage } from './mfa/second-step.js';
 import { signInPage } from './pages/signin.js';
 import { subagentsPage } from './pages/subagents.js';
-import { navigate, startRouter } from './router.js';
+import { tasksPage } from './pages/tasks.js';
+import { navigate, rerender, startRouter } from './router.js';
 
 const PAGES: Record<string, () => HTMLElement> = {
   '/': chatPage,
   '/chat': chatPage,
   '/files': filesPage,
   '/subagents': subagentsPage,
+  '/tasks': tasksPage,
   '/messenger': messengerPage,
   '/account': accountPage,
   /** Operators only: the service refuses everyone else and the page says so. */
@@ -37,9 +40,13 @@ onSessionLost(() => {
   signedOut();
 });
 
+onSecondStepNeeded(rerender);
+
 const app = document.getElementById('app') as HTMLElement;
 app.before(busyNotice(document));
 startRouter(app, () => {
+  // One factor of two: nothing but the second step (or signing out) until it is passed.
+  if (awaitingSecondFactor()) return secondStepPage(() => navigate(location.pathname));
   if (signedIn()) return layout(PAGES[location.pathname] ?? notFound);
   const page = signInPage(() => {
     notice = undefined;

@@ -80,6 +80,17 @@ export function refreshAccountInfo(): void {
   );
 }
 
+/** Keeps the browser's time zone on the account when it differs from what the account holds (the Tasks page). */
+export async function keepTimezone(zone: string): Promise<void> {
+  try {
+    if ((await accountInfo()).timezone === zone) return;
+    await api.account.setTimezone.mutate({ timezone: zone });
+    accountQuery.forget();
+  } catch {
+    // Only a display preference: the page shows the browser's zone either way.
+  }
+}
+
 type ModelTokens = AccountInfo['usage']['model_tokens'];
 const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 });
 const exact = new Intl.NumberFormat('en');

@@ -2,7 +2,8 @@
  * Who may call the admin API (docs/admin.md, "Who may call it"), decided on every call:
  * - an admin: an access token of a live session whose user has the `admin` role *in the store*
  *   now. The role is never read from the token, so a revoke bites on the very next call, with
- *   whatever token the former admin still holds;
+ *   whatever token the former admin still holds. With ADMIN_REQUIRE_2FA (the default) the session
+ *   must also have passed a second factor (`aal2`, auth/mfa/), else 403 MFA_REQUIRED;
  * - an API key (`Bearer ak_…`, keys.ts) holding the procedure's scope. Procedures that manage
  *   admins and keys themselves (permission `admin`) take no key at all, so a leaked key cannot
  *   mint others or make an admin.
@@ -15,13 +16,13 @@ import { Counter, type Registry } from 'prom-client';
 import { AppError, forbidden } from '../../common/errors.js';
 import type { AccountRequest } from '../request.js';
 import type { AccountDb } from '../store.js';
-import type { TokenService } from '../tokens/service.js';
+import { mfaRequired, type TokenService } from '../tokens/service.js';
 import type { AuditActor } from '../events/audit.js';
 import { isApiKey, verifyApiKey, type Scope } from './keys.js';
 
 /** A scope an API key may hold, or `admin`: admins only, never a key. */
 /** What every admin route can answer besides the token's own 401s: the refusals of this layer. */
-export const REFUSALS = ['FORBIDDEN', 'INVALID_API_KEY'] as const satisfies ErrorCode[];
+export const REFUSALS = ['FORBIDDEN', 'INVALID_API_KEY', 'MFA_REQUIRED'] as const satisfies ErrorCode[];
 
 export type AdminPermission = Scope | 'admin';
 
@@ -39,6 +40,7 @@ export class AdminAccess {
     private readonly db: AccountDb,
     private readonly tokens: TokenService,
     registry: Registry,
+    private readonly requireSecondFactor = true,
   ) {
     this.refusals = new Counter({
       name: 'admin_refusals_total',
@@ -71,6 +73,8 @@ export class AdminAccess {
     const claims = await this.tokens.authenticate(authorization);
     const user = await this.db.user.findUnique({ where: { id: claims.userId }, select: { role: true, email: true } });
     if (user?.role !== 'admin') throw forbidden('This needs the admin role');
+    if (this.requireSecondFactor && claims.aal !== 'aal2')
+      throw mfaRequired('The admin role works only in a session that passed a second factor: enrol one on the Account page, then verify it at sign-in');
     return { actor: { type: 'user', id: claims.userId, label: user.email }, adminUserId: claims.userId, ip };
   }
 }

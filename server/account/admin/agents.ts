@@ -9,6 +9,8 @@ import type { AccountServices } from '../services.js';
 import { utc } from '../users/account.js';
 import type { AdminCaller } from './access.js';
 import { recordAudit } from '../events/audit.js';
+import { refuseBanned } from '../users/bans.js';
+import { refuseKeyOnAdmin } from '../users/roles.js';
 
 type Services = Pick<AccountServices, 'store' | 'agents'>;
 
@@ -50,8 +52,11 @@ export async function listRunningAgents(services: Services) {
 /** Stops the user's agent (`restart`: and starts it again at once). */
 export async function stopAgent(services: Services, caller: AdminCaller, userId: string, restart: boolean): Promise<void> {
   const { provisioner } = services.agents;
+  await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   const agent = await services.store.db.agent.findUnique({ where: { userId }, select: { id: true, name: true } });
   if (!agent || !provisioner.stopAgentOf) throw notFound('This user has no agent this service runs', 'AGENT_NOT_FOUND');
+  // A banned user's agent stays stopped (docs/security.md, "Bans hold"): a restart is refused before it stops anything.
+  if (restart) await refuseBanned(services.store.db, userId);
   const wasRunning = await provisioner.stopAgentOf(userId);
   if (restart) await provisioner.agentFor(userId);
   await recordAudit(services.store.db, {
@@ -72,12 +77,19 @@ export async function usagePerDay(services: Services, userId: string | undefined
     orderBy: [{ day: 'desc' }, { scope: 'asc' }],
     take: 5000,
   });
-  return rows.map((row) => ({
-    user_id: row.scope,
-    day: row.day,
-    tokens_in: Number(row.tokensIn),
-    tokens_out: Number(row.tokensOut),
-    messages: row.messages,
-    uploads: row.uploads,
-  }));
+  return rows.map((row) => ({ user_id: row.scope, day: row.day, ...usageFigures((key) => Number(row[key])) }));
+}
+
+/** The columns of a `model_usage` row that usage figures are made of. */
+export type UsageColumn = 'tokensIn' | 'tokensOut' | 'messages' | 'uploads' | 'tokensChat' | 'tokensHeartbeat' | 'tokensTask' | 'tokensSubagent';
+
+/** Usage figures as the admin API shows them, from a column reader (one row, or a sum over rows). */
+export function usageFigures(value: (column: UsageColumn) => number) {
+  return {
+    tokens_in: value('tokensIn'),
+    tokens_out: value('tokensOut'),
+    messages: value('messages'),
+    uploads: value('uploads'),
+    by_source: { chat: value('tokensChat'), heartbeat: value('tokensHeartbeat'), task: value('tokensTask'), subagent: value('tokensSubagent') },
+  };
 }

@@ -97,7 +97,7 @@ const rolesRouter = router({
         summary: 'Grant (`admin: true`) or revoke the admin role (204); takes effect on the next call',
       },
       rest: { kind: 'empty' },
-      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND', 'SELF_ACTION'],
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND', 'SELF_ACTION', 'LAST_ADMIN'],
     })
     .input(RoleInput)
     .output(z.void())
@@ -153,7 +153,7 @@ const usersRouter = router({
         summary: 'Ban (204): sign-in refused with 403 USER_BANNED, sessions ended, agent stopped, bot disconnected',
       },
       rest: { kind: 'empty' },
-      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND', 'SELF_ACTION'],
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND', 'SELF_ACTION', 'LAST_ADMIN'],
     })
     .input(BanInput)
     .output(z.void())
@@ -177,7 +177,7 @@ const usersRouter = router({
         summary: 'Delete the user as their own deletion does (204): methods, sessions, activity, agent, workspace',
       },
       rest: { kind: 'empty' },
-      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND', 'SELF_ACTION'],
+      errors: [...REFUSALS, 'ACCOUNT_NOT_FOUND', 'SELF_ACTION', 'LAST_ADMIN'],
     })
     .input(UserIdInput)
     .output(z.void())
@@ -220,7 +220,7 @@ const agentsRouter = router({
     .meta({
       openapi: { method: 'POST', path: '/admin/agents/{user_id}/restart', summary: "Restart the user's agent (204)" },
       rest: { kind: 'empty' },
-      errors: [...REFUSALS, 'AGENT_NOT_FOUND', 'AGENT_UNAVAILABLE', 'AGENT_CAPACITY'],
+      errors: [...REFUSALS, 'AGENT_NOT_FOUND', 'AGENT_UNAVAILABLE', 'AGENT_CAPACITY', 'USER_BANNED'],
     })
     .input(AgentUserInput)
     .output(z.void())

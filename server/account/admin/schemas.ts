@@ -1,7 +1,7 @@
 /** Wire shapes of the admin API (docs/admin.md), shared by tRPC, the REST bridge and OpenAPI. */
 import { z } from 'zod';
 import { SCOPES } from './keys.js';
-import { AccountTier } from '../me/schemas.js';
+import { AccountTier, TokensBySource } from '../me/schemas.js';
 
 const Timestamp = z.string().meta({ description: 'UTC, ISO 8601 without a zone suffix' });
 const Uuid = z.string().uuid();
@@ -97,8 +97,14 @@ export const UserOverrides = z.object({
   guest_messages_per_day: z.number().int().min(0).nullable().meta({ description: "A guest's daily chat messages; null: the service's default" }),
 });
 
-/** A user's usage over some days: model tokens, chat messages the proxy admitted, files the agent took. */
-const UsageFigures = z.object({ tokens_in: z.number().int(), tokens_out: z.number().int(), messages: z.number().int(), uploads: z.number().int() });
+/** A user's usage over some days: model tokens (also by source), chat messages the proxy admitted, files the agent took. */
+const UsageFigures = z.object({
+  tokens_in: z.number().int(),
+  tokens_out: z.number().int(),
+  messages: z.number().int(),
+  uploads: z.number().int(),
+  by_source: TokensBySource,
+});
 
 export const UserDetail = UserSummary.extend({
   metadata: z.record(z.string(), z.unknown()),

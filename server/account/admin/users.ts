@@ -17,8 +17,10 @@ import { recordAudit } from '../events/audit.js';
 import { sessionRevoked } from '../tokens/sessions.js';
 import { emitEvent } from '../events/outbox.js';
 import { isBanned } from '../users/bans.js';
+import { giveUpAdminRole, keepAnotherAdmin, refuseKeyOnAdmin } from '../users/roles.js';
 import { utcOrNull } from './views.js';
 import { utc } from '../users/account.js';
+import { usageFigures, type UsageColumn } from './agents.js';
 
 type Services = Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots' | 'email' | 'modelBudget' | 'config'>;
 
@@ -145,7 +147,7 @@ export async function userDetail(services: Services, userId: string, now = new D
     services.modelBudget.status(userId),
   ]);
   const today = usage.find((row) => row.day === dayOf(now));
-  const sum = (key: 'tokensIn' | 'tokensOut' | 'messages' | 'uploads') => usage.reduce((total, row) => total + Number(row[key]), 0);
+  const sum = (key: UsageColumn) => usage.reduce((total, row) => total + Number(row[key]), 0);
   const running = services.agents.provisioner.listRunning?.().some((a) => a.agentId === user.agent?.id) ?? false;
   return {
     ...userSummary(user, now),
@@ -162,13 +164,8 @@ export async function userDetail(services: Services, userId: string, now = new D
     sessions: sessions.map((s) => ({ id: s.id, created_at: utc(s.createdAt), last_used_at: utc(s.lastUsedAt), ip: s.ip, user_agent: s.userAgent })),
     activity: activity.slice(0, 50).map((e) => ({ type: e.type, at: utc(e.at), ip: e.ip, detail: e.detail as Record<string, unknown> })),
     usage: {
-      today: {
-        tokens_in: Number(today?.tokensIn ?? 0),
-        tokens_out: Number(today?.tokensOut ?? 0),
-        messages: today?.messages ?? 0,
-        uploads: today?.uploads ?? 0,
-      },
-      last_30_days: { tokens_in: sum('tokensIn'), tokens_out: sum('tokensOut'), messages: sum('messages'), uploads: sum('uploads') },
+      today: usageFigures((key) => Number(today?.[key] ?? 0)),
+      last_30_days: usageFigures(sum),
       model_tokens_limit: budget.limit,
     },
     agent: user.agent ? { name: user.agent.name, kind: user.agent.kind, running, bot: user.messengerBot?.botUsername ?? null } : null,
@@ -205,6 +202,7 @@ export interface UserPatch {
 }
 
 export async function patchUser(services: Services, caller: AdminCaller, userId: string, patch: UserPatch): Promise<void> {
+  await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   await services.store.db.$transaction(async (tx) => {
     const before = await tx.user.findUnique({ where: { id: userId }, select: { metadata: true, modelDailyTokens: true, guestMessagesPerDay: true } });
     if (!before) throw noSuchUser();
@@ -259,9 +257,11 @@ async function endSessions(services: Services, userId: string, now: Date, reason
 export async function banUser(services: Services, caller: AdminCaller, userId: string, reason: string, until: Date | null, now = new Date()): Promise<void> {
   selfActionRefused(caller, userId);
   const { db } = services.store;
+  await refuseKeyOnAdmin(db, caller.actor, userId);
   await db.$transaction(async (tx) => {
-    const before = await tx.user.findUnique({ where: { id: userId }, select: { bannedAt: true, bannedUntil: true, banReason: true } });
+    const before = await tx.user.findUnique({ where: { id: userId }, select: { bannedAt: true, bannedUntil: true, banReason: true, role: true } });
     if (!before) throw noSuchUser();
+    if (before.role === 'admin') await keepAnotherAdmin(tx, userId, now);
     await tx.user.update({ where: { id: userId }, data: { bannedAt: now, bannedUntil: until, banReason: reason } });
     await tx.agent.updateMany({ where: { userId }, data: { nextWakeAt: null, wakeLeaseUntil: null } });
     await emitEvent(tx, { type: 'user.banned', data: { user_id: userId, reason, expires_at: until?.toISOString() ?? null } }, now);
@@ -279,7 +279,14 @@ export async function banUser(services: Services, caller: AdminCaller, userId: s
   await services.agents.provisioner.stopAgentOf?.(userId);
 }
 
-export async function unbanUser(services: Services, caller: AdminCaller, userId: string, now = new Date()): Promise<void> {
+/** Lifts a ban; also `npm run admin -- unban` (scripts/admin.ts), which acts as the command line from no address. */
+export async function unbanUser(
+  services: Pick<Services, 'store'>,
+  caller: Pick<AdminCaller, 'actor'> & { ip: string | null },
+  userId: string,
+  now = new Date(),
+): Promise<void> {
+  await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   await services.store.db.$transaction(async (tx) => {
     const before = await tx.user.findUnique({ where: { id: userId }, select: { bannedAt: true, bannedUntil: true, banReason: true } });
     if (!before) throw noSuchUser();
@@ -300,8 +307,10 @@ export async function unbanUser(services: Services, caller: AdminCaller, userId:
 export async function deleteUser(services: Services, caller: AdminCaller, userId: string): Promise<void> {
   selfActionRefused(caller, userId);
   const { db } = services.store;
+  await refuseKeyOnAdmin(db, caller.actor, userId);
   const user = await db.user.findUnique({ where: { id: userId }, select: { email: true, tier: true } });
   if (!user) throw noSuchUser();
+  await giveUpAdminRole(db, userId);
   await recordAudit(db, {
     actor: caller.actor,
     action: 'user.delete',
@@ -313,6 +322,7 @@ export async function deleteUser(services: Services, caller: AdminCaller, userId
 }
 
 export async function revokeUserSessions(services: Services, caller: AdminCaller, userId: string, now = new Date()): Promise<number> {
+  await refuseKeyOnAdmin(services.store.db, caller.actor, userId);
   if (!(await services.store.db.user.findUnique({ where: { id: userId }, select: { id: true } }))) throw noSuchUser();
   const ended = await endSessions(services, userId, now, 'admin');
   await recordAudit(services.store.db, {

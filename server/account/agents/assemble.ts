@@ -6,6 +6,7 @@
  * as functions: whether a user is on guest terms (users/), their agent's extra environment (their
  * bot's settings, messenger/), so that no other area is imported here.
  */
+import type { ModelSource } from '@contracts/agent/model-source.js';
 import { Counter, Histogram } from 'prom-client';
 import type { Logger } from '../../common/log.js';
 import type { ServiceMetrics } from '../../common/metrics.js';
@@ -82,13 +83,20 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
     modelTokens.inc({ direction: 'out', user: guest ? 'guest' : 'account' }, usage.tokensOut);
   });
   const modelMeter = {
-    reserve: (userId: string, tokens: number) => modelBudget.reserve(userId, tokens),
+    reserve: (userId: string, tokens: number, source: ModelSource) => modelBudget.reserve(userId, tokens, source),
+    proactive: (userId: string, tokens: number) => modelBudget.proactive(userId, tokens),
     observe: (seconds: number, status: number) => modelCalls.observe({ status: status ? `${Math.floor(status / 100)}xx` : 'none' }, seconds),
   };
   const agentMetrics = new AgentMetrics(metrics);
   const box = await loadSecretBox(config.agentSecretsKey, config.dataDir);
   const registry = new AgentRegistry(store.db, box);
-  const workspaceQuotaMb = async (userId: string) => ((await isGuest(userId)) ? config.workspaceQuotaMb.guest : config.workspaceQuotaMb.account);
+  // The settings that follow the account tier: the workspace quota and the scheduled-task limits.
+  const termsEnv = (tier: 'guest' | 'account') => ({
+    AGENT_WORKSPACE_QUOTA_MB: String(config.workspaceQuotaMb[tier]),
+    TASKS_MAX: String(config.taskLimits[tier].max),
+    TASK_MIN_INTERVAL: String(config.taskLimits[tier].minIntervalSeconds),
+  });
+  const tierEnv = async (userId: string) => termsEnv((await isGuest(userId)) ? 'guest' : 'account');
   // A crash changes no row: its event is a statement of its own (events/outbox.ts).
   const onCrash = (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => {
     emitEvent(store.db, { type: 'agent.crashed', data: { user_id: userId, exit_code: exit.code, signal: exit.signal } }).catch((error: unknown) =>
@@ -134,7 +142,7 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
             startTimeoutMs: config.kubernetes.startTimeoutMs,
             egress: { gateway: egressGateway, host: config.kubernetes.egressHost, port: config.kubernetes.egressPort },
             userEnv,
-            workspaceQuotaMb,
+            tierEnv,
             onColdStart: (seconds) => agentMetrics.coldStart(seconds),
             onCrash,
           })
@@ -146,15 +154,15 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
             agentEnv,
             launcher: new AgentLauncher(config.agentLauncher, egressGateway, log),
             userEnv,
-            workspaceQuotaMb,
+            tierEnv,
             onColdStart: (seconds) => agentMetrics.coldStart(seconds),
-            warmPool: { size: config.agentWarmPool, workspaceQuotaMb: config.workspaceQuotaMb.guest },
+            warmPool: { size: config.agentWarmPool, tierEnv: termsEnv('guest') },
             onCrash,
           });
   agentMetrics.watch(provisioner);
   const sleeping = isSleepingAgents(provisioner) ? provisioner : undefined;
   const localAgentsScrape = new LocalAgentsScrape(metrics, () => (provisioner instanceof LocalProvisioner ? provisioner.runningAgents() : []));
-  const wakes = sleeping ? new WakeScheduler(store.db, sleeping, log, { pollMs: config.agentWakePollMs }) : undefined;
+  const wakes = sleeping ? new WakeScheduler(store.db, sleeping, log, { pollMs: config.agentWakePollMs, kind: sleeping.agentKind }) : undefined;
   return {
     registry,
     provisioner,

@@ -121,9 +121,9 @@ export const agentsEnv = {
     'REST requests one user may have in flight to their agent through this instance at once, event streams aside (`AGENT_STREAMS_PER_USER`); more get 429 `TOO_MANY_AGENT_REQUESTS` with `Retry-After`',
   ),
   AGENT_WAKE_POLL: z
-    .preprocess((v) => (v === '' || v === undefined ? 15 : v), z.coerce.number().min(0.05).max(3600))
+    .preprocess((v) => (v === '' || v === undefined ? 5 : v), z.coerce.number().min(0.05).max(3600))
     .describe(
-      "seconds between the wake scheduler's rounds: sleeping agents whose next heartbeat is due are started (one instance at a time per agent); failed wakes are retried with backoff",
+      "seconds between the wake scheduler's rounds: sleeping agents whose next heartbeat or scheduled task is due are started (one instance at a time per agent), so a task starts within this of its time; failed wakes are retried with backoff",
     ),
   // Local agents' sandbox (agents/provisioners/local/sandbox.ts, launcher.ts) and egress (agents/egress/gateway.ts).
   AGENT_SANDBOX: z
@@ -176,11 +176,30 @@ export const agentsEnv = {
   }),
   AGENT_WORKSPACE_QUOTA_MB: intSetting(1024, { min: 1, max: 1_048_576 }).describe("disk quota in MB of an account's workspace (507 `QUOTA_EXCEEDED`)"),
   AGENT_WORKSPACE_QUOTA_MB_GUEST: intSetting(100, { min: 1, max: 1_048_576 }).describe("disk quota in MB of a guest's workspace"),
+  // Scheduled tasks (the agents enforce them: server/agent/tasks/), per account tier.
+  TASKS_MAX: intSetting(50, { min: 0, max: 10_000 }).describe("scheduled tasks a full account's agent may hold (403 `TASK_LIMIT` past it)"),
+  TASKS_MAX_GUEST: intSetting(3, { min: 0, max: 10_000 }).describe("the same for a guest's agent"),
+  TASK_MIN_INTERVAL: intSetting(300, { min: 60, max: 86_400 * 7 }).describe(
+    "seconds a full account's recurring task must leave between two runs (a closer cron is 400 `INVALID_SCHEDULE`)",
+  ),
+  TASK_MIN_INTERVAL_GUEST: intSetting(3600, { min: 60, max: 86_400 * 7 }).describe("the same for a guest's recurring task"),
   // What the egress gateway forwards model and Telegram calls to, and the keys it adds.
   MODEL: optionalString.meta({
     description: "the local agents' model, same syntax as the agent's `MODEL`; agents get it without any key",
     default: 'unset → agents answer that no model is configured',
     values: '`openai-compatible:<base_url>#<model>`, `openai:<model>`, `anthropic:<model>`',
+  }),
+  HEARTBEAT_MODEL: optionalString.meta({
+    description:
+      "the model the local agents' heartbeats run on (a cheaper one), same syntax as `MODEL`; its host joins the egress allowlist with the same keys",
+    default: 'unset → `MODEL`',
+    values: 'as `MODEL`',
+  }),
+  TASK_MODEL: optionalString.meta({
+    description:
+      "the model the local agents' scheduled tasks run on (a cheaper one), same syntax as `MODEL`; its host joins the egress allowlist with the same keys",
+    default: 'unset → `MODEL`',
+    values: 'as `MODEL`',
   }),
   MODEL_API_KEY: optionalString.describe(
     "bearer key for an `openai-compatible:` model; stays in the account service, added to agents' calls by the egress gateway",
@@ -210,13 +229,17 @@ type AgentsEnv = z.output<z.ZodObject<typeof agentsEnv>>;
 
 /** Config errors of the agents' settings, as [variable, message]. */
 export function agentsProblems(env: AgentsEnv): Array<[keyof AgentsEnv, string]> {
-  if (!env.MODEL) return [];
-  try {
-    parseModelSpec(env.MODEL);
-    return [];
-  } catch (error) {
-    return [['MODEL', (error as Error).message]];
+  const problems: Array<[keyof AgentsEnv, string]> = [];
+  for (const name of ['MODEL', 'HEARTBEAT_MODEL', 'TASK_MODEL'] as const) {
+    const spec = env[name];
+    if (!spec) continue;
+    try {
+      parseModelSpec(spec);
+    } catch (error) {
+      problems.push([name, (error as Error).message]);
+    }
   }
+  return problems;
 }
 
 /** The agents' part of the account's configuration. */
@@ -263,12 +286,19 @@ export function agentsConfig(env: AgentsEnv) {
     },
     /** Disk quota of a workspace, by who owns it (a guest who signs up gets the larger one at the agent's next start). */
     workspaceQuotaMb: { account: env.AGENT_WORKSPACE_QUOTA_MB, guest: env.AGENT_WORKSPACE_QUOTA_MB_GUEST },
+    /** Scheduled-task limits per tier, handed to each agent (TASKS_MAX, TASK_MIN_INTERVAL in seconds). */
+    taskLimits: {
+      account: { max: env.TASKS_MAX, minIntervalSeconds: env.TASK_MIN_INTERVAL },
+      guest: { max: env.TASKS_MAX_GUEST, minIntervalSeconds: env.TASK_MIN_INTERVAL_GUEST },
+    },
     /** Tokens per UTC day; 0: no ceiling (agents/egress/model-usage.ts). */
     modelBudget: { account: env.MODEL_DAILY_TOKENS, guest: env.MODEL_DAILY_TOKENS_GUEST, guestsTotal: env.MODEL_DAILY_TOKENS_GUESTS_TOTAL },
     /** The output ceiling the gateway sets on model calls that name none (agents/egress/model-usage.ts). */
     modelCallMaxTokens: env.MODEL_CALL_MAX_TOKENS,
     egress: {
       model: env.MODEL,
+      heartbeatModel: env.HEARTBEAT_MODEL,
+      taskModel: env.TASK_MODEL,
       modelApiKey: env.MODEL_API_KEY,
       openaiApiKey: env.OPENAI_API_KEY,
       openaiBaseUrl: env.OPENAI_BASE_URL,

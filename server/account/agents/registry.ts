@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { conflict, notFound } from '../../common/errors.js';
 import { Prisma } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
+import { bannedAt } from '../users/bans.js';
 import type { SecretBox } from './secrets.js';
 
 export interface AgentEndpoint {
@@ -89,8 +90,13 @@ export class AgentRegistry {
     return row?.nextWakeAt ?? null;
   }
 
+  /** A banned user's agent gets none: the ban cleared it, and the report of the agent it stopped does not bring it back. */
   async setNextWake(id: string, at: Date | null): Promise<void> {
-    await this.db.agent.updateMany({ where: { id }, data: { nextWakeAt: at, wakeAttempts: 0, wakeLeaseUntil: null } });
+    const now = new Date();
+    await this.db.$executeRaw`
+      UPDATE agents SET wake_attempts = 0, wake_lease_until = NULL,
+        next_wake_at = CASE WHEN EXISTS (SELECT 1 FROM users u WHERE u.id = agents.user_id AND ${bannedAt('u', now)}) THEN NULL ELSE CAST(${at} AS timestamp(3)) END
+      WHERE id = ${id}::uuid`;
   }
 
   async remove(name: string): Promise<void> {

@@ -15,7 +15,7 @@ import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LinkTarget, TokenService } from '../tokens/service.js';
 import { identityVouches, signInExisting, signInWithIdentity, type IdentityClaim, type SignedInUser } from '../users/identities.js';
 
-export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip'>;
+export type SignInRequest = Pick<AccountRequest, 'authorization' | 'client' | 'ip' | 'afterAnswer'>;
 
 export interface SignInCall {
   db: AccountDb;
@@ -50,9 +50,24 @@ export async function completeSignIn(call: SignInCall, claim: IdentityClaim, tar
       : await signUpCapped(rateLimits, rateLimits.clientKey(request.ip), 'wallet', (create) =>
           create ? signInWithIdentity(db, claim, undefined, request.client) : signInExisting(db, claim, request.client),
         );
-  return openSession(call, user, claim.provider);
+  // A second factor already passed counts when the credential proved one, or when the account
+  // linked the method from a session that had passed it — never across accounts (auth/mfa/).
+  const secondFactor = claim.secondFactor === true || (target?.aal === 'aal2' && target.userId === user.userId);
+  return openSession(call, user, claim.provider, secondFactor);
 }
 
-/** For flows whose account is already settled (the OAuth exchange): just the session. */
-export const openSession = (call: SignInCall, user: Pick<SignedInUser, 'userId' | 'guest'>, method: string): Promise<TokenPair> =>
-  call.tokens.startSession(user, { client: call.request.client, method });
+/**
+ * For flows whose account is already settled (the OAuth exchange): just the session. What should
+ * be ready for the user's first call (their agent: services.ts) starts once the answer is out, and
+ * not at all for a session that waits for its second factor (TokenService.elevate starts it then).
+ */
+export async function openSession(
+  call: SignInCall,
+  user: Pick<SignedInUser, 'userId' | 'guest'> & { created?: boolean },
+  method: string,
+  secondFactor = false,
+): Promise<TokenPair> {
+  const { pair, aal } = await call.tokens.startSession(user, { client: call.request.client, method, secondFactor });
+  if (aal !== 'aal1') call.request.afterAnswer(() => call.tokens.signedIn({ userId: user.userId, created: user.created ?? false }));
+  return pair;
+}

@@ -1,7 +1,7 @@
 /**
  * The security activity log a user sees (docs/api.md, "Account self-service"): sign-ins with
  * their method, a refresh-token reuse and the session it ended, identities linked and unlinked,
- * sessions revoked, logout everywhere, passkeys added.
+ * sessions revoked, logout everywhere, passkeys added, second factors added, removed and passed.
  *
  * Each event is written by the statement or transaction that does what it records (tokens/sessions.ts,
  * users/identities.ts, users/account.ts, passkeys), so the log never claims what did not happen nor misses
@@ -19,6 +19,10 @@ export const ACTIVITY_TYPES = [
   'session_revoked',
   'logout_all',
   'passkey_added',
+  /** A second factor confirmed, removed, or passed at sign-in (`detail.method`: totp, recovery_code): auth/mfa/. */
+  'mfa_enabled',
+  'mfa_disabled',
+  'mfa_verified',
 ] as const;
 export type ActivityType = (typeof ACTIVITY_TYPES)[number];
 

@@ -1,15 +1,16 @@
-/** Account self-service: who am I, sessions, linked methods, activity (users/account.ts and tokens/sessions.ts). */
+/** Account self-service: who am I, sessions, linked methods, second factors, activity (users/account.ts, tokens/sessions.ts, auth/mfa/). */
 import { z } from 'zod';
 import { notFound } from '../../common/errors.js';
 import { listSessions, revokeOwnSession } from '../tokens/sessions.js';
 import { rateLimited, router, userProcedure, type AccountContext } from '../trpc.js';
 import type { AccessClaims } from '../tokens/jwt.js';
 import { listActivity } from '../events/activity.js';
-import { getAccount, unlinkIdentity, utc } from '../users/account.js';
+import { getAccount, setTimezone, unlinkIdentity, utc } from '../users/account.js';
 import { deleteAccount } from '../users/delete.js';
 import { renamePasskey } from '../auth/passkey/service.js';
 import { RenamePasskeyInput } from '../auth/passkey/schemas.js';
-import { Account, Activity, IdInput, Sessions } from './schemas.js';
+import { mfaAccountRouter } from '../auth/mfa/router.js';
+import { Account, Activity, IdInput, Sessions, TimezoneInput } from './schemas.js';
 
 /** The account as `GET /account` shows it: methods, and what is left of today's allowances. */
 async function accountView(ctx: AccountContext & { user: AccessClaims }) {
@@ -35,6 +36,15 @@ export const accountRouter = router({
     .input(z.void())
     .output(Account)
     .query(({ ctx }) => accountView(ctx)),
+
+  setTimezone: changing
+    .meta({
+      openapi: { method: 'PUT', path: '/account/timezone', summary: "Keep the user's time zone (204): the web client sends the browser's" },
+      rest: { kind: 'empty' },
+    })
+    .input(TimezoneInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => setTimezone(ctx.services.store.db, ctx.user.userId, input.timezone)),
 
   sessions: reading
     .meta({ openapi: { method: 'GET', path: '/account/sessions', summary: 'Where the account is signed in, newest first' } })
@@ -83,7 +93,7 @@ export const accountRouter = router({
         summary: 'Delete the account, its methods, sessions, activity and agent (204); needs a sign-in within 10 minutes',
       },
       rest: { kind: 'empty' },
-      errors: ['REAUTH_REQUIRED'],
+      errors: ['REAUTH_REQUIRED', 'LAST_ADMIN'],
     })
     .input(z.void())
     .output(z.void())
@@ -100,6 +110,9 @@ export const accountRouter = router({
       await renamePasskey(ctx.services.store.db, ctx.user.userId, input.id, input.name);
       return accountView(ctx);
     }),
+
+  /** The second factor's enrolment (auth/mfa/router.ts). */
+  mfa: mfaAccountRouter,
 
   activity: reading
     .meta({ openapi: { method: 'GET', path: '/account/activity', summary: 'Security activity of the last 90 days, newest first' } })

@@ -11,6 +11,11 @@ export const Identity = z
   .object({ id: z.string(), method: IdentityMethod, label: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() })
   .meta({ id: 'Identity' });
 
+/** Today's model tokens by what the agent's calls were for (contracts/agent/model-source.ts). */
+export const TokensBySource = z
+  .object({ chat: z.number().int(), heartbeat: z.number().int(), task: z.number().int(), subagent: z.number().int() })
+  .meta({ id: 'TokensBySource', description: 'Model tokens (in and out) by source: chat, heartbeat, scheduled task, subagent' });
+
 /** What the account may still use today: a guest's chat messages, and model tokens (agents/egress/model-usage.ts). */
 export const AccountUsage = z
   .object({
@@ -20,7 +25,7 @@ export const AccountUsage = z
       .nullable()
       .meta({ description: 'Chat messages a guest may still send today; null for full accounts (no daily count)' }),
     messages_per_day: z.number().int().nullable().meta({ description: "A guest's daily allowance of chat messages; null for full accounts" }),
-    model_tokens: z.object({ used: z.number().int(), limit: z.number().int().nullable(), resets_at: z.string() }),
+    model_tokens: z.object({ used: z.number().int(), limit: z.number().int().nullable(), resets_at: z.string(), by_source: TokensBySource }),
   })
   .meta({ id: 'AccountUsage' });
 
@@ -36,6 +41,7 @@ export const Account = z
     guest: z.boolean().meta({ description: 'Guest terms apply (quotas and budgets of guests): true for every tier but `full`' }),
     tier: AccountTier,
     created_at: Timestamp,
+    timezone: z.string().nullable().meta({ description: "The user's IANA time zone, as their browser last reported it; null until then" }),
     identities: z.array(Identity),
     usage: AccountUsage,
   })
@@ -68,3 +74,5 @@ export const Activity = z.object({ events: z.array(ActivityEvent) });
 
 /** Path ids: anything else than a short string is refused before it reaches a query. */
 export const IdInput = z.object({ id: z.string().min(1).max(64) });
+
+export const TimezoneInput = z.object({ timezone: z.string().min(1).max(64).meta({ description: 'An IANA time zone name, e.g. Europe/Berlin' }) });

@@ -17,6 +17,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError, badRequest, notFound, unauthorized } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
+import { refuseBanned } from '../users/bans.js';
 import { agentClient } from '../agents/client.js';
 import type { AgentEndpoint } from '../agents/registry.js';
 import type { SecretBox } from '../agents/secrets.js';
@@ -139,6 +140,8 @@ export class MessengerBots {
     if (!timingSafeEqual(digest(givenSecret ?? ''), digest(secret))) throw unauthorized('Missing or invalid webhook secret', 'INVALID_WEBHOOK_SECRET');
     if (typeof update !== 'object' || update === null || typeof (update as { update_id?: unknown }).update_id !== 'number')
       throw badRequest('Not a Telegram update');
+    // A ban removes the webhook; an update Telegram still had in flight wakes nothing.
+    await refuseBanned(this.db, row.userId);
     const agent = await this.agents.agentFor(row.userId);
     const { base, fetch } = agentFetch(agent.url);
     const deadline = Date.now() + RELAY_READY_MS;

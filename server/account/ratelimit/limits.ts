@@ -32,6 +32,10 @@ export const RATE_LIMITS = {
   /** Passkey sign-in (login/verify): its own name, so metrics count it as a sign-in method. */
   'auth.passkey.login': 10,
   'auth.guest': 10,
+  /** The second step of a sign-in (POST /auth/mfa/verify), per client. */
+  'auth.mfa': 10,
+  /** Wrong second-factor codes per account per 15 minutes, whatever the client (auth/mfa/factors.ts). */
+  'auth.mfa.account': 5,
   'auth.refresh': 20,
   'auth.oauth': 30,
   'auth.mobile': 10,
@@ -47,6 +51,7 @@ export const RATE_LIMITS = {
 
 export type RateLimitName = keyof typeof RATE_LIMITS;
 
+const QUARTER_HOUR = 15 * 60;
 const HOUR = 60 * 60;
 const DAY = 24 * HOUR;
 
@@ -54,6 +59,7 @@ const DAY = 24 * HOUR;
 const WINDOW_SECONDS: Partial<Record<RateLimitName, number>> = {
   'auth.login.email.address.hourly': HOUR,
   'auth.verify.code.address.hourly': HOUR,
+  'auth.mfa.account': QUARTER_HOUR,
   'guest.signups.client.daily': DAY,
   'guest.signups.hourly': HOUR,
   'guest.chat.daily': DAY,

@@ -4,7 +4,9 @@
  * `guest`, and the refresh token carries `gen`, the session generation it may rotate (not
  * `guest`: only this service reads a refresh token, and a refresh takes the flag from the user
  * row, which an upgrade changes). `typ` keeps the two apart: a refresh token never passes as an
- * access token, nor the reverse.
+ * access token, nor the reverse. Access tokens of a session with an assurance level carry it as
+ * `aal` (`aal1`: waiting for the second factor; `aal2`: passed it; auth/mfa/); refresh tokens
+ * do not: a refresh takes the level from the session row, as it takes `guest` from the user's.
  */
 import { randomUUID, sign as signBytes, verify as verifyBytes, type KeyObject } from 'node:crypto';
 import type { TokenPair } from '@contracts/account/tokens.js';
@@ -21,19 +23,27 @@ export interface TokenIssuer {
   audience: string;
 }
 
+/** A session's assurance level (auth/mfa/): `aal1` after one factor of an account that has a second, `aal2` after both. */
+export type Aal = 'aal1' | 'aal2';
+
+export const isAal = (value: unknown): value is Aal => value === 'aal1' || value === 'aal2';
+
 export interface TokenSubject {
   userId: string;
   sessionId: string;
   guest: boolean;
+  /** Absent when the account had no second factor as the session began. */
+  aal?: Aal | null | undefined;
   /** TOKEN_METADATA_CLAIM: the claim name and the user's operator metadata it carries (admin/users.ts). */
   metadata?: { claim: string; value: unknown } | undefined;
 }
 
-export interface AccessClaims extends TokenSubject {
+export interface AccessClaims extends Omit<TokenSubject, 'aal'> {
   issuedAt: number;
+  aal?: Aal | undefined;
 }
 
-export type SessionSubject = Omit<TokenSubject, 'guest'>;
+export type SessionSubject = Omit<TokenSubject, 'guest' | 'aal'>;
 
 export interface RefreshClaims extends SessionSubject {
   generation: number;
@@ -85,6 +95,7 @@ export const signAccessToken = (issuer: TokenIssuer, subject: TokenSubject, now 
   sign(issuer, subject, 'access', ACCESS_TTL_SECONDS, now, {
     ...(subject.metadata ? { [subject.metadata.claim]: subject.metadata.value } : {}),
     ...(subject.guest ? { guest: true } : {}),
+    ...(subject.aal ? { aal: subject.aal } : {}),
   });
 
 export const signRefreshToken = (issuer: TokenIssuer, subject: SessionSubject, generation: number, now = nowSeconds()): Promise<string> =>
@@ -189,7 +200,13 @@ const refreshClaims = (claims: Claims): RefreshClaims => ({ userId: claims.sub a
 
 export async function verifyAccessToken(issuer: TokenIssuer, token: string, now?: number): Promise<AccessClaims> {
   const claims = await verify(issuer, token, 'access', now);
-  return { userId: claims.sub as string, sessionId: claims.sid as string, guest: claims.guest === true, issuedAt: claims.iat as number };
+  return {
+    userId: claims.sub as string,
+    sessionId: claims.sid as string,
+    guest: claims.guest === true,
+    issuedAt: claims.iat as number,
+    ...(isAal(claims.aal) ? { aal: claims.aal } : {}),
+  };
 }
 
 export async function verifyRefreshToken(issuer: TokenIssuer, token: string, now?: number): Promise<RefreshClaims> {

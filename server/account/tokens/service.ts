@@ -1,8 +1,9 @@
 /**
  * Everything about the token pair that the routers need: open a session for a signed-in user,
- * refresh (rotate), log out one session or all of them, and authenticate an access token.
+ * refresh (rotate), log out one session or all of them, authenticate an access token, and raise a
+ * session to `aal2` once its second factor passed (auth/mfa/).
  */
-import { unauthorized } from '../../common/errors.js';
+import { forbidden, unauthorized } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { SessionStore } from './sessions.js';
 import type { SignedInUser } from '../users/identities.js';
@@ -15,6 +16,7 @@ import {
   verifyAccessToken,
   verifyRefreshToken,
   type AccessClaims,
+  type Aal,
   type TokenIssuer,
   type TokenSubject,
 } from './jwt.js';
@@ -23,6 +25,7 @@ import type { TokenPair } from '@contracts/account/tokens.js';
 import type { ClientInfo } from '../events/activity.js';
 import {
   createSession,
+  elevateSession,
   refreshDigest,
   refreshRejected,
   revokeAllSessions,
@@ -75,6 +78,19 @@ function expiryOf(token: string): number | undefined {
 export interface LinkTarget {
   userId: string;
   guest: boolean;
+  /** The calling session's level: a method linked from an `aal2` session opens an `aal2` session of the same account. */
+  aal?: Aal | undefined;
+}
+
+/** 403 MFA_REQUIRED: the session has one factor of two (auth/mfa/). */
+export const mfaRequired = (detail = 'This session has not passed the second factor yet: POST /auth/mfa/verify first') => forbidden(detail, 'MFA_REQUIRED');
+
+/** Which sessions `authenticate` lets through. */
+export interface AuthenticateOptions {
+  /** The request, whose use of the session is noted for the session list (usage.ts). */
+  seen?: { readonly client: ClientInfo } | undefined;
+  /** Also a session waiting for its second factor (`aal1`): only the second step itself (auth/mfa/). */
+  firstFactorOnly?: boolean;
 }
 
 /** What a sign-in adds beyond the session (docs/admin.md). */
@@ -90,10 +106,11 @@ export class TokenService {
   readonly usage: SessionUsage;
   private readonly verified = new VerifiedAccessTokens();
   /**
-   * Called after every sign-in opened a session (each method, guests included, linking too): what
-   * should be ready before the user's first call. services.ts starts their agent there.
+   * Called after every sign-in's answer (each method, guests included, linking too; `created`: the
+   * sign-in made the account): what should be ready before the user's first call. services.ts
+   * starts their agent there.
    */
-  signedIn: (userId: string) => void = () => {};
+  signedIn: (user: { userId: string; created: boolean }) => void = () => {};
 
   constructor(
     private readonly store: SessionStore,
@@ -105,12 +122,32 @@ export class TokenService {
     this.usage = new SessionUsage(store, (error) => log.warn({ err: error }, 'writing session last-use failed'));
   }
 
-  /** Opens a session (403 USER_BANNED for a banned user: sessions.ts) and signs its pair. */
-  async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<TokenPair> {
-    const { sessionId, generation, metadata } = await createSession(this.store, user.userId, origin);
+  /**
+   * Opens a session (403 USER_BANNED for a banned user: sessions.ts) and signs its pair; `aal` says
+   * whether it waits for its second factor (`aal1`), in which case the caller starts nothing for it.
+   */
+  async startSession(user: Pick<SignedInUser, 'userId' | 'guest'>, origin: SessionOrigin): Promise<{ pair: TokenPair; aal: Aal | null }> {
+    const { sessionId, generation, metadata, aal } = await createSession(this.store, user.userId, origin);
     if (this.extras.adminEmails?.length) await promoteAdminEmails(this.store.db, this.extras.adminEmails, user.userId);
-    const pair = await signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, metadata: this.metadataOf(metadata) }, generation);
-    this.signedIn(user.userId);
+    const pair = await signTokenPair(this.issuer, { userId: user.userId, sessionId, guest: user.guest, aal, metadata: this.metadataOf(metadata) }, generation);
+    return { pair, aal };
+  }
+
+  /**
+   * The session passed its second factor: it moves to `aal2` and gets a new pair (sessions.ts,
+   * `elevateSession`); its earlier tokens keep their `aal1` claim, and its earlier refresh token
+   * is spent.
+   */
+  async elevate(session: Pick<AccessClaims, 'userId' | 'sessionId'>): Promise<TokenPair> {
+    const elevated = await elevateSession(this.store, session.sessionId, session.userId);
+    if (!elevated) throw unauthorized('The session has ended', 'SESSION_REVOKED');
+    this.sessions.markLevel([session.sessionId], 'aal2');
+    const pair = await signTokenPair(
+      this.issuer,
+      { userId: session.userId, sessionId: session.sessionId, guest: elevated.guest, aal: 'aal2', metadata: this.metadataOf(elevated.metadata) },
+      elevated.generation,
+    );
+    this.signedIn({ userId: session.userId, created: false });
     return pair;
   }
 
@@ -143,7 +180,8 @@ export class TokenService {
       }
       throw refreshRejected(theft);
     }
-    const accessToken = await signAccessToken(this.issuer, { ...claims, guest: outcome.guest, metadata: this.metadataOf(outcome.metadata) });
+    // The level is the session's (auth/mfa/): a refresh neither raises nor lowers it.
+    const accessToken = await signAccessToken(this.issuer, { ...claims, guest: outcome.guest, aal: outcome.aal, metadata: this.metadataOf(outcome.metadata) });
     return tokenPair(accessToken, next);
   }
 
@@ -164,10 +202,14 @@ export class TokenService {
   }
 
   /**
-   * `Authorization: Bearer <access token>` of a live session, or 401. With `seen` (the request),
-   * the use is noted for the session list (usage.ts: in memory, written in the background).
+   * `Authorization: Bearer <access token>` of a live session, or 401; with the session's
+   * assurance level in `aal`. A session waiting for its second factor is 403 MFA_REQUIRED unless
+   * `firstFactorOnly` admits it (the second step only). The level is the token's claim when it has
+   * one (an `aal1` token stays `aal1` after its session passed), else its session's, read with the
+   * session's state (one cached statement: no extra query), so a session that had no level when
+   * the account enrolled a factor elsewhere is held at `aal1` too.
    */
-  async authenticate(authorization: string | undefined, seen?: { readonly client: ClientInfo }): Promise<AccessClaims> {
+  async authenticate(authorization: string | undefined, options: AuthenticateOptions = {}): Promise<AccessClaims> {
     const token = /^Bearer ([\w-]+\.[\w-]+\.[\w-]+)$/.exec(authorization ?? '')?.[1];
     if (!token) throw unauthorized('Missing or malformed Authorization header', 'MISSING_TOKEN');
     let claims = this.verified.get(token, Date.now() / 1000);
@@ -175,20 +217,24 @@ export class TokenService {
       claims = await verifyAccessToken(this.issuer, token);
       this.verified.set(token, claims);
     }
-    if (!(await this.sessions.isActive(claims.sessionId))) throw unauthorized('The session has ended', 'SESSION_REVOKED');
-    if (seen) this.usage.note(claims.sessionId, seen);
-    return claims;
+    const session = await this.sessions.status(claims.sessionId);
+    if (!session.active) throw unauthorized('The session has ended', 'SESSION_REVOKED');
+    const aal = claims.aal ?? session.aal ?? undefined;
+    if (aal === 'aal1' && !options.firstFactorOnly) throw mfaRequired();
+    if (options.seen) this.usage.note(claims.sessionId, options.seen);
+    return aal === claims.aal ? claims : { ...claims, aal };
   }
 
   /**
    * Guest upgrade and linking (docs/api.md): a verify endpoint called with an access token
    * attaches the new identity to that account, a guest's or a full one's. No header → a plain
-   * sign-in; an invalid or revoked token is refused rather than guessed at.
+   * sign-in; an invalid or revoked token is refused rather than guessed at, and so is a session
+   * still waiting for its second factor (403 MFA_REQUIRED).
    */
   async linkTarget(authorization: string | undefined): Promise<LinkTarget | undefined> {
     if (!authorization) return undefined;
     const claims = await this.authenticate(authorization);
-    return { userId: claims.userId, guest: claims.guest };
+    return { userId: claims.userId, guest: claims.guest, aal: claims.aal };
   }
 
   async close(): Promise<void> {

@@ -19,7 +19,7 @@ import { unauthorized } from '../../common/errors.js';
 import { emitEvent } from '../events/outbox.js';
 import type { AccountDb, AccountStore } from '../store.js';
 import { activityRow, NO_CLIENT, type ClientInfo } from '../events/activity.js';
-import { REFRESH_TTL_SECONDS } from './jwt.js';
+import { REFRESH_TTL_SECONDS, type Aal } from './jwt.js';
 import { signInRefusal } from '../users/bans.js';
 
 const REUSE_GRACE_MS = 10_000;
@@ -34,38 +34,47 @@ export type SessionStore = Pick<AccountStore, 'db' | 'sql'>;
 export interface SessionOrigin {
   client: ClientInfo;
   method: string;
+  /**
+   * The sign-in already proved a second factor (auth/mfa/): a passkey with user verification, or
+   * a method linked from a session of the same account that had passed one. The session starts
+   * at `aal2`; otherwise at `aal1` when the account has a confirmed factor, or with no level.
+   */
+  secondFactor?: boolean;
 }
 
 /**
  * One statement: the session, its `sign_in` event (events/activity.ts) and the user's last-active
  * time are written together or not at all — and not for a banned user (users/bans.ts), who gets
- * 403 USER_BANNED with the ban's end instead.
+ * 403 USER_BANNED with the ban's end instead. The session's assurance level is settled in the
+ * same statement (an account with a confirmed factor starts at `aal1`), so no sign-in can slip
+ * between a factor's check and the session it governs.
  */
 export async function createSession(
   { sql }: SessionStore,
   userId: string,
   origin: SessionOrigin,
   now = new Date(),
-): Promise<{ sessionId: string; generation: number; metadata: unknown }> {
+): Promise<{ sessionId: string; generation: number; metadata: unknown; aal: Aal | null }> {
   const sessionId = randomUUID();
   const { ip, userAgent } = origin.client;
-  const rows = await sql<{ metadata: unknown }>`
+  const rows = await sql<{ metadata: unknown; aal: Aal | null }>`
     WITH target AS (
-      SELECT id, metadata FROM users
+      SELECT id, metadata, EXISTS (SELECT 1 FROM mfa_factors AS f WHERE f.user_id = users.id AND f.confirmed_at IS NOT NULL) AS has_factor FROM users
        WHERE id = ${userId}::uuid AND NOT (banned_at IS NOT NULL AND (banned_until IS NULL OR banned_until > ${now}))
     ), opened AS (
-      INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at, ip, user_agent)
-      SELECT ${sessionId}::uuid, id, 0, ${now}, ${refreshExpiry(now)}, ${now}, ${ip}, ${userAgent} FROM target
-      RETURNING user_id
+      INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at, ip, user_agent, aal)
+      SELECT ${sessionId}::uuid, id, 0, ${now}, ${refreshExpiry(now)}, ${now}, ${ip}, ${userAgent},
+             CASE WHEN ${origin.secondFactor === true}::boolean THEN 'aal2' WHEN has_factor THEN 'aal1' END FROM target
+      RETURNING user_id, aal
     ), touched AS (
       UPDATE users SET last_active_at = ${now} WHERE id IN (SELECT user_id FROM opened)
     ), logged AS (
       INSERT INTO activity_events (id, user_id, type, at, ip, user_agent, detail)
       SELECT ${randomUUID()}::uuid, user_id, 'sign_in', ${now}, ${ip}, ${userAgent}, ${JSON.stringify({ method: origin.method, session_id: sessionId })}::jsonb FROM opened
     )
-    SELECT t.metadata FROM target AS t JOIN opened AS o ON o.user_id = t.id`;
+    SELECT t.metadata, o.aal FROM target AS t JOIN opened AS o ON o.user_id = t.id`;
   if (!rows[0]) throw await signInRefusal({ sql }, userId);
-  return { sessionId, generation: 0, metadata: rows[0].metadata };
+  return { sessionId, generation: 0, metadata: rows[0].metadata, aal: rows[0].aal };
 }
 
 /** What `refresh_digest` holds for a refresh token. */
@@ -82,13 +91,13 @@ export interface Rotation {
   next: string;
 }
 
-export type RotationOutcome = { ok: true; generation: number; guest: boolean; metadata: unknown } | { ok: false };
+export type RotationOutcome = { ok: true; generation: number; guest: boolean; metadata: unknown; aal: Aal | null } | { ok: false };
 
 /** One statement: bump the generation if (and only if) the presented token is the current one; the user was active now. */
 export async function rotateSession({ sql }: SessionStore, rotation: Rotation, now = new Date()): Promise<RotationOutcome> {
   const { sessionId, userId, generation, presented, next } = rotation;
   if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false };
-  const rows = await sql<{ guest: boolean; metadata: unknown }>`
+  const rows = await sql<{ guest: boolean; metadata: unknown; aal: Aal | null }>`
     WITH rotated AS (
       UPDATE sessions AS s
          SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}, refresh_digest = ${next}
@@ -96,13 +105,36 @@ export async function rotateSession({ sql }: SessionStore, rotation: Rotation, n
        WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id
          AND s.generation = ${generation} AND s.refresh_digest IS NOT DISTINCT FROM ${presented}::text
          AND s.revoked_at IS NULL AND s.expires_at > ${now}
-      RETURNING u.id, u.tier <> 'full' AS guest, u.metadata
+      RETURNING u.id, u.tier <> 'full' AS guest, u.metadata, s.aal
     ), touched AS (
       UPDATE users SET last_active_at = ${now} WHERE id IN (SELECT id FROM rotated)
     )
-    SELECT guest, metadata FROM rotated`;
+    SELECT guest, metadata, aal FROM rotated`;
   const row = rows[0];
-  return row ? { ok: true, generation: generation + 1, guest: row.guest, metadata: row.metadata } : { ok: false };
+  return row ? { ok: true, generation: generation + 1, guest: row.guest, metadata: row.metadata, aal: row.aal } : { ok: false };
+}
+
+/**
+ * The second factor passed (auth/mfa/): the session moves to `aal2` and to a new generation, so
+ * the refresh token it had (an `aal1` one) is spent — a refresh of it is a reuse — and the caller
+ * signs a new pair of that generation. The digest is cleared: the new refresh token's signature
+ * is verified at its first rotation, as for a new session's. Undefined when the session is no
+ * longer live.
+ */
+export async function elevateSession(
+  { sql }: SessionStore,
+  sessionId: string,
+  userId: string,
+  now = new Date(),
+): Promise<{ generation: number; guest: boolean; metadata: unknown } | undefined> {
+  if (!UUID.test(sessionId) || !UUID.test(userId)) return undefined;
+  const rows = await sql<{ generation: number; guest: boolean; metadata: unknown }>`
+    UPDATE sessions AS s
+       SET aal = 'aal2', generation = s.generation + 1, rotated_at = ${now}, refresh_digest = NULL
+      FROM users AS u
+     WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id AND s.revoked_at IS NULL AND s.expires_at > ${now}
+    RETURNING s.generation, u.tier <> 'full' AS guest, u.metadata`;
+  return rows[0];
 }
 
 /**
@@ -194,13 +226,21 @@ export async function listSessions(db: AccountDb, userId: string, now = new Date
   });
 }
 
+/** What every protected call needs of its session: whether it is live, and its assurance level (auth/mfa/). */
+export interface SessionStatus {
+  active: boolean;
+  aal: Aal | null;
+}
+
+const ENDED: SessionStatus = { active: false, aal: null };
+
 /**
- * Whether access tokens of a session still work. Answers are cached briefly, because every
- * protected call asks; revocations made by this instance update the cache at once, and other
- * instances see them within `ttlMs`.
+ * Whether access tokens of a session still work, and at which level. Answers are cached briefly,
+ * because every protected call asks; changes made by this instance (revocations, a level reached)
+ * update the cache at once, and other instances see them within `ttlMs`.
  */
 export class SessionStatusCache {
-  private readonly entries = new Map<string, { active: boolean; until: number }>();
+  private readonly entries = new Map<string, { status: SessionStatus; until: number }>();
 
   constructor(
     private readonly store: SessionStore,
@@ -208,20 +248,29 @@ export class SessionStatusCache {
     private readonly maxEntries = 100_000,
   ) {}
 
-  async isActive(sessionId: string, now = Date.now()): Promise<boolean> {
+  async status(sessionId: string, now = Date.now()): Promise<SessionStatus> {
     const cached = this.entries.get(sessionId);
-    if (cached && cached.until > now) return cached.active;
-    if (!UUID.test(sessionId)) return false;
-    const rows = await this.store.sql<{ active: boolean }>`
-      SELECT (revoked_at IS NULL AND expires_at > ${new Date(now)}) AS active FROM sessions WHERE id = ${sessionId}::uuid`;
-    const active = rows[0]?.active === true;
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(sessionId, { active, until: now + this.ttlMs });
-    return active;
+    if (cached && cached.until > now) return cached.status;
+    if (!UUID.test(sessionId)) return ENDED;
+    const rows = await this.store.sql<{ active: boolean; aal: Aal | null }>`
+      SELECT (revoked_at IS NULL AND expires_at > ${new Date(now)}) AS active, aal FROM sessions WHERE id = ${sessionId}::uuid`;
+    const status = rows[0] ? { active: rows[0].active === true, aal: rows[0].aal } : ENDED;
+    this.remember(sessionId, status, now + this.ttlMs);
+    return status;
   }
 
   markRevoked(sessionIds: string[]): void {
-    for (const id of sessionIds) this.entries.set(id, { active: false, until: Number.POSITIVE_INFINITY });
+    for (const id of sessionIds) this.remember(id, ENDED, Number.POSITIVE_INFINITY);
+  }
+
+  /** A level this instance just wrote (auth/mfa/): seen here at once, elsewhere within `ttlMs`. */
+  markLevel(sessionIds: string[], aal: Aal, now = Date.now()): void {
+    for (const id of sessionIds) this.remember(id, { active: true, aal }, now + this.ttlMs);
+  }
+
+  private remember(sessionId: string, status: SessionStatus, until: number): void {
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(sessionId, { status, until });
   }
 }
 

@@ -3,7 +3,7 @@
  * method, unlinking a method. Every query is scoped to the caller's user id, so another user's
  * identity is simply not found (404) and nothing of theirs is touched.
  */
-import { conflict, notFound } from '../../common/errors.js';
+import { badRequest, conflict, notFound } from '../../common/errors.js';
 import { emitEvent } from '../events/outbox.js';
 import type { AccountDb } from '../store.js';
 import { activityRow, type ClientInfo } from '../events/activity.js';
@@ -35,7 +35,13 @@ export const identityNotFound = () => notFound('No such sign-in method on this a
 export async function getAccount(db: AccountDb, userId: string) {
   const user = await db.user.findUnique({
     where: { id: userId },
-    select: { id: true, tier: true, createdAt: true, identities: { where: listed, select: identitySelect, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
+    select: {
+      id: true,
+      tier: true,
+      createdAt: true,
+      timezone: true,
+      identities: { where: listed, select: identitySelect, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] },
+    },
   });
   if (!user) throw notFound('No such account', 'ACCOUNT_NOT_FOUND');
   return {
@@ -43,6 +49,7 @@ export async function getAccount(db: AccountDb, userId: string) {
     guest: onGuestTerms(user.tier),
     tier: user.tier,
     created_at: utc(user.createdAt),
+    timezone: user.timezone,
     identities: user.identities.map((identity) => ({
       id: identity.id,
       method: identity.provider as ListedMethod,
@@ -51,6 +58,16 @@ export async function getAccount(db: AccountDb, userId: string) {
       last_used_at: identity.lastUsedAt ? utc(identity.lastUsedAt) : null,
     })),
   };
+}
+
+/** Keeps the user's time zone (an IANA name the runtime knows; 400 otherwise). */
+export async function setTimezone(db: AccountDb, userId: string, timezone: string): Promise<void> {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: timezone });
+  } catch {
+    throw badRequest(`Unknown time zone: ${timezone}`);
+  }
+  await db.user.updateMany({ where: { id: userId }, data: { timezone } });
 }
 
 /**

@@ -6,10 +6,27 @@
  * whose expiry passed lets the user in again with nothing else to do.
  */
 import { AppError, unauthorized } from '../../common/errors.js';
+import { Prisma } from '../../generated/account/client.js';
 import type { HotSql } from '../hot-sql.js';
+import type { AccountDb } from '../store.js';
 
 export const isBanned = (user: { bannedAt: Date | null; bannedUntil: Date | null }, now = new Date()): boolean =>
   user.bannedAt !== null && (user.bannedUntil === null || user.bannedUntil > now);
+
+/** The same rule in SQL, for the user row `alias` (the wake scheduler and the registry skip banned users with it). */
+export const bannedAt = (alias: string, now: Date): Prisma.Sql => {
+  const user = Prisma.raw(alias);
+  return Prisma.sql`${user}.banned_at IS NOT NULL AND (${user}.banned_until IS NULL OR ${user}.banned_until > ${now})`;
+};
+
+/**
+ * 403 USER_BANNED when `userId` is banned: what wakes an agent without its user asking (an
+ * operator's restart, a bot's update) wakes no banned user's (docs/security.md, "Bans hold").
+ */
+export async function refuseBanned(db: Pick<AccountDb, 'user'>, userId: string, now = new Date()): Promise<void> {
+  const user = await db.user.findUnique({ where: { id: userId }, select: { bannedAt: true, bannedUntil: true } });
+  if (user && isBanned(user, now)) throw userBanned(user.bannedUntil);
+}
 
 export const userBanned = (until: Date | null): AppError =>
   new AppError(

@@ -16,6 +16,7 @@ import { getAddress } from 'viem';
 import { forbidden } from '../../common/errors.js';
 import { emitEvent } from '../events/outbox.js';
 import type { AccountStore } from '../store.js';
+import { giveUpAdminRole } from './roles.js';
 
 export const REAUTH_WINDOW_MS = 10 * 60 * 1000;
 
@@ -36,6 +37,7 @@ export async function deleteAccount(services: UserRemoval, userId: string, sessi
   if (!session || now.getTime() - session.createdAt.getTime() > REAUTH_WINDOW_MS) {
     throw forbidden('Deleting the account needs a recent sign-in: sign in again, then delete within 10 minutes', 'REAUTH_REQUIRED');
   }
+  await giveUpAdminRole(services.store.db, userId);
   await removeUser(services, userId, now);
 }
 

@@ -33,6 +33,8 @@ export interface IdentityClaim {
   passkey?: NewPasskey | undefined;
   /** The operator lets this method's identities vouch for a person (WALLET_ACCOUNTS=full). */
   vouches?: boolean | undefined;
+  /** The credential proved two factors at once (a passkey with user verification): the session starts at `aal2` (auth/mfa/). */
+  secondFactor?: boolean | undefined;
 }
 
 export interface NewPasskey {

@@ -3,8 +3,14 @@
  * by the command line (`npm run admin -- grant|revoke`, scripts/admin.ts) or, for any account
  * whose verified address is in ADMIN_EMAILS, by the service itself at start and at every sign-in.
  * Each change is written with its audit row in one transaction.
+ *
+ * Admins are guarded from the rest of the admin API (docs/admin.md, "Admins are guarded"): only an
+ * admin, never an API key, acts on an account that holds the role (a leaked support key must not
+ * lock every admin out), and the last admin who is not banned cannot be banned, deleted or
+ * demoted, by anyone or the command line.
  */
-import { notFound } from '../../common/errors.js';
+import { conflict, forbidden, notFound } from '../../common/errors.js';
+import type { Prisma } from '../../generated/account/client.js';
 import type { AccountDb } from '../store.js';
 import { recordAudit, SYSTEM_ACTOR, type AuditActor } from '../events/audit.js';
 
@@ -18,12 +24,51 @@ export async function findUserId(db: AccountDb, emailOrId: string): Promise<stri
   return (await db.user.findUnique({ where, select: { id: true } }))?.id;
 }
 
-/** Sets the user's role; answers whether it changed. 404 ACCOUNT_NOT_FOUND for an unknown user. */
+/**
+ * 403 FORBIDDEN when an API key (anything but an admin's own session) would act on an account
+ * that holds the admin role. Unknown users pass: the action answers its own 404.
+ */
+export async function refuseKeyOnAdmin(db: Pick<AccountDb, 'user'>, actor: AuditActor, userId: string): Promise<void> {
+  if (actor.type === 'user') return;
+  const target = await db.user.findUnique({ where: { id: userId }, select: { role: true } });
+  if (target?.role === 'admin') throw forbidden('Only an admin may act on an account with the admin role, not an API key');
+}
+
+/**
+ * 409 LAST_ADMIN unless an admin other than `userId`, and not banned, remains. Locks every
+ * admin's row (in one order, so two such transactions queue rather than deadlock) until the
+ * transaction ends: two admins removing each other at once cannot both pass, the second reads
+ * the first's change.
+ */
+export async function keepAnotherAdmin(tx: Prisma.TransactionClient, userId: string, now = new Date()): Promise<void> {
+  const admins = await tx.$queryRaw<Array<{ id: string; active: boolean }>>`
+    SELECT id, (banned_at IS NULL OR (banned_until IS NOT NULL AND banned_until <= ${now})) AS active
+    FROM users WHERE role = 'admin' ORDER BY id FOR UPDATE`;
+  if (!admins.some((admin) => admin.active && admin.id !== userId)) {
+    throw conflict('The last admin cannot be banned, deleted or demoted: make another admin first', 'LAST_ADMIN');
+  }
+}
+
+/**
+ * Before an account is deleted: an admin loses the role first, in a transaction that checks
+ * another admin remains (409 LAST_ADMIN otherwise), so two deletions at once cannot take both.
+ */
+export async function giveUpAdminRole(db: AccountDb, userId: string): Promise<void> {
+  await db.$transaction(async (tx) => {
+    const user = await tx.user.findUnique({ where: { id: userId }, select: { role: true } });
+    if (user?.role !== 'admin') return;
+    await keepAnotherAdmin(tx, userId);
+    await tx.user.update({ where: { id: userId }, data: { role: 'user' } });
+  });
+}
+
+/** Sets the user's role; answers whether it changed. 404 ACCOUNT_NOT_FOUND for an unknown user, 409 LAST_ADMIN for the last admin's demotion. */
 export async function setRole(db: AccountDb, userId: string, role: Role, actor: AuditActor, ip: string | null = null): Promise<boolean> {
   return db.$transaction(async (tx) => {
     const user = await tx.user.findUnique({ where: { id: userId }, select: { role: true } });
     if (!user) throw notFound('No such account', 'ACCOUNT_NOT_FOUND');
     if (user.role === role) return false;
+    if (user.role === 'admin') await keepAnotherAdmin(tx, userId);
     await tx.user.update({ where: { id: userId }, data: { role } });
     await recordAudit(tx, {
       actor,

@@ -26,6 +26,7 @@ import { sleep } from '../../common/timers.js';
 import type { AgentTool, AgentToolSet } from '../tools/types.js';
 import type { ChatModel } from '../model/chat-model.js';
 import type { ChatEvent } from '@contracts/agent/chat.js';
+import { MODEL_SOURCE_HEADER, type ModelSource } from '@contracts/agent/model-source.js';
 
 export type HistoryEntry =
   | { type: 'text'; content: string; cut?: boolean }
@@ -46,6 +47,8 @@ export interface ModelLoopOptions {
   signal: AbortSignal;
   maxSteps: number;
   maxRetries?: number;
+  /** What the calls are for: sent to the egress gateway, which meters the budget by it (contracts/agent/model-source.ts). */
+  source?: ModelSource;
   onEvent(event: ChatEvent): void;
   onEntry?(entry: HistoryEntry): void;
   /** Each tool call once it has settled: `tool` is the tool's name, or `unknown` for a name the model made up. */
@@ -206,7 +209,12 @@ export async function runModelLoop(opts: ModelLoopOptions): Promise<ModelLoopRes
     for (let step = 0; step < opts.maxSteps && !failure && !signal.aborted; step++) {
       const stream = await openStream(
         opts.model,
-        { prompt, abortSignal: signal, ...(definitions.length ? { tools: definitions, toolChoice: { type: 'auto' } } : {}) },
+        {
+          prompt,
+          abortSignal: signal,
+          headers: { [MODEL_SOURCE_HEADER]: opts.source ?? 'chat' },
+          ...(definitions.length ? { tools: definitions, toolChoice: { type: 'auto' } } : {}),
+        },
         opts.maxRetries ?? 2,
         signal,
       );

@@ -9,6 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { tracked, type TrackedEnvelope } from '@trpc/server';
 import type { ChatEvent } from '@contracts/agent/chat.js';
+import type { ModelSource } from '@contracts/agent/model-source.js';
+import type { ChatModel } from '../model/chat-model.js';
 
 /** A run that emits more events than this is stopped (bounds memory per chat). */
 export const MAX_RUN_EVENTS = 200_000;
@@ -18,6 +20,13 @@ export type StreamItem = TrackedEnvelope<ChatEvent> | ChatEvent;
 /** Who a contact's run talks to: a person the owner approved on Telegram, not the owner. */
 export interface ContactAudience {
   name: string;
+}
+
+/** A turn no person asked for right now (a scheduled task): its model calls' source, and the model it runs on. */
+export interface ProactiveTurn {
+  source: ModelSource;
+  /** TASK_MODEL's; undefined: the chat's own model. */
+  model?: ChatModel;
 }
 
 export class Run {
@@ -35,6 +44,7 @@ export class Run {
     readonly userMessage: string,
     /** Set for a Telegram contact who is not the owner: the run gets their tools and prompt (chat/runtime.ts). */
     readonly contact?: ContactAudience,
+    readonly proactive?: ProactiveTurn,
   ) {
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
   }

@@ -22,9 +22,9 @@ import type { AgentToolSet } from '../tools/types.js';
 import type { ChatHistory, ChatRow, StoredEntry } from './history.js';
 import { runModelLoop } from './loop.js';
 import type { ChatModel } from '../model/chat-model.js';
-import { createLanguageModel, NO_MODEL_REPLY } from '../model/model.js';
+import { configuredModel, NO_MODEL_REPLY } from '../model/configured.js';
 import { buildSystemPrompt } from './prompt.js';
-import { parseEventId, Run, RunRegistry, type ContactAudience, type StreamItem } from './runs.js';
+import { parseEventId, Run, RunRegistry, type ContactAudience, type ProactiveTurn, type StreamItem } from './runs.js';
 import {
   INTERRUPTED,
   STOPPED,
@@ -66,6 +66,12 @@ export interface ChatRuntimeDeps {
   metrics?: AgentMetrics;
 }
 
+export interface StartOptions {
+  contact?: ContactAudience;
+  replaceFrom?: string;
+  proactive?: ProactiveTurn;
+}
+
 /** The gauge of open streams, as the runtime sees it. */
 export interface OpenStreams {
   inc(): void;
@@ -93,7 +99,7 @@ export class ChatRuntime {
     const chat = deps.config.chat;
     this.registry = new RunRegistry(chat.streamGraceMs);
     this.model =
-      deps.model !== undefined ? deps.model : chat.model ? createLanguageModel(chat.model, { apiKey: chat.modelApiKey, egress: deps.config.egress }) : null;
+      deps.model !== undefined ? deps.model : chat.model ? configuredModel(chat.model, { apiKey: chat.modelApiKey, egress: deps.config.egress }) : null;
     this.tools = deps.tools ?? workspaceTools(deps.config);
   }
 
@@ -119,27 +125,37 @@ export class ChatRuntime {
    * Starts a run for the chat (cancelling the active one first) and returns it; `contact`: a
    * contact's run (`send`). With `replaceFrom` (a user message's id) the message replaces that
    * one and everything after it instead (docs/api.md, "Regenerate and edit"): refused while a
-   * reply runs (409) and for an id that is not a user message of this chat (404).
+   * reply runs (409) and for an id that is not a user message of this chat (404). A `proactive`
+   * turn (a scheduled task) never cancels anyone: it is refused (409 RUN_ACTIVE) while a reply
+   * runs in the chat, and its calls go out under its own source and model.
    */
-  start(chatId: string, message: string, contact?: ContactAudience, replaceFrom?: string): Promise<Run> {
+  start(chatId: string, message: string, opts: StartOptions = {}): Promise<Run> {
+    const { contact, replaceFrom, proactive } = opts;
     return this.withChatLock(chatId, async () => {
       // Retry-After: the agent is back (restarted, or started again on its next use) within seconds.
       if (this.closed) throw new AppError(503, 'SHUTTING_DOWN', 'The agent is shutting down', { 'Retry-After': '5' });
       const previous = this.registry.activeRun(chatId);
-      if (replaceFrom !== undefined && previous && !previous.ended) throw new AppError(409, 'RUN_ACTIVE', 'A reply is running in this chat: stop it first');
+      if ((replaceFrom !== undefined || proactive) && previous && !previous.ended)
+        throw new AppError(409, 'RUN_ACTIVE', 'A reply is running in this chat: stop it first');
       if (previous) {
         previous.cancel(new RunCancelled('superseded by a new message'));
         await previous.finished;
       }
-      const run = new Run(chatId, message, contact);
+      const run = new Run(chatId, message, contact, proactive);
       if (replaceFrom === undefined) await this.deps.history.saveUserMessage(chatId, message, run.id);
       else if (!(await this.deps.history.replaceFrom(chatId, replaceFrom, message, run.id)))
         throw new AppError(404, 'MESSAGE_NOT_FOUND', 'No such user message in this chat');
       this.registry.add(run);
-      this.deps.onRunStart?.(chatId);
+      if (!proactive) this.deps.onRunStart?.(chatId);
       void this.execute(run);
       return run;
     });
+  }
+
+  /** Resolves once no run is active in the chat (at once when none is). */
+  async settled(chatId: string): Promise<void> {
+    const run = this.registry.activeRun(chatId);
+    if (run && !run.ended) await run.finished;
   }
 
   private async execute(run: Run): Promise<void> {
@@ -153,21 +169,23 @@ export class ChatRuntime {
     const emit = (event: ChatEvent) => run.push(event);
     const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);
     timer.unref();
+    const model = run.proactive?.model ?? this.model;
     const tools = run.contact ? this.contactTools() : this.deps.runTools ? { ...this.tools, ...this.deps.runTools(run.chatId) } : this.tools;
     let outcome: RunOutcome = 'completed';
     try {
-      if (!this.model) {
+      if (!model) {
         emit({ type: 'text', content: NO_MODEL_REPLY });
         persist({ type: 'text', content: NO_MODEL_REPLY });
       } else {
         const messages = history.modelContext(run.chatId, chat.historyContext + 1);
         const system = await buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(tools), contact: run.contact });
         const result = await runModelLoop({
-          model: this.model,
+          model,
           system,
           messages,
           tools,
           signal: run.signal,
+          source: run.proactive?.source ?? 'chat',
           maxSteps: chat.maxSteps,
           maxRetries: chat.modelRetries,
           onEvent: emit,
@@ -227,7 +245,7 @@ export class ChatRuntime {
       }
       let run: Run;
       try {
-        run = await this.start(input.chat_id, input.message, contact);
+        run = await this.start(input.chat_id, input.message, { contact });
       } catch (error) {
         // The stream has begun (headers are out): report in-band, as a run failure would be.
         this.deps.log.error({ err: error, chatId: input.chat_id }, 'could not start a chat run');
@@ -247,7 +265,7 @@ export class ChatRuntime {
    * not an event in a stream that has begun.
    */
   async sendReplacing(input: ChatMessageInput & { replace_from: string }, signal: AbortSignal, open?: OpenStreams): Promise<AsyncGenerator<StreamItem>> {
-    const run = await this.start(input.chat_id, input.message, undefined, input.replace_from);
+    const run = await this.start(input.chat_id, input.message, { replaceFrom: input.replace_from });
     const keepaliveMs = this.keepaliveMs;
     open?.inc();
     return (async function* () {
@@ -261,7 +279,7 @@ export class ChatRuntime {
 
   /** `chat.start`: a new run, whose events `stream` follows from `last_event_id`. */
   async startRun(input: ChatStartInput): Promise<RunStarted> {
-    const run = await this.start(input.chat_id, input.message, undefined, input.replace_from);
+    const run = await this.start(input.chat_id, input.message, { replaceFrom: input.replace_from });
     return { chat_id: input.chat_id, run_id: run.id, last_event_id: run.eventId(0) };
   }
 

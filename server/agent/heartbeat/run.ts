@@ -1,7 +1,9 @@
 /**
  * One heartbeat: read `HEARTBEAT.md`; if it is missing or empty, stop (no model call). Otherwise
- * ask the model, with a context of its own (system prompt + the file, not the chat history),
- * whether anything needs attention. A reply of `HEARTBEAT_OK` at its start or end with little
+ * ask the model (HEARTBEAT_MODEL, else the chat's), with a light context of its own — the system
+ * prompt with the memory files, the heartbeat file and the last few messages of the chat, never
+ * the whole chat — whether anything needs attention. It asks the budget gate first: when the
+ * day's model budget has no room, it does not run (the user is told once a budget day). A reply of `HEARTBEAT_OK` at its start or end with little
  * else (at most ACK_MAX_CHARS other characters) is dropped; anything else becomes one pending
  * message (`source: 'heartbeat'`) for the agent's most recently active chat.
  *
@@ -14,7 +16,8 @@ import { TELEGRAM_CHAT_PREFIX } from '../messenger/service.js';
 import { readFile } from 'node:fs/promises';
 import type { ChatModel } from '../model/chat-model.js';
 import type { Logger } from '../../common/log.js';
-import { runModelLoop } from '../chat/loop.js';
+import { runModelLoop, type ContextMessage } from '../chat/loop.js';
+import { budgetNotice, type ProactiveBudgetGate } from '../proactive/budget.js';
 import { buildSystemPrompt } from '../chat/prompt.js';
 import type { AgentConfig } from '../config.js';
 import { resolveWorkspacePath } from '../files/guard.js';
@@ -31,7 +34,7 @@ const FILE_MAX_CHARS = 16_000;
 const POLL_MS = 100;
 
 export type HeartbeatOutcome =
-  | { kind: 'no-file' | 'empty' | 'no-model' | 'no-chat' | 'overlap' | 'aborted' }
+  | { kind: 'no-file' | 'empty' | 'no-model' | 'no-chat' | 'overlap' | 'aborted' | 'budget' }
   | { kind: 'busy'; chatId: string }
   | { kind: 'ok'; chatId: string }
   | { kind: 'alert'; chatId: string; content: string }
@@ -48,8 +51,19 @@ export interface HeartbeatDeps {
   onUserRun(listener: (chatId: string) => void): () => void;
   model: ChatModel | null;
   tools: AgentToolSet;
+  /** Whether the budget has room for a proactive turn (proactive/budget.ts). */
+  gate: Pick<ProactiveBudgetGate, 'admit'>;
+  /** The last `entries` history entries of a chat as context (ChatHistory.modelContext). */
+  recent(chatId: string, entries: number): ContextMessage[];
   now?: () => Date;
 }
+
+/** History entries of the chat a heartbeat sees: enough to know what was said last, not the chat. */
+export const HEARTBEAT_RECENT_ENTRIES = 6;
+/** Each of those messages is cut to this: a long answer is not read again in full at every heartbeat. */
+const RECENT_MAX_CHARS = 2_000;
+
+const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 /** True when the reply is an acknowledgement to drop: `HEARTBEAT_OK` at the start or end, little else. */
 export function isHeartbeatOk(reply: string): boolean {
@@ -92,12 +106,14 @@ export async function mostRecentChat(db: AgentDb, ownerTelegramChats: string[] =
   return row?.chatId;
 }
 
-export function heartbeatPrompt(file: string, now: Date): string {
+export function heartbeatPrompt(file: string, now: Date, recent: ContextMessage[] = []): string {
+  const recap = recent.map((message) => `${message.role === 'user' ? 'User' : 'You'}: ${cut(message.content, RECENT_MAX_CHARS)}`).join('\n\n');
   return [
     `Heartbeat (${now.toISOString().slice(0, 16).replace('T', ' ')} UTC). This is an automatic check, not a message from the user.`,
     `Read ${HEARTBEAT_FILE} below and check whether anything in it needs the user's attention now. You may use the tools to look at the workspace; you cannot send files.`,
     `If nothing needs attention, reply exactly ${HEARTBEAT_OK} and nothing else. Otherwise reply with the short message the user should get (it is delivered to them as is), without ${HEARTBEAT_OK}.`,
     `## ${HEARTBEAT_FILE}\n${file.trim()}`,
+    ...(recap ? [`## The last messages of the chat\n${recap}`] : []),
   ].join('\n\n');
 }
 
@@ -114,6 +130,12 @@ export async function runHeartbeat(deps: HeartbeatDeps, signal: AbortSignal): Pr
     owners.map((id) => `${TELEGRAM_CHAT_PREFIX}${id}`),
   );
   if (!chatId) return { kind: 'no-chat' };
+  const admission = await deps.gate.admit('heartbeat');
+  if (!admission.allowed) {
+    if (admission.tellUser)
+      await deps.pending.add({ chatId, source: 'heartbeat', content: budgetNotice('The heartbeat check', admission.resetsAt), now: now() });
+    return { kind: 'budget' };
+  }
 
   // Wait (bounded) for the user's run in that chat to end; skip if it does not.
   const waitUntil = Date.now() + config.heartbeat.waitMs;
@@ -142,9 +164,10 @@ export async function runHeartbeat(deps: HeartbeatDeps, signal: AbortSignal): Pr
     const result = await runModelLoop({
       model: deps.model,
       system: await buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(deps.tools), now: now() }),
-      messages: [{ role: 'user', content: heartbeatPrompt(file, now()) }],
+      messages: [{ role: 'user', content: heartbeatPrompt(file, now(), deps.recent(chatId, HEARTBEAT_RECENT_ENTRIES)) }],
       tools: deps.tools,
       signal: controller.signal,
+      source: 'heartbeat',
       maxSteps: config.chat.maxSteps,
       maxRetries: config.chat.modelRetries,
       onEvent: () => undefined,

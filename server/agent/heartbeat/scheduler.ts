@@ -3,9 +3,11 @@
  * heartbeat still running is skipped, so heartbeats never overlap. `runNow()` runs one at once
  * (the same guard applies); tests use it.
  *
- * The first tick comes at `firstAt` when given (the account service passes the wake time it kept
- * while the agent slept, HEARTBEAT_NEXT_AT): a heartbeat that fell due while the agent was asleep
- * runs right after start. `nextAt` is what the agent reports as its next wake time.
+ * The first tick comes at `firstAt` when given (the time it stored before it last stopped, else
+ * the wake time the account service kept, HEARTBEAT_NEXT_AT): a heartbeat that fell due while the
+ * agent was asleep runs right after start, and an agent woken early (for a scheduled task) keeps
+ * its heartbeat where it was. Each tick's time is stored (`onScheduled`). `nextAt` is what the
+ * agent reports as its next wake time.
  */
 import { runHeartbeat, type HeartbeatDeps, type HeartbeatOutcome } from './run.js';
 
@@ -18,6 +20,8 @@ export class HeartbeatScheduler {
   constructor(
     private readonly deps: HeartbeatDeps,
     private readonly intervalMs: number,
+    /** Each next tick as it is set, to be stored (agent_state). */
+    private readonly onScheduled: (at: Date) => void = () => undefined,
   ) {}
 
   start(firstAt?: Date): void {
@@ -27,6 +31,7 @@ export class HeartbeatScheduler {
 
   private schedule(at: Date): void {
     this.next = at;
+    this.onScheduled(at);
     this.timer = setTimeout(
       () => {
         this.schedule(new Date(Date.now() + this.intervalMs));

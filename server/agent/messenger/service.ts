@@ -22,7 +22,7 @@ import { MESSAGE_MAX_CHARS } from '@contracts/agent/chat.js';
 import type { AgentConfig } from '../config.js';
 import type { AgentDb } from '../store.js';
 import type { TelegramBot } from './bot.js';
-import { claimNotice, findContact, pairOwner, recordSender, releaseNotice } from './contacts.js';
+import { claimNotice, findContact, ownerTelegramIds, pairOwner, recordSender, releaseNotice } from './contacts.js';
 import { claimOwnerCode, pairingCode } from './owner-code.js';
 import type { MessengerStatus } from '@contracts/agent/messenger.js';
 
@@ -197,17 +197,30 @@ export class MessengerService {
     });
   }
 
-  /** A proactive message for `telegram:<id>` goes to that chat, if its contact may be written to. */
+  /**
+   * A proactive message for `telegram:<id>` goes to that chat, if its contact may be written to;
+   * a scheduled task's answer in any other chat goes to the owner's own Telegram chat (the owner
+   * asked for it, wherever they are now).
+   */
   private onPending(message: PendingNotice): void {
-    if (!message.chat_id.startsWith(TELEGRAM_CHAT_PREFIX) || !this.deps.config.telegram.token) return;
+    if (!this.deps.config.telegram.token) return;
+    const toChat = message.chat_id.startsWith(TELEGRAM_CHAT_PREFIX);
+    if (!toChat && message.source !== 'task') return;
     const id = message.chat_id.slice(TELEGRAM_CHAT_PREFIX.length);
-    if (!/^-?\d{1,20}$/.test(id)) return;
+    if (toChat && !/^-?\d{1,20}$/.test(id)) return;
     const telegram = this.telegram;
     if (!telegram?.bot.connected) {
       this.deps.log.warn({ chatId: message.chat_id, source: message.source }, 'telegram: not connected; a pending message was not delivered to Telegram');
       return;
     }
-    telegram.bot.track(this.deliverPending(telegram, id, message));
+    telegram.bot.track(toChat ? this.deliverPending(telegram, id, message) : this.deliverToOwner(telegram, message));
+  }
+
+  private async deliverToOwner({ bot, delivery }: Telegram, message: PendingNotice): Promise<void> {
+    const { db, config } = this.deps;
+    for (const owner of await ownerTelegramIds(db, config.telegram.ownerId)) {
+      await delivery.sendText(bot.api, Number(owner), message.content, bot.signal);
+    }
   }
 
   private async deliverPending({ bot, delivery }: Telegram, id: string, message: PendingNotice): Promise<void> {

@@ -1,6 +1,7 @@
 /**
  * The language model `MODEL` selects. `openai-compatible:` models are read by our own streaming
  * client (openai-compatible.ts); `openai:` and `anthropic:` by the Vercel AI SDK providers.
+ * Loaded at a model's first call (configured.ts).
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
@@ -32,6 +33,3 @@ export function createLanguageModel(spec: ModelSpec, opts: { apiKey?: string; eg
       return fromLanguageModel(createAnthropic(viaGateway)(spec.modelId));
   }
 }
-
-export const NO_MODEL_REPLY =
-  'No model is configured for this agent, so it cannot answer yet. Set MODEL (for example `openai-compatible:http://127.0.0.1:11434/v1#llama3.2`) and restart it.';

@@ -533,7 +533,9 @@ export function openAICompatibleModel(opts: OpenAICompatibleOptions): ChatModel 
   if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
   return {
     async stream(options) {
-      const res = await post(endpoint, requestBody(opts.modelId, options), headers, options.abortSignal);
+      // Per-call headers (the call's source, for the egress gateway's meter) beside the fixed ones.
+      const callHeaders = Object.fromEntries(Object.entries(options.headers ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined));
+      const res = await post(endpoint, requestBody(opts.modelId, options), { ...callHeaders, ...headers }, options.abortSignal);
       const status = res.statusCode ?? 0;
       if (status < 200 || status >= 300) throw await errorFromResponse(res);
       return streamParts(res);

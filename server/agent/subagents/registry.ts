@@ -16,9 +16,9 @@ import type { Logger } from '../../common/log.js';
 import { runModelLoop } from '../chat/loop.js';
 import type { AgentConfig } from '../config.js';
 import { insertPending, type PendingStore } from '../pending/store.js';
-import type { AgentDb } from '../store.js';
+import type { AgentDb, AgentSql } from '../store.js';
 import type { AgentToolSet } from '../tools/types.js';
-import { finishRun, findRun, insertRun, listRuns, purgeRuns, runningRuns, toDetail, toSummary, type FinalStatus, type RunRow } from './runs.js';
+import { anyRunStored, finishRun, findRun, insertRun, listRuns, purgeRuns, runningRuns, toDetail, toSummary, type FinalStatus, type RunRow } from './runs.js';
 import type { SpawnInput, SubagentDetail, SubagentSummary } from '@contracts/agent/subagents.js';
 
 /** Subagents may not spawn subagents: the chat is depth 0, its subagents depth 1. */
@@ -54,6 +54,8 @@ export interface SubagentDeps {
   config: AgentConfig;
   log: Logger;
   db: AgentDb;
+  /** The store's plain connection: whether there is anything to settle or purge is asked there. */
+  sql: AgentSql;
   pending: PendingStore;
   /** null: no model configured (a run then fails at once). */
   model: ChatModel | null;
@@ -111,15 +113,17 @@ export class SubagentRegistry {
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** At start: runs left `running` by a previous process end as `failed`/`interrupted`; old runs are purged. */
+  /** At start: runs left `running` by a previous process end as `failed`/`interrupted`; old runs are purged (with no run stored: nothing, and no ORM query). */
   async start(): Promise<void> {
-    const interrupted: RunRow[] = [];
-    for (const row of await runningRuns(this.deps.db)) if (await this.end(row, { status: 'failed', error: 'interrupted' })) interrupted.push(row);
-    if (interrupted.length) this.deps.log.warn({ runs: interrupted.map((r) => r.id) }, 'subagent runs interrupted by a restart');
-    await this.purge();
+    if (anyRunStored(this.deps.sql)) {
+      const interrupted: RunRow[] = [];
+      for (const row of await runningRuns(this.deps.db)) if (await this.end(row, { status: 'failed', error: 'interrupted' })) interrupted.push(row);
+      if (interrupted.length) this.deps.log.warn({ runs: interrupted.map((r) => r.id) }, 'subagent runs interrupted by a restart');
+      await this.purge();
+    }
     const { purgeIntervalMs } = this.deps.config.subagents;
     this.purgeTimer = setInterval(() => {
-      this.purge().catch((error: unknown) => this.deps.log.error({ err: error }, 'subagent purge failed'));
+      this.purgeStored().catch((error: unknown) => this.deps.log.error({ err: error }, 'subagent purge failed'));
     }, purgeIntervalMs);
     this.purgeTimer.unref();
   }
@@ -270,6 +274,11 @@ export class SubagentRegistry {
     if (live) await Promise.race([live.done, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
     this.deps.log.info({ runId: id }, 'subagent stopped');
     return { status: 'ok', run_id: id, message: `Subagent "${row.label}" (${id}) stopped` };
+  }
+
+  /** The periodic purge: an empty table needs no ORM query. */
+  private async purgeStored(): Promise<void> {
+    if (anyRunStored(this.deps.sql)) await this.purge();
   }
 
   /** Deletes runs that ended more than the retention (1 hour) before `now`. */

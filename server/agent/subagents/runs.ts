@@ -6,7 +6,7 @@
  * announces the end. So a stop racing the run's own completion gives one outcome and one
  * pending message, and a second stop finds the run no longer running (409).
  */
-import type { AgentDb } from '../store.js';
+import type { AgentDb, AgentSql } from '../store.js';
 import type { SubagentDetail, SubagentRunFields, SubagentStatus, SubagentSummary } from '@contracts/agent/subagents.js';
 
 /** Characters of `result_preview` (spec: bounded); longer results end with `…`. */
@@ -100,6 +100,15 @@ export async function purgeRuns(db: AgentDb, now: Date, retentionMs: number): Pr
     where: { status: { not: 'running' }, completedAt: { lt: new Date(now.getTime() - retentionMs) } },
   });
   return count;
+}
+
+/**
+ * Whether any run is stored, asked on the store's plain connection: with none (most agents never
+ * start a subagent) there is nothing to interrupt or purge, so no ORM query is made for it and
+ * Prisma's query engine stays unloaded (server/agent/store.ts).
+ */
+export function anyRunStored(sql: AgentSql): boolean {
+  return sql.prepare('SELECT 1 FROM subagent_runs LIMIT 1').get() !== undefined;
 }
 
 /** At start: runs still `running` belong to a process that is gone (the registry interrupts them). */

@@ -13,9 +13,9 @@ export function workspaceTools(
   config: Pick<AgentConfig, 'workspace' | 'workspaceQuotaBytes' | 'chat'>,
   quota = new WorkspaceQuota(config.workspace, config.workspaceQuotaBytes),
 ): AgentToolSet {
-  const { execEnabled, execTimeoutMs, execSandbox, execProxy } = config.chat;
+  const { execEnabled, execTimeoutMs, execSandbox, execProxy, execRunner } = config.chat;
   return {
     ...fileTools(config.workspace, quota),
-    ...(execEnabled ? execTool(config.workspace, { timeoutMs: execTimeoutMs, sandbox: execSandbox, proxy: execProxy, quota }) : {}),
+    ...(execEnabled ? execTool(config.workspace, { timeoutMs: execTimeoutMs, sandbox: execSandbox, proxy: execProxy, runner: execRunner, quota }) : {}),
   };
 }

@@ -13,7 +13,7 @@ export async function kubeAccountEnv(opts: { kubeconfig: string; namespace: stri
     AGENT_PROVISIONER: 'kubernetes',
     KUBE_CONFIG: opts.kubeconfig,
     KUBE_NAMESPACE: opts.namespace,
-    KUBE_AGENT_COMMAND: JSON.stringify(['node', '/app/dist/server/agent/main.js']),
+    KUBE_AGENT_COMMAND: JSON.stringify(['node', '/app/dist/agent/boot.cjs']),
     KUBE_EGRESS_URL: `http://${KUBE_NODE_ADDRESS}:${egressPort}`,
     KUBE_EGRESS_HOST: KUBE_NODE_ADDRESS,
     KUBE_EGRESS_PORT: String(egressPort),

@@ -1,10 +1,10 @@
 /**
  * The Account page: sign-in methods (link e-mail, a provider, a wallet or a passkey; rename a
- * passkey; remove a method), sessions (this device, sign out another), recent security activity,
+ * passkey; remove a method), two-step verification (mfa/enrol.ts), sessions (this device, sign out another), recent security activity,
  * and deleting the account after a confirmation. Everything goes through `api.account.*`.
  */
 import { api, errorCode } from '../api.js';
-import { alertBox, h, pageHeading } from '../dom.js';
+import { alertBox, copyButton, h, pageHeading } from '../dom.js';
 import { navigate } from '../router.js';
 import { loadTokens, saveTokens, type TokenPair } from '../session.js';
 import { emailForm } from '../signin/email.js';
@@ -12,6 +12,7 @@ import { keepIf } from '../signin/available.js';
 import { oauthButtons } from '../signin/oauth.js';
 import { describeDevice } from '../device.js';
 import { addPasskeyForm } from '../signin/passkey.js';
+import { secondFactorSection } from '../mfa/enrol.js';
 import { walletMethod } from '../signin/wallet.js';
 import { forgetMe } from '../who.js';
 import { signedOut, signOut } from './layout.js';
@@ -29,6 +30,9 @@ const EVENT_NAMES: Record<string, string> = {
   session_revoked: 'Session signed out',
   logout_all: 'Signed out everywhere',
   passkey_added: 'Passkey added',
+  mfa_enabled: 'Two-step verification turned on',
+  mfa_disabled: 'Two-step verification turned off',
+  mfa_verified: 'Second step passed',
 };
 
 /** Server times are UTC without a zone suffix. */
@@ -225,21 +229,12 @@ function deleteSection(): HTMLElement {
 
 /** The account's id is for support and the API, not for reading: folded away, with a copy button. */
 function accountIdDetails(userId: string): HTMLElement {
-  const copy = h('button', { type: 'button', class: 'small', 'data-testid': 'copy-account-id' }, 'Copy');
-  const copied = h('span', { role: 'status', class: 'muted' });
-  copy.onclick = async () => {
-    try {
-      await navigator.clipboard.writeText(userId);
-      copied.textContent = 'Copied.';
-    } catch {
-      copied.textContent = 'Select the id to copy it.';
-    }
-  };
+  const copy = copyButton(userId, 'copy-account-id', 'Select the id to copy it.');
   return h(
     'details',
     { class: 'account-id' },
     h('summary', {}, 'Account ID (for support)'),
-    h('div', { class: 'row' }, h('code', { 'data-testid': 'account-id' }, userId), copy, copied),
+    h('div', { class: 'row' }, h('code', { 'data-testid': 'account-id' }, userId), copy.button, copy.status),
   );
 }
 
@@ -258,6 +253,7 @@ export function accountPage(): HTMLElement {
         summary,
         accountIdDetails(view.user_id),
         methodsSection(view, alert, reload),
+        await secondFactorSection(view.tier === 'full', reload),
         await sessionsSection(alert, reload),
         await activitySection(),
         deleteSection(),

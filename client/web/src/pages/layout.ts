@@ -14,6 +14,7 @@ const PAGES: Array<{ path: string; label: string }> = [
   { path: '/', label: 'Chat' },
   { path: '/files', label: 'Files' },
   { path: '/subagents', label: 'Subagents' },
+  { path: '/tasks', label: 'Tasks' },
   { path: '/messenger', label: 'Messenger' },
   { path: '/account', label: 'Account' },
 ];

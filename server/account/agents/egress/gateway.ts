@@ -40,6 +40,7 @@ import type { Logger } from '../../../common/log.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import type { ErrorCode } from '@contracts/errors.js';
 import { generationEndpoint } from './model-routes.js';
+import { GATEWAY_BUDGET_PATH, GATEWAY_SELF_HOST, MODEL_SOURCE_HEADER, ModelSource, type ProactiveBudget } from '@contracts/agent/model-source.js';
 import { modelCall, UsageScanner, type ModelCall, type TokenUsage } from './model-usage.js';
 
 export interface EgressRoute {
@@ -66,8 +67,10 @@ const UNCLAIMED_DETAIL = 'This agent belongs to no user yet: it reaches nothing 
 
 /** The budget the gateway holds model calls against (model-usage.ts), and where call times go (metrics). */
 export interface ModelMeter {
-  /** Admits one call that may cost `tokens` (an AppError 429 when the budget is spent or held), until it settles. */
-  reserve(userId: string, tokens: number): Promise<{ settle(usage: TokenUsage): Promise<void> }>;
+  /** Admits one call that may cost `tokens` (an AppError 429 when the budget is spent or held), until it settles; counted by `source`. */
+  reserve(userId: string, tokens: number, source: ModelSource): Promise<{ settle(usage: TokenUsage): Promise<void> }>;
+  /** Whether a proactive turn may start: a call of `tokens` fits whole under the user's ceilings. */
+  proactive?(userId: string, tokens: number): Promise<ProactiveBudget>;
   /** A metered call ended: its duration and HTTP status (0: no answer). */
   observe?(seconds: number, status: number): void;
 }
@@ -105,6 +108,8 @@ export interface GatewaySockets {
 
 export interface EgressSettings {
   model?: string;
+  heartbeatModel?: string;
+  taskModel?: string;
   modelApiKey?: string;
   openaiApiKey?: string;
   openaiBaseUrl?: string;
@@ -122,11 +127,14 @@ export function egressRoutes(settings: EgressSettings): EgressRoute[] {
   const routes: EgressRoute[] = [];
   const add = (origin: string, credentials: Record<string, string> = {}, model = false) =>
     routes.push({ origin: new URL(new URL(origin).origin), credentials, model });
-  const spec = settings.model ? parseModelSpec(settings.model) : undefined;
-  if (spec?.provider === 'openai-compatible') add(spec.baseURL, bearer(settings.modelApiKey), true);
-  if (spec?.provider === 'openai') add(settings.openaiBaseUrl ?? 'https://api.openai.com', bearer(settings.openaiApiKey), true);
-  if (spec?.provider === 'anthropic')
-    add(settings.anthropicBaseUrl ?? 'https://api.anthropic.com', settings.anthropicApiKey ? { 'x-api-key': settings.anthropicApiKey } : {}, true);
+  // The chat's model, and the cheaper ones heartbeats and tasks may run on (HEARTBEAT_MODEL, TASK_MODEL).
+  for (const model of [settings.model, settings.heartbeatModel, settings.taskModel]) {
+    const spec = model ? parseModelSpec(model) : undefined;
+    if (spec?.provider === 'openai-compatible') add(spec.baseURL, bearer(settings.modelApiKey), true);
+    if (spec?.provider === 'openai') add(settings.openaiBaseUrl ?? 'https://api.openai.com', bearer(settings.openaiApiKey), true);
+    if (spec?.provider === 'anthropic')
+      add(settings.anthropicBaseUrl ?? 'https://api.anthropic.com', settings.anthropicApiKey ? { 'x-api-key': settings.anthropicApiKey } : {}, true);
+  }
   add(settings.telegramApiRoot);
   for (const entry of settings.allow) add(entry.includes('://') ? entry : `https://${entry}`);
   return routes;
@@ -139,6 +147,8 @@ export function egressRoutes(settings: EgressSettings): EgressRoute[] {
 export function agentModelEnvironment(settings: EgressSettings): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { TELEGRAM_API_ROOT: settings.telegramApiRoot };
   if (settings.model) env.MODEL = settings.model;
+  if (settings.heartbeatModel) env.HEARTBEAT_MODEL = settings.heartbeatModel;
+  if (settings.taskModel) env.TASK_MODEL = settings.taskModel;
   if (settings.openaiBaseUrl) env.OPENAI_BASE_URL = settings.openaiBaseUrl;
   if (settings.anthropicBaseUrl) env.ANTHROPIC_BASE_URL = settings.anthropicBaseUrl;
   return env;
@@ -161,6 +171,8 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
   'host',
+  // For the gateway's meter only (contracts/agent/model-source.ts); never sent on.
+  MODEL_SOURCE_HEADER,
 ]);
 const CREDENTIALS = new Set(['authorization', 'x-api-key', 'cookie']);
 
@@ -381,10 +393,31 @@ export class EgressGateway {
     });
   }
 
+  /**
+   * `GET /budget?source=…` on the gateway's own host: whether the owner's budget has room for a
+   * proactive turn now (contracts/agent/model-source.ts). Only the agent's own socket asks; the
+   * answer is about its owner alone.
+   */
+  private async answerBudget(req: http.IncomingMessage, res: http.ServerResponse, owner: GatewayOwner): Promise<void> {
+    const path = req.url?.split('?')[0];
+    if (req.method !== 'GET' || path !== GATEWAY_BUDGET_PATH || !owner.userId) {
+      return deny(res, 404, 'ROUTE_NOT_FOUND', `The gateway answers GET ${GATEWAY_BUDGET_PATH} for itself, nothing else`);
+    }
+    const now = new Date();
+    const answer: ProactiveBudget = (await this.meter?.proactive?.(owner.userId, this.modelCallMaxTokens)) ?? {
+      allowed: true,
+      used: 0,
+      limit: null,
+      resets_at: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString(),
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+  }
+
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, caller: Caller): Promise<void> {
     const { owner } = caller;
     const { agentId } = owner;
     if (owner.unclaimed) return deny(res, 403, 'EGRESS_DENIED', UNCLAIMED_DETAIL);
+    if (!caller.exec && req.headers.host?.toLowerCase().replace(/:80$/, '') === GATEWAY_SELF_HOST) return this.answerBudget(req, res, owner);
     // Origin form from the agent itself (destination in Host); absolute form from exec's proxy clients.
     const absolute = req.url && !req.url.startsWith('/') ? URL.parse(req.url) : null;
     const host = absolute ? `${absolute.hostname}:${absolute.port || (absolute.protocol === 'https:' ? 443 : 80)}` : (req.headers.host ?? '');
@@ -437,7 +470,9 @@ export class EgressGateway {
       call = encoded ? undefined : modelCall(endpoint, body, this.modelCallMaxTokens);
       if (!call) return deny(res, 403, 'EGRESS_DENIED', 'A model request the gateway cannot read (not a plain JSON object) is not forwarded');
       try {
-        reservation = await meter.reserve(owner.userId, call.reserve);
+        // What the call is for, as the agent says: it sorts the user's own spending (a false one moves no budget).
+        const source = ModelSource.safeParse(req.headers[MODEL_SOURCE_HEADER]).data ?? 'chat';
+        reservation = await meter.reserve(owner.userId, call.reserve, source);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         // OpenAI's shape for a spent quota, which clients know not to retry.

@@ -10,7 +10,13 @@
  * with the real figures when its answer ends. A call is admitted only while the tokens spent plus
  * those held by calls in flight are under the ceiling, so calls in parallel pass it by at most one
  * call (docs/security.md, "Model budget: calls in flight are reserved").
+ *
+ * Each call is also counted by its source (chat, heartbeat, task, subagent: what the agent says it
+ * is for). A proactive call (heartbeat, task) no person waits for is held to a stricter rule: it is
+ * admitted only when all it may cost fits under the ceiling, so proactive turns never take the
+ * budget past it; and an agent asks (`proactive`) before such a turn whether one may start at all.
  */
+import { PROACTIVE_SOURCES, type ModelSource } from '@contracts/agent/model-source.js';
 import { AppError } from '../../../common/errors.js';
 import type { HotSql } from '../../hot-sql.js';
 import type { GenerationEndpoint } from './model-routes.js';
@@ -86,9 +92,21 @@ export interface BudgetLimits {
   guestsTotal: number;
 }
 
+/** Today's tokens of one user by what the calls were for. */
+export type TokensBySource = Record<ModelSource, number>;
+
 export interface BudgetStatus {
   used: number;
   /** Null: no ceiling. */
+  limit: number | null;
+  resets_at: string;
+  by_source: TokensBySource;
+}
+
+/** Whether a proactive turn may start now (the agent asks its gateway, contracts/agent/model-source.ts). */
+export interface ProactiveAnswer {
+  allowed: boolean;
+  used: number;
   limit: number | null;
   resets_at: string;
 }
@@ -131,11 +149,37 @@ export class ModelBudget {
     return Number(rows[0]?.used ?? 0);
   }
 
-  /** Today's usage and ceiling of one user. */
+  /** Today's usage and ceiling of one user, with the tokens by source. */
   async status(userId: string): Promise<BudgetStatus> {
     const now = this.clock();
     const limit = this.ownLimit(await this.budgetUser(userId));
-    return { used: await this.used(userId, dayOf(now)), limit: limit || null, resets_at: nextMidnight(now).toISOString() };
+    type Row = { used: string | number; chat: string | number; heartbeat: string | number; task: string | number; subagent: string | number };
+    const [row] = await this.sql<Row>`
+      SELECT tokens_in + tokens_out AS used, tokens_chat AS chat, tokens_heartbeat AS heartbeat, tokens_task AS task, tokens_subagent AS subagent
+        FROM model_usage WHERE scope = ${userId} AND day = ${dayOf(now)}`;
+    return {
+      used: Number(row?.used ?? 0),
+      limit: limit || null,
+      resets_at: nextMidnight(now).toISOString(),
+      by_source: { chat: Number(row?.chat ?? 0), heartbeat: Number(row?.heartbeat ?? 0), task: Number(row?.task ?? 0), subagent: Number(row?.subagent ?? 0) },
+    };
+  }
+
+  /**
+   * Whether a proactive turn may start now: only when a call of `tokens` would fit whole under
+   * every ceiling that applies, with what calls in flight hold (a turn that would cross the budget
+   * does not start; docs/agent.md, "Proactive turns and the budget").
+   */
+  async proactive(userId: string, tokens: number): Promise<ProactiveAnswer> {
+    const now = this.clock();
+    const day = dayOf(now);
+    const user = await this.budgetUser(userId);
+    let allowed = true;
+    for (const { scope, limit } of this.scopes(userId, user)) {
+      if ((await this.used(scope, day)) + (this.held.get(`${scope}|${day}`) ?? 0) + tokens > limit) allowed = false;
+    }
+    const limit = this.ownLimit(user);
+    return { allowed, used: await this.used(userId, day), limit: limit || null, resets_at: nextMidnight(now).toISOString() };
   }
 
   /**
@@ -156,19 +200,23 @@ export class ModelBudget {
    * until `settle`: 429 BUDGET_EXCEEDED when a budget is spent (Retry-After until midnight UTC),
    * or when calls in flight hold the rest of it (Retry-After a few seconds: they settle soon).
    */
-  async reserve(userId: string, tokens: number): Promise<Reservation> {
+  async reserve(userId: string, tokens: number, source: ModelSource = 'chat'): Promise<Reservation> {
     const now = this.clock();
     const day = dayOf(now);
     const user = await this.budgetUser(userId);
     const { guest } = user;
     const scopes = this.scopes(userId, user).map((entry) => ({ ...entry, key: `${entry.scope}|${day}` }));
+    const proactive = PROACTIVE_SOURCES.includes(source);
     await this.oneAtATime(
       scopes.map(({ key }) => key),
       async () => {
         for (const { scope, limit, key } of scopes) {
           const used = await this.used(scope, day);
           if (used >= limit) throw spent(scope, now);
-          if (used + (this.held.get(key) ?? 0) >= limit) throw heldInFlight(scope);
+          const held = this.held.get(key) ?? 0;
+          // A proactive call must fit whole: it never takes the budget past its ceiling.
+          if (proactive && used + held + tokens > limit) throw spent(scope, now);
+          if (used + held >= limit) throw heldInFlight(scope);
         }
         for (const { key } of scopes) this.held.set(key, (this.held.get(key) ?? 0) + tokens);
       },
@@ -181,7 +229,7 @@ export class ModelBudget {
         settled = true;
         try {
           // Recorded before the hold goes, so that no admission in between sees neither.
-          await this.record(userId, usage, guest, day);
+          await this.record(userId, usage, guest, day, source);
         } finally {
           for (const { key } of scopes) {
             const left = (this.held.get(key) ?? 0) - tokens;
@@ -223,12 +271,13 @@ export class ModelBudget {
   }
 
   /** `guest`: known by the caller, else looked up; `day`: the day the call was admitted on (default today). */
-  async record(userId: string, usage: TokenUsage, guest?: boolean, day = dayOf(this.clock())): Promise<void> {
+  async record(userId: string, usage: TokenUsage, guest?: boolean, day = dayOf(this.clock()), source: ModelSource = 'chat'): Promise<void> {
     if (usage.tokensIn === 0 && usage.tokensOut === 0) return;
     // The user's own ceiling (an operator's override included) decides when `budget.exceeded` is due.
     const user = await this.budgetUser(userId);
     guest ??= user.guest;
     const spentNow = usage.tokensIn + usage.tokensOut;
+    const of = (which: ModelSource) => (source === which ? spentNow : 0);
     const now = this.clock();
     // The call whose usage takes a scope from under its ceiling to it also writes the
     // `budget.exceeded` webhook event, in the same statement (events/outbox.ts); of
@@ -236,8 +285,11 @@ export class ModelBudget {
     const add = (scope: string, limit: number) =>
       this.sql`
         WITH added AS (
-          INSERT INTO model_usage (scope, day, tokens_in, tokens_out) VALUES (${scope}, ${day}, ${usage.tokensIn}, ${usage.tokensOut})
-          ON CONFLICT (scope, day) DO UPDATE SET tokens_in = model_usage.tokens_in + EXCLUDED.tokens_in, tokens_out = model_usage.tokens_out + EXCLUDED.tokens_out
+          INSERT INTO model_usage (scope, day, tokens_in, tokens_out, tokens_chat, tokens_heartbeat, tokens_task, tokens_subagent)
+          VALUES (${scope}, ${day}, ${usage.tokensIn}, ${usage.tokensOut}, ${of('chat')}, ${of('heartbeat')}, ${of('task')}, ${of('subagent')})
+          ON CONFLICT (scope, day) DO UPDATE SET tokens_in = model_usage.tokens_in + EXCLUDED.tokens_in, tokens_out = model_usage.tokens_out + EXCLUDED.tokens_out,
+            tokens_chat = model_usage.tokens_chat + EXCLUDED.tokens_chat, tokens_heartbeat = model_usage.tokens_heartbeat + EXCLUDED.tokens_heartbeat,
+            tokens_task = model_usage.tokens_task + EXCLUDED.tokens_task, tokens_subagent = model_usage.tokens_subagent + EXCLUDED.tokens_subagent
           RETURNING tokens_in + tokens_out AS used
         ), hooked AS (
           SELECT id FROM webhook_endpoints

@@ -30,16 +30,21 @@ export interface AgentProvisioner {
 
 /** A provisioner whose agents sleep and wake (local, kubernetes): bots, heartbeats and sign-ins wake them. */
 export interface SleepingAgents extends AgentProvisioner {
+  /** The registry kind of the agents it starts (`agents.kind`): the wake scheduler wakes those. */
+  readonly agentKind: string;
   /** Stops the user's agent if it runs so its next start reads its settings again (`start`: and starts it). */
   restart(userId: string, opts: { start: boolean }): Promise<void>;
   /** Starts the user's agent for its schedule unless it runs. */
   wake(userId: string): Promise<void>;
-  /** At sign-in: starts a returning user's sleeping agent ahead of the first message. */
-  warmUp(userId: string): Promise<void>;
+  /**
+   * After a sign-in: starts a returning user's sleeping agent ahead of the first message.
+   * `created`: the sign-in made the account, so it has no agent yet (nothing to look up).
+   */
+  warmUp(userId: string, opts?: { created?: boolean }): Promise<void>;
 }
 
 export const isSleepingAgents = (provisioner: AgentProvisioner): provisioner is SleepingAgents =>
-  'restart' in provisioner && 'wake' in provisioner && 'warmUp' in provisioner;
+  'agentKind' in provisioner && 'restart' in provisioner && 'wake' in provisioner && 'warmUp' in provisioner;
 
 export interface RunningAgentInfo {
   agentId: string;

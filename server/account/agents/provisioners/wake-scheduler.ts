@@ -9,8 +9,13 @@
  * and sleeps again by the idle rule; its next wake time arrives with its report when it is
  * stopped. A wake that fails (the agent does not start, the service is at capacity) is retried
  * with backoff (AGENT_WAKE_POLL · 2^attempts, at most 15 minutes) and logged.
+ *
+ * It wakes the agents of whichever provisioner this service runs whose agents sleep (local and
+ * kubernetes alike), and never a banned user's: a ban clears the wake time, the registry keeps it
+ * cleared while the ban lasts, and the claim skips banned users besides.
  */
 import type { Logger } from '../../../common/log.js';
+import { bannedAt } from '../../users/bans.js';
 import type { AccountDb } from '../../store.js';
 
 export interface WakeTarget {
@@ -20,6 +25,8 @@ export interface WakeTarget {
 
 export interface WakeSchedulerOptions {
   pollMs: number;
+  /** The registry kind of the agents this service's provisioner starts (`agents.kind`): those it wakes. */
+  kind: string;
   /** Agents claimed per round. */
   batch?: number;
   now?: () => Date;
@@ -59,8 +66,9 @@ export class WakeScheduler {
       UPDATE agents SET wake_lease_until = ${leaseUntil}
       WHERE id IN (
         SELECT id FROM agents
-        WHERE kind = 'local' AND user_id IS NOT NULL AND next_wake_at <= ${now}
+        WHERE kind = ${this.options.kind} AND user_id IS NOT NULL AND next_wake_at <= ${now}
           AND (wake_lease_until IS NULL OR wake_lease_until < ${now})
+          AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = agents.user_id AND ${bannedAt('u', now)})
         ORDER BY next_wake_at
         LIMIT ${this.options.batch ?? 20}
         FOR UPDATE SKIP LOCKED)

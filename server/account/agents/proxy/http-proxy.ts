@@ -172,7 +172,7 @@ export type ProxyServices = Pick<
 >;
 
 export async function proxyToOwnAgent(services: ProxyServices, req: Request, res: Response, target: { path: string; pathname: string }): Promise<void> {
-  const user = await services.tokens.authenticate(req.headers.authorization, new AccountRequest(req));
+  const user = await services.tokens.authenticate(req.headers.authorization, { seen: new AccountRequest(req) });
   // Anything else (another case, a trailing or doubled slash, dot segments, an encoded letter or
   // slash, `;params`, the agent's own /trpc) never reaches the agent: its rules are the route's.
   const match = matchAgentRoute(req.method, target.pathname);

@@ -1,7 +1,8 @@
 /**
  * E-mail sign-in codes (docs/api.md, "E-mail sign-in"). One row per request carries both secrets:
  * the link token (32 random bytes) and the 6-digit code. Rules:
- * - lifetime 10 minutes; single use;
+ * - lifetime 10 minutes; single use, and a sign-in with one spends every other code and link of
+ *   the address;
  * - a new request does not void the mails already sent: the newest 5 rows of an address stay
  *   valid for their 10 minutes and older ones are dropped. A stranger who asks for mail to
  *   someone's address only adds working codes to that inbox, never takes one away
@@ -88,24 +89,32 @@ export interface ConsumedEmailCode {
   requestedBy: string | null;
 }
 
-/** Consumes a link token; returns what it was issued for, or undefined. */
+/**
+ * The consuming UPDATE of one row (`where`), and in the same statement every other unused row of
+ * its address: a sign-in spends all the mails of the address, so a code or link left in an inbox
+ * (or read over someone's shoulder) opens nothing after the owner signed in with another.
+ */
+const SPEND = (where: string) => `
+    WITH hit AS (
+      UPDATE email_codes AS c SET used_at = $1 WHERE ${where} AND ${LIVE('c')}
+      RETURNING c.id, c.email, c.requested_by),
+    rest AS (
+      UPDATE email_codes AS o SET used_at = $1
+       WHERE o.email IN (SELECT email FROM hit) AND o.used_at IS NULL AND o.id NOT IN (SELECT id FROM hit))
+    SELECT email, requested_by::text AS requested_by FROM hit`;
+
+/** Consumes a link token (and every other code and link of its address); returns what it was issued for, or undefined. */
 export async function consumeEmailToken(db: AccountDb, config: EmailCodeConfig, token: string, now = new Date()): Promise<ConsumedEmailCode | undefined> {
-  const rows = await db.$queryRawUnsafe<Array<{ email: string; requested_by: string | null }>>(
-    `UPDATE email_codes AS c SET used_at = $1
-      WHERE c.token_hash = $2 AND ${LIVE('c')}
-     RETURNING c.email, c.requested_by::text AS requested_by`,
-    now,
-    tokenHash(config.key, token),
-  );
+  const rows = await db.$queryRawUnsafe<Array<{ email: string; requested_by: string | null }>>(SPEND('c.token_hash = $2'), now, tokenHash(config.key, token));
   const row = rows[0];
   return row && { email: row.email, requestedBy: row.requested_by };
 }
 
 /**
  * Tries a code for `email` (already normalised) against the live rows of the address and
- * consumes the newest that matches. The guess is counted by the caller first (admitCodeGuess).
- * Two concurrent right answers cannot both win: the UPDATE re-checks `used_at` on the row it
- * waited for.
+ * consumes the newest that matches, with every other code and link of the address. The guess is
+ * counted by the caller first (admitCodeGuess). Two concurrent right answers cannot both win: the
+ * UPDATE re-checks `used_at` on the row it waited for.
  */
 export async function consumeEmailCode(
   db: AccountDb,
@@ -115,10 +124,7 @@ export async function consumeEmailCode(
   now = new Date(),
 ): Promise<ConsumedEmailCode | undefined> {
   const rows = await db.$queryRawUnsafe<Array<{ email: string; requested_by: string | null }>>(
-    `UPDATE email_codes AS c SET used_at = $1
-      WHERE c.id = (SELECT m.id FROM email_codes AS m WHERE m.email = $2 AND m.code_hash = $3 ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
-        AND ${LIVE('c')}
-     RETURNING c.email, c.requested_by::text AS requested_by`,
+    SPEND('c.id = (SELECT m.id FROM email_codes AS m WHERE m.email = $2 AND m.code_hash = $3 ORDER BY m.created_at DESC, m.id DESC LIMIT 1)'),
     now,
     email,
     codeHash(config.key, email, code),

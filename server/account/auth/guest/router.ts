@@ -31,7 +31,8 @@ export const guestRouter = router({
       // One statement: find or create the guest and open its session, under the new-guest caps (sign-in.ts).
       const session = await signInGuestCapped(ctx.services.store.sql, ctx.services.rateLimits, input.device_id, clientKeyOf(ctx));
       const pair = await signTokenPair(ctx.services.tokens.issuer, session, session.generation);
-      ctx.services.tokens.signedIn(session.userId);
+      // The agent warms up once the answer is out (services.ts): the answer never waits for it.
+      ctx.request.afterAnswer(() => ctx.services.tokens.signedIn(session));
       return pair;
     }),
 });

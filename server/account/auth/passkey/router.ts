@@ -36,7 +36,7 @@ export const passkeyRouter = router({
     .input(RegisterVerifyInput)
     .output(TokenPair)
     .mutation(async ({ ctx, input }) => {
-      const target = { userId: ctx.user.userId, guest: ctx.user.guest };
+      const target = { userId: ctx.user.userId, guest: ctx.user.guest, aal: ctx.user.aal };
       const claim = await verifyRegistration(ctx.services.store.db, ctx.services.config.passkey, {
         userId: target.userId,
         response: input.response as unknown as RegistrationResponseJSON,

@@ -8,7 +8,9 @@
  *   bound to the account that asked for it;
  * - the response must come from our origin (FRONTEND_URL's) and name our relying party id
  *   (WEBAUTHN_RP_ID), which the library checks with the signature;
- * - user verification is preferred, not required (security keys without a PIN still work);
+ * - user verification is preferred, not required (security keys without a PIN still work); a
+ *   sign-in with it proves two factors (the device, and the PIN or biometric that unlocked it),
+ *   so its session starts at `aal2` (auth/mfa/), and one without it is a first factor like any;
  * - the signature counter must grow when either side has one (a counter going backwards means
  *   a cloned authenticator): the library refuses it, and the stored counter moves only forwards
  *   in one conditional UPDATE, so two racing uses of one counter value cannot both pass.
@@ -148,7 +150,7 @@ export async function verifyLogin(db: AccountDb, config: PasskeyConfig, response
     data: { counter: BigInt(newCounter) },
   });
   if (count !== 1) throw invalidPasskey('The passkey signature counter did not grow');
-  return { provider: 'passkey', subject: stored.credentialId };
+  return { provider: 'passkey', subject: stored.credentialId, secondFactor: verification.authenticationInfo.userVerified };
 }
 
 export async function renamePasskey(db: AccountDb, userId: string, identityId: string, name: string): Promise<void> {

@@ -15,6 +15,13 @@
  *   keeps at most one Pod per ordinal whichever account instance asks (two instances waking one
  *   agent make one Pod), restarts a crashed container with the kubelet's backoff, and suspending
  *   is one field (replicas 0: Pod gone, PVC kept).
+ *
+ * The Pod has two containers of the same image and user: `agent`, and `exec`, the exec runner
+ * (server/agent/tools/exec-runner.ts) where every `exec` command runs. The runner's container has
+ * its own process namespace (no process of the agent in its /proc), the workspace but not the
+ * Secret or the state directory, its own /tmp and no secret in its environment: what a command
+ * runs next to holds nothing of the agent's (docs/security.md, "exec in a Pod cannot read its
+ * agent"). Every container meets the `restricted` Pod Security profile.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { V1PersistentVolumeClaim, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
@@ -23,7 +30,10 @@ import type { V1PersistentVolumeClaim, V1Secret, V1Service, V1StatefulSet } from
 export const AGENT_POD_PORT = 8080;
 /** Where the PVC is mounted: the workspace and the agent's state directory below it. */
 const DATA_DIR = '/data';
+const WORKSPACE_DIR = `${DATA_DIR}/workspace`;
 const SECRETS_DIR = '/var/run/agent';
+/** The exec runner's socket, in a volume of its own that both containers mount. */
+const EXEC_SOCKET_DIR = '/run/exec';
 /** A non-root uid of the agent image (deploy/docker/agent.Dockerfile). */
 export const AGENT_UID = 10001;
 
@@ -150,6 +160,15 @@ export function agentService(agent: AgentIdentity, namespace: string): V1Service
   };
 }
 
+/** Every container of an agent's Pod: what the `restricted` Pod Security profile asks, and a read-only root. */
+const CONTAINER_SECURITY = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  privileged: false,
+  runAsNonRoot: true,
+  capabilities: { drop: ['ALL'] },
+};
+
 /** The StatefulSet with `replicas` (0: suspended, 1: running); `env` adds this start's settings (a heartbeat due, a quota). */
 export function agentStatefulSet(agent: AgentIdentity, settings: AgentPodSettings, replicas: 0 | 1, env: Record<string, string> = {}): V1StatefulSet {
   const meta = metadata(agent, settings.namespace);
@@ -160,11 +179,21 @@ export function agentStatefulSet(agent: AgentIdentity, settings: AgentPodSetting
     HOST: '$(POD_IP)',
     AGENT_PORT: String(AGENT_POD_PORT),
     AGENT_NAME: name,
-    AGENT_WORKSPACE: `${DATA_DIR}/workspace`,
+    AGENT_WORKSPACE: WORKSPACE_DIR,
     AGENT_STATE_DIR: `${DATA_DIR}/state`,
     AGENT_SECRETS_FILE: `${SECRETS_DIR}/secrets.json`,
+    AGENT_EXEC_RUNNER: `${EXEC_SOCKET_DIR}/exec.sock`,
     AGENT_EGRESS_URL: settings.egressUrl,
     AGENT_STOP_GRACE: String(settings.stopGraceSeconds),
+  };
+  const image = {
+    image: settings.image,
+    ...(settings.command ? { command: settings.command } : {}),
+    ...(settings.workingDir ? { workingDir: settings.workingDir } : {}),
+  };
+  const resources = {
+    limits: { memory: `${settings.memoryMb}Mi`, cpu: `${settings.cpuPercent * 10}m` },
+    requests: { memory: `${Math.min(settings.memoryMb, 128)}Mi`, cpu: '50m' },
   };
   return {
     apiVersion: 'apps/v1',
@@ -190,12 +219,21 @@ export function agentStatefulSet(agent: AgentIdentity, settings: AgentPodSetting
             fsGroup: AGENT_UID,
             seccompProfile: { type: 'RuntimeDefault' },
           },
+          // The workspace exists before either container mounts it (the runner mounts it alone).
+          initContainers: [
+            {
+              name: 'prepare',
+              image: settings.image,
+              command: ['mkdir', '-p', WORKSPACE_DIR, `${DATA_DIR}/state`],
+              securityContext: CONTAINER_SECURITY,
+              resources,
+              volumeMounts: [{ name: 'data', mountPath: DATA_DIR }],
+            },
+          ],
           containers: [
             {
               name: 'agent',
-              image: settings.image,
-              ...(settings.command ? { command: settings.command } : {}),
-              ...(settings.workingDir ? { workingDir: settings.workingDir } : {}),
+              ...image,
               ports: [{ name: 'http', containerPort: AGENT_POD_PORT }],
               env: [
                 // First: the others may refer to it ($(POD_IP)).
@@ -204,21 +242,26 @@ export function agentStatefulSet(agent: AgentIdentity, settings: AgentPodSetting
               ],
               // The shortest period Kubernetes allows: a woken agent takes traffic within a second of answering.
               readinessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 1, failureThreshold: 3, timeoutSeconds: 2 },
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                privileged: false,
-                runAsNonRoot: true,
-                capabilities: { drop: ['ALL'] },
-              },
-              resources: {
-                limits: { memory: `${settings.memoryMb}Mi`, cpu: `${settings.cpuPercent * 10}m` },
-                requests: { memory: `${Math.min(settings.memoryMb, 128)}Mi`, cpu: '50m' },
-              },
+              securityContext: CONTAINER_SECURITY,
+              resources,
               volumeMounts: [
                 { name: 'data', mountPath: DATA_DIR },
                 { name: 'secrets', mountPath: SECRETS_DIR, readOnly: true },
                 { name: 'tmp', mountPath: '/tmp' },
+                { name: 'exec-socket', mountPath: EXEC_SOCKET_DIR },
+              ],
+            },
+            {
+              // Commands get limits of their own: they cannot starve the agent's memory, nor it theirs.
+              name: 'exec',
+              ...image,
+              env: [{ name: 'AGENT_EXEC_RUNNER_LISTEN', value: `${EXEC_SOCKET_DIR}/exec.sock` }],
+              securityContext: CONTAINER_SECURITY,
+              resources,
+              volumeMounts: [
+                { name: 'data', mountPath: WORKSPACE_DIR, subPath: 'workspace' },
+                { name: 'exec-tmp', mountPath: '/tmp' },
+                { name: 'exec-socket', mountPath: EXEC_SOCKET_DIR },
               ],
             },
           ],
@@ -226,6 +269,8 @@ export function agentStatefulSet(agent: AgentIdentity, settings: AgentPodSetting
             { name: 'data', persistentVolumeClaim: { claimName: `${name}-workspace` } },
             { name: 'secrets', secret: { secretName: name, defaultMode: 0o440 } },
             { name: 'tmp', emptyDir: { sizeLimit: `${settings.tmpMb}Mi` } },
+            { name: 'exec-tmp', emptyDir: { sizeLimit: `${settings.tmpMb}Mi` } },
+            { name: 'exec-socket', emptyDir: { sizeLimit: '1Mi' } },
           ],
         },
       },

@@ -47,7 +47,7 @@ import type { Logger } from '../../../../common/log.js';
 import { agentClient } from '../../client.js';
 import type { EgressGateway, OpenGateway } from '../../egress/gateway.js';
 import { newAgentSecret, type AgentEndpoint, type AgentRegistry } from '../../registry.js';
-import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats } from '../provisioner.js';
+import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentStats, type SleepingAgents } from '../provisioner.js';
 import {
   AGENT_POD_PORT,
   AGENT_SELECTOR,
@@ -78,7 +78,8 @@ export interface KubernetesProvisionerOptions {
   egress: { gateway: EgressGateway; host: string; port: number };
   /** Settings of the user's own (their bot), secret ones included: they go into the agent's Secret. */
   userEnv?: (userId: string) => Promise<Record<string, string>>;
-  workspaceQuotaMb?: (userId: string) => Promise<number>;
+  /** The settings that follow the account tier (workspace quota, task limits), into the Pod's environment. */
+  tierEnv?: (userId: string) => Promise<Record<string, string>>;
   onColdStart?: (seconds: number) => void;
   onCrash?: (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
 }
@@ -100,7 +101,8 @@ function podReady(pod: V1Pod | undefined): pod is V1Pod & { status: { podIP: str
 
 const replicasOf = (set: V1StatefulSet | undefined) => set?.spec?.replicas ?? 0;
 
-export class KubernetesProvisioner implements AgentProvisioner {
+export class KubernetesProvisioner implements SleepingAgents {
+  readonly agentKind = 'kubernetes';
   private readonly core: CoreV1Api;
   private readonly apps: AppsV1Api;
   private readonly namespace: string;
@@ -230,8 +232,7 @@ export class KubernetesProvisioner implements AgentProvisioner {
     const secrets: Record<string, string> = { AGENT_SECRET: agent.secret, AGENT_EGRESS_TOKEN: egressToken(agent.id, agent.secret) };
     const env: Record<string, string> = {};
     for (const [name, value] of Object.entries(userEnv ?? {})) (SECRET_SETTING.test(name) ? secrets : env)[name] = value;
-    const quotaMb = await this.options.workspaceQuotaMb?.(userId);
-    if (quotaMb !== undefined) env.AGENT_WORKSPACE_QUOTA_MB = String(quotaMb);
+    Object.assign(env, await this.options.tierEnv?.(userId));
     if (!wasRunning) {
       // A heartbeat that fell due while it slept runs right after start.
       const nextWake = await this.registry.nextWake(agent.id);
@@ -467,8 +468,9 @@ export class KubernetesProvisioner implements AgentProvisioner {
   }
 
   /** At sign-in: a returning user's suspended agent starts now, not at the first message. */
-  async warmUp(userId: string): Promise<void> {
-    if (await this.registry.forUser(userId)) await this.agentFor(userId).catch(() => undefined);
+  async warmUp(userId: string, opts: { created?: boolean } = {}): Promise<void> {
+    // A new account's agent is made by its first call.
+    if (!opts.created && (await this.registry.forUser(userId))) await this.agentFor(userId).catch(() => undefined);
   }
 
   private podGone(agentId: string): Promise<void> {

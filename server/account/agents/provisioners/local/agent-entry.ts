@@ -1,10 +1,11 @@
 /**
- * How a local agent process is started: the compiled build (server/common/build.ts) when this
- * service runs from it or when it is current, else the TypeScript source through tsx (a developer
- * who edited code without rebuilding still gets what they wrote). Decided once per process.
+ * How a local agent process is started: the compiled build's agent bundle (server/common/build.ts)
+ * when this service runs from the build or when it is current, else the TypeScript source through
+ * tsx (a developer who edited code without rebuilding still gets what they wrote). Decided once
+ * per process.
  */
 import path from 'node:path';
-import { DIST_DIR, REPO_ROOT, RUNNING_COMPILED, serverBuildIsCurrent } from '../../../../common/build.js';
+import { AGENT_BOOT, REPO_ROOT, RUNNING_COMPILED, serverBuildIsCurrent } from '../../../../common/build.js';
 
 let entry: AgentEntry | undefined;
 
@@ -19,7 +20,7 @@ interface AgentEntry {
 export function agentEntry(): AgentEntry {
   entry ??=
     RUNNING_COMPILED || serverBuildIsCurrent()
-      ? { args: [path.join(DIST_DIR, 'server/agent/main.js')], compiled: true, env: {} }
+      ? { args: [AGENT_BOOT], compiled: true, env: {} }
       : // Resolved here, not by the agent: its working directory is its workspace, where no tsx is,
         // and no tsconfig.json either, whose paths resolve the `@contracts/…` imports.
         {

@@ -15,7 +15,10 @@
  * that user's from then on, as if started for them. A pooled agent is never handed back or on;
  * one that fails to be claimed is stopped and deleted. Pooled agents count in AGENT_MAX_RUNNING,
  * the pool refills in the background only into a free slot, and they are the first stopped when
- * a user needs the slot.
+ * a user needs the slot. A claimed agent is replaced a second later, and not while new accounts
+ * arrive at a flood's rate (FLOOD_SIGNUPS a second): starting one agent a second (about a core's
+ * second each) would serve few of a flood's users and take that CPU from their answers; the pool
+ * refills once the flood has passed.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -28,7 +31,7 @@ import type { AgentLauncher, LaunchedAgent } from './launcher.js';
 import { agentFetch, releaseAgentConnections } from '../../transport.js';
 import { agentClient } from '../../client.js';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
-import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentProvisioner, type AgentStats, type RunningAgentInfo } from '../provisioner.js';
+import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentStats, type RunningAgentInfo, type SleepingAgents } from '../provisioner.js';
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const agent = agentFetch(url);
@@ -75,6 +78,12 @@ export function agentEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => AGENT_ENV.test(name)));
 }
 
+/** Two sets of settings hold the same names and values. */
+function sameSettings(a: Record<string, string> = {}, b: Record<string, string> = {}): boolean {
+  const names = Object.keys(a);
+  return names.length === Object.keys(b).length && names.every((name) => a[name] === b[name]);
+}
+
 export interface LocalProvisionerOptions {
   dataDir: string;
   /** Seconds without use before an agent is stopped; 0 keeps agents running. */
@@ -89,16 +98,16 @@ export interface LocalProvisionerOptions {
   launcher: AgentLauncher;
   /** Settings of the user's own (their bot: token, webhook secret), added to the agent's environment at start. */
   userEnv?: (userId: string) => Promise<Record<string, string>>;
-  /** The workspace quota of a user's agent, in MB (guests get less); unset: the agent's default. */
-  workspaceQuotaMb?: (userId: string) => Promise<number>;
+  /** The settings that follow the user's account tier (workspace quota, task limits; guests get less); unset: the agent's defaults. */
+  tierEnv?: (userId: string) => Promise<Record<string, string>>;
   startTimeoutMs?: number;
   /** Each start that became healthy: seconds from spawn to the first healthy answer. */
   onColdStart?: (seconds: number) => void;
   /**
-   * AGENT_WARM_POOL: how many agents to keep started for new users, and the workspace quota they
-   * start with (a guest's: most new users are guests; a user who would get another quota starts cold).
+   * AGENT_WARM_POOL: how many agents to keep started for new users, and the tier settings they
+   * start with (a guest's: most new users are guests; a user who would get others starts cold).
    */
-  warmPool?: { size: number; workspaceQuotaMb?: number };
+  warmPool?: { size: number; tierEnv?: Record<string, string> };
 
   /** An exit we did not ask for (the agent is restarted after it): the `agent.crashed` webhook event. */
   onCrash?: (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
@@ -116,10 +125,14 @@ const NOT_WARMED = new Error('not started at sign-in');
 
 /** Sign-in warm-ups starting at once; more are skipped (the user's first call starts the agent anyway). */
 const MAX_WARMUPS_IN_FLIGHT = 2;
+/** New accounts this many within FLOOD_WINDOW_MS are a flood: the pool does not refill during one. */
+const FLOOD_SIGNUPS = 5;
+const FLOOD_WINDOW_MS = 1_000;
 /** Beside a warm-pool agent's workspace until it is claimed: what start-up clean-up may delete. */
 const UNCLAIMED_MARKER = 'unclaimed';
 
-export class LocalProvisioner implements AgentProvisioner {
+export class LocalProvisioner implements SleepingAgents {
+  readonly agentKind = 'local';
   private readonly running = new Map<string, Running>();
   private readonly starting = new Map<string, Promise<AgentEndpoint>>();
   private readonly restarts = new Map<string, { attempts: number; timer?: NodeJS.Timeout }>();
@@ -141,7 +154,10 @@ export class LocalProvisioner implements AgentProvisioner {
   private poolClaims = 0;
   /** Pooled starts that failed in a row: the next fill waits 1 s, 2 s … 30 s. */
   private poolFailures = 0;
+  /** The next fill, when one waits (a failure's backoff, a claim, a flood). */
   private poolRetry: NodeJS.Timeout | undefined;
+  /** When the last FLOOD_SIGNUPS new accounts signed in, oldest first. */
+  private readonly recentSignups: number[] = [];
   /** Users whose agent a sign-in is starting (`warmUp`). */
   private readonly warming = new Set<string>();
 
@@ -175,9 +191,12 @@ export class LocalProvisioner implements AgentProvisioner {
    * After a sign-in: a new user takes a pooled agent if one is ready; a returning user's sleeping
    * agent starts, into a free slot or one a pooled agent yields, never by stopping another user's
    * agent, and at most MAX_WARMUPS_IN_FLIGHT at once, so a flood of sign-ins cannot churn agents or
-   * start more than the host holds. Never rejects.
+   * start more than the host holds. Never rejects. A new account (`created`) with no pooled agent
+   * ready costs nothing here: no look-up, since its first call starts its agent anyway.
    */
-  warmUp(userId: string): Promise<void> {
+  warmUp(userId: string, opts: { created?: boolean } = {}): Promise<void> {
+    if (opts.created) this.noteSignup();
+    if (opts.created && this.pool.length === 0) return Promise.resolve();
     if (this.closed || this.starting.has(userId) || this.warming.size >= MAX_WARMUPS_IN_FLIGHT) return Promise.resolve();
     this.warming.add(userId);
     return this.begin(userId, 'warmUp').then(
@@ -332,7 +351,7 @@ export class LocalProvisioner implements AgentProvisioner {
     const { userId } = agent;
     // A heartbeat that fell due while it slept runs right after start.
     const nextWake = userId ? await this.registry.nextWake(agent.id) : null;
-    const quotaMb = userId ? await this.options.workspaceQuotaMb?.(userId) : this.options.warmPool?.workspaceQuotaMb;
+    const tierEnv = userId ? await this.options.tierEnv?.(userId) : this.options.warmPool?.tierEnv;
     return {
       ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
       ...(this.options.userEnv && userId ? await this.options.userEnv(userId) : {}),
@@ -342,7 +361,7 @@ export class LocalProvisioner implements AgentProvisioner {
       // By the agent's id, which it has from its start, so a pooled agent names itself as it will once claimed.
       AGENT_NAME: `local-${agent.id}`,
       AGENT_STOP_GRACE: String(this.stopGraceMs / 1000),
-      ...(quotaMb !== undefined ? { AGENT_WORKSPACE_QUOTA_MB: String(quotaMb) } : {}),
+      ...tierEnv,
     };
   }
 
@@ -355,6 +374,10 @@ export class LocalProvisioner implements AgentProvisioner {
   private fillPool(): void {
     const size = this.options.warmPool?.size ?? 0;
     if (this.closed || this.poolRetry || this.poolStarting > 0 || this.pool.length >= size) return;
+    if (this.flooding()) {
+      this.fillPoolIn(FLOOD_WINDOW_MS);
+      return;
+    }
     this.poolStarting++;
     this.startPooled().then(
       (started) => {
@@ -368,13 +391,28 @@ export class LocalProvisioner implements AgentProvisioner {
         if (this.closed) return;
         const delay = Math.min(30_000, 1_000 * 2 ** this.poolFailures++);
         this.log.warn({ err: error, retryInMs: delay }, 'starting a warm-pool agent failed');
-        this.poolRetry = setTimeout(() => {
-          this.poolRetry = undefined;
-          this.fillPool();
-        }, delay);
-        this.poolRetry.unref();
+        this.fillPoolIn(delay);
       },
     );
+  }
+
+  private fillPoolIn(delayMs: number): void {
+    if (this.closed || this.poolRetry) return;
+    this.poolRetry = setTimeout(() => {
+      this.poolRetry = undefined;
+      this.fillPool();
+    }, delayMs);
+    this.poolRetry.unref();
+  }
+
+  private noteSignup(now = Date.now()): void {
+    this.recentSignups.push(now);
+    if (this.recentSignups.length > FLOOD_SIGNUPS) this.recentSignups.shift();
+  }
+
+  /** FLOOD_SIGNUPS new accounts within the last FLOOD_WINDOW_MS. */
+  private flooding(now = Date.now()): boolean {
+    return this.recentSignups.length === FLOOD_SIGNUPS && now - (this.recentSignups[0] as number) < FLOOD_WINDOW_MS;
   }
 
   /** One pooled agent into a free slot; false when there is none. */
@@ -414,13 +452,13 @@ export class LocalProvisioner implements AgentProvisioner {
 
   /**
    * The new user's own agent from the pool, or undefined when none is ready or this user's agent
-   * would start with other settings (a larger quota, a bot): those start cold, as before.
+   * would start with other settings (a larger quota or task limits, a bot): those start cold, as before.
    */
   private async claimPooled(userId: string): Promise<AgentEndpoint | undefined> {
     const pool = this.options.warmPool;
     if (!pool || this.pool.length === 0) return undefined;
-    const [quotaMb, userEnv] = await Promise.all([this.options.workspaceQuotaMb?.(userId), this.options.userEnv?.(userId)]);
-    if (quotaMb !== pool.workspaceQuotaMb || Object.keys(userEnv ?? {}).length > 0) return undefined;
+    const [tierEnv, userEnv] = await Promise.all([this.options.tierEnv?.(userId), this.options.userEnv?.(userId)]);
+    if (!sameSettings(tierEnv, pool.tierEnv) || Object.keys(userEnv ?? {}).length > 0) return undefined;
     // Synchronous from here to the registry write: no other claim or eviction can take the same one.
     const running = this.pool.shift();
     if (!running) return undefined;
@@ -441,7 +479,8 @@ export class LocalProvisioner implements AgentProvisioner {
     await rm(path.join(this.agentDirOf(agent.id), UNCLAIMED_MARKER), { force: true });
     this.poolClaims++;
     this.log.info({ agent: agent.name, agentId: agent.id }, 'new user served by a warm-pool agent');
-    this.fillPool();
+    // A second later: a flood's first sign-ups are not yet a flood.
+    this.fillPoolIn(FLOOD_WINDOW_MS);
     return agent;
   }
 

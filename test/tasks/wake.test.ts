@@ -1,0 +1,205 @@
+/**
+ * Scheduled tasks through the account service (real HTTP: account service, local sandboxed agents
+ * whose calls leave through the egress gateway, the scripted model, the fake Bot API):
+ * - a reminder set through the proxy wakes the sleeping agent within seconds of its time, runs as
+ *   one turn (one model call: the heartbeat, due later, is not run early) and arrives as a pending
+ *   message and a Telegram message to the owner; its tokens are counted under `task`;
+ * - tRPC procedures and REST paths serve the same tasks; another user's task id is 404 and leaves
+ *   the task alone; a guest's agent holds 3 tasks and no cron closer than an hour;
+ * - a proactive turn the day's budget has no room for does not run, and says so once.
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createTRPCClient, httpLink } from '@trpc/client';
+import superjson from 'superjson';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AccountRouter } from '@contracts/account/router.js';
+import type { TokenPair } from '@contracts/account/tokens.js';
+import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
+import { taskMessage } from '../../server/agent/tasks/runner.js';
+import { until } from '../chat/helpers.js';
+import { testDeviceId } from '../support/devices.js';
+import { startFakeTelegram, type FakeTelegram } from '../support/fake-telegram.js';
+import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { freePort, startTestAccount, type TestAccount } from '../support/servers.js';
+
+const alice = { id: 3001, first_name: 'Alice', username: 'alice' };
+const STRETCH = 'Time to stretch, Alice!';
+
+let model: ScriptedModel;
+let fake: FakeTelegram;
+let account: TestAccount;
+let api: string;
+const savedInterval = process.env.HEARTBEAT_INTERVAL;
+let stretchAskedAt = 0;
+
+beforeAll(async () => {
+  model = await startScriptedModel({
+    responder: (request) => {
+      const text = lastUserText(request);
+      if (text.startsWith('Heartbeat (')) return { text: 'heartbeat alert' };
+      if (text.includes('stretch')) stretchAskedAt = Date.now();
+      return { text: text.includes('stretch') ? STRETCH : 'ok' };
+    },
+  });
+  fake = await startFakeTelegram();
+  // Heartbeats every hour: the wake for a task must not bring one forward.
+  process.env.HEARTBEAT_INTERVAL = '3600';
+  const port = await freePort();
+  account = await startTestAccount('pglite', {
+    PORT: String(port),
+    TELEGRAM_WEBHOOK_BASE: `http://127.0.0.1:${port}`,
+    AGENT_PROVISIONER: 'local',
+    AGENT_IDLE_TIMEOUT: '1',
+    AGENT_STOP_GRACE: '0.5',
+    AGENT_WAKE_POLL: '0.5',
+    MODEL: model.modelSpec,
+    TELEGRAM_API_ROOT: fake.apiRoot,
+  });
+  api = `${account.url}/api/v1`;
+});
+afterAll(async () => {
+  await account?.stop();
+  await fake?.close();
+  await model?.close();
+  if (savedInterval === undefined) delete process.env.HEARTBEAT_INTERVAL;
+  else process.env.HEARTBEAT_INTERVAL = savedInterval;
+});
+
+async function guest(label: string): Promise<string> {
+  const res = await fetch(`${api}/auth/guest`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ device_id: testDeviceId(label) }),
+  });
+  return ((await res.json()) as TokenPair).access_token;
+}
+
+/** A guest flipped to a full account (sign-in methods are other suites' business). */
+async function fullUser(label: string): Promise<{ token: string; userId: string }> {
+  const first = await guest(label);
+  const me = (await (await fetch(`${api}/auth/me`, { headers: { authorization: `Bearer ${first}` } })).json()) as { user_id: string };
+  await account.services.store.db.user.update({ where: { id: me.user_id }, data: { tier: 'full' } });
+  return { token: await guest(label), userId: me.user_id };
+}
+
+async function call<T = Record<string, unknown>>(token: string, method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${api}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+const processes = () => (account.services.agents.provisioner as LocalProvisioner).processes().length;
+const inSeconds = (s: number) => new Date(Date.now() + s * 1000).toISOString();
+type Task = { id: string; status: string; next_run_at: string | null; prompt: string };
+type Usage = { usage: { model_tokens: { used: number; by_source: Record<string, number> } } };
+
+describe('a reminder while the agent sleeps', () => {
+  it('wakes the agent at its time, runs one turn, and arrives as a pending message and on Telegram', async () => {
+    const owner = await fullUser('task-owner');
+    expect((await call(owner.token, 'PUT', '/agent/messenger/bot', { token: fake.token })).status).toBe(200);
+    const { code } = (await call<{ code: string }>(owner.token, 'POST', '/agent/messenger/bot/owner-code')).body;
+    fake.userSays(alice, `/start ${code}`);
+    await until(() => fake.textsTo(alice.id).length > 0, 20_000);
+    const agent = await account.services.store.db.agent.findFirstOrThrow({ where: { userId: owner.userId } });
+    await writeFile(path.join(account.dataDir, 'agents', agent.id, 'workspace', 'HEARTBEAT.md'), '- check the plants\n');
+
+    const at = inSeconds(8);
+    const created = await call<Task>(owner.token, 'POST', '/agent/tasks', { prompt: 'Remind me to stretch', at, chat_id: 'main' });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ chat_id: 'main', at, status: 'active', next_run_at: new Date(at).toISOString() });
+
+    await until(() => processes() === 0, 15_000);
+    const row = await account.services.store.db.agent.findUniqueOrThrow({ where: { id: agent.id } });
+    expect(row.nextWakeAt?.toISOString()).toBe(new Date(at).toISOString());
+    const asleep = model.requests.length;
+    expect(Date.now()).toBeLessThan(new Date(at).getTime());
+
+    let wokeAt = 0;
+    await until(() => {
+      if (!wokeAt && processes() > 0) wokeAt = Date.now();
+      return fake.textsTo(alice.id).includes(STRETCH);
+    }, 25_000);
+
+    // Started within a few seconds of its time (a round of the wake poll); the turn follows its cold start.
+    const late = (t: number) => t - new Date(at).getTime();
+    console.log(
+      `task: agent started ${late(wokeAt)} ms after its time, model asked after ${late(stretchAskedAt)} ms, on Telegram after ${late(Date.now())} ms`,
+    );
+    expect(late(wokeAt)).toBeGreaterThanOrEqual(0);
+    expect(late(wokeAt)).toBeLessThan(5_000);
+    expect(stretchAskedAt).toBeGreaterThan(wokeAt);
+    const pending = await call<{ messages: Array<{ chat_id: string; content: string; source: string }> }>(owner.token, 'GET', '/agent/pending');
+    expect(pending.body.messages).toContainEqual(expect.objectContaining({ chat_id: 'main', content: STRETCH, source: 'task' }));
+    // One turn, one model call: no heartbeat came with the wake.
+    expect(model.requests.slice(asleep).map(lastUserText)).toEqual([taskMessage('Remind me to stretch')]);
+    // The gateway took the source for its meter and did not send it on.
+    expect(model.requestHeaders.at(-1)!['x-model-source']).toBeUndefined();
+    const usage = (await call<Usage>(owner.token, 'GET', '/account')).body.usage.model_tokens;
+    expect(usage.by_source.task).toBeGreaterThan(0);
+    expect(usage.by_source.heartbeat).toBe(0);
+    expect(Object.values(usage.by_source).reduce((sum, n) => sum + n, 0)).toBe(usage.used);
+    const listed = await call<{ tasks: Task[] }>(owner.token, 'GET', '/agent/tasks');
+    expect(listed.body.tasks).toEqual([expect.objectContaining({ id: created.body.id, status: 'done', next_run_at: null })]);
+  }, 90_000);
+});
+
+describe('the proxy', () => {
+  it('serves the same tasks over tRPC; another user cannot see, change or delete them', async () => {
+    const ann = await fullUser('task-ann');
+    const mallory = await fullUser('task-mallory');
+    const trpc = createTRPCClient<AccountRouter>({
+      links: [httpLink({ url: `${account.url}/trpc`, transformer: superjson, headers: { authorization: `Bearer ${ann.token}` } })],
+    });
+    const task = await trpc.agent.tasks.create.mutate({ prompt: 'Weekly review', cron: '0 9 * * 1', timezone: 'Europe/Berlin' });
+    expect((await call<{ tasks: Task[] }>(ann.token, 'GET', '/agent/tasks')).body.tasks.map((t) => t.id)).toEqual([task.id]);
+    expect((await call<{ tasks: Task[] }>(mallory.token, 'GET', '/agent/tasks')).body.tasks).toEqual([]);
+    expect(await call(mallory.token, 'PATCH', `/agent/tasks/${task.id}`, { status: 'paused', prompt: 'hijacked' })).toMatchObject({
+      status: 404,
+      body: { code: 'TASK_NOT_FOUND' },
+    });
+    expect(await call(mallory.token, 'DELETE', `/agent/tasks/${task.id}`)).toMatchObject({ status: 404, body: { code: 'TASK_NOT_FOUND' } });
+    expect((await trpc.agent.tasks.list.query()).tasks).toEqual([expect.objectContaining({ id: task.id, status: 'active', prompt: 'Weekly review' })]);
+    const paused = await call<Task>(ann.token, 'PATCH', `/agent/tasks/${task.id}`, { status: 'paused' });
+    expect(paused.body).toMatchObject({ status: 'paused', next_run_at: null });
+    expect((await call(ann.token, 'DELETE', `/agent/tasks/${task.id}`)).status).toBe(204);
+    // Other spellings of the routes never reach the agent.
+    expect((await call(ann.token, 'GET', '/agent/TASKS')).status).toBe(404);
+    expect((await call(ann.token, 'PUT', '/agent/tasks')).status).toBe(405);
+  });
+
+  it("holds a guest's agent to 3 tasks and an hour between runs", async () => {
+    const token = await guest('task-guest');
+    const often = await call<{ code: string; detail: string }>(token, 'POST', '/agent/tasks', { prompt: 'spam', cron: '* * * * *' });
+    expect(often).toMatchObject({ status: 400, body: { code: 'INVALID_SCHEDULE' } });
+    expect(often.body.detail).toContain('hour');
+    for (let i = 0; i < 3; i++) expect((await call(token, 'POST', '/agent/tasks', { prompt: `t${i}`, cron: '0 * * * *' })).status).toBe(201);
+    expect(await call(token, 'POST', '/agent/tasks', { prompt: 't3', at: inSeconds(600) })).toMatchObject({ status: 403, body: { code: 'TASK_LIMIT' } });
+  });
+});
+
+describe('the budget', () => {
+  it('a task the day has no budget for does not run, and the user is told once', async () => {
+    const spender = await fullUser('task-spender');
+    // The whole allowance of the day is spent.
+    await account.services.store.db.user.update({ where: { id: spender.userId }, data: { modelDailyTokens: 1_000 } });
+    await account.services.modelBudget.record(spender.userId, { tokensIn: 1_000, tokensOut: 0 }, false);
+    const first = await call<Task>(spender.token, 'POST', '/agent/tasks', { prompt: 'first', at: inSeconds(8), chat_id: 'main' });
+    const second = await call<Task>(spender.token, 'POST', '/agent/tasks', { prompt: 'second', at: inSeconds(9), chat_id: 'main' });
+    const before = model.requests.length;
+    await until(async () => {
+      const { tasks } = (await call<{ tasks: Task[] }>(spender.token, 'GET', '/agent/tasks')).body;
+      return tasks.every((task) => task.status === 'done');
+    }, 20_000);
+    expect(model.requests.length).toBe(before);
+    const pending = (await call<{ messages: Array<{ content: string; source: string }> }>(spender.token, 'GET', '/agent/pending')).body.messages;
+    expect(pending).toHaveLength(1);
+    expect(pending[0]).toMatchObject({ source: 'task' });
+    expect(pending[0]!.content).toMatch(/"(first|second)" did not run: today's model budget is used up/);
+    expect([first.status, second.status]).toEqual([201, 201]);
+  });
+});
