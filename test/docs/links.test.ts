@@ -1,6 +1,8 @@
 /**
  * Every link in README.md, CONTRIBUTING.md and docs/ leads to a file of the repository and, with a `#fragment`,
- * to a heading of that file (GitHub's anchor rules); nothing points outside the repository.
+ * to a heading of that file (GitHub's anchor rules); nothing points outside the repository. The
+ * pages name the code where it is (a path in backticks names a file or folder that exists), and
+ * README's documentation table lists every page of docs/.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -64,6 +66,14 @@ function problems(page: string): string[] {
   return found;
 }
 
+/** Paths of the repository named in backticks (`server/account/events/outbox.ts`), placeholders (`<area>`, `{a,b}`, `*`) left out. */
+function namedPaths(markdown: string): string[] {
+  return [...markdown.matchAll(/`((?:server|client|contracts|rest-bridge|test|e2e|bench|scripts|prisma|deploy)\/[^`\s]*)`/g)]
+    .map((m) => m[1]!)
+    .filter((named) => !/[<>{}*…|]/.test(named))
+    .map((named) => named.replace(/[#:].*$/, '').replace(/[),.;]+$/, ''));
+}
+
 describe('documentation links', () => {
   it('computes anchors and finds links as GitHub does', () => {
     expect([...anchors("# A (`b`, `c:d`)\n## A (b, cd)\n```\n# not a heading\n```\n### Don't stop")]).toEqual(['a-b-cd', 'a-b-cd-1', 'dont-stop']);
@@ -81,6 +91,22 @@ describe('documentation links', () => {
     expect(tracked.length).toBeGreaterThan(100);
     const citing = tracked.filter((file) => existsSync(path.join(root, file)) && readFileSync(path.join(root, file), 'latin1').includes(needle));
     expect(citing).toEqual([]);
+  });
+
+  it.each(pages)('%s names only files and folders that exist', (page) => {
+    const named = namedPaths(readFileSync(path.join(root, page), 'utf8'));
+    expect(named.filter((file) => !existsSync(path.join(root, file)))).toEqual([]);
+  });
+
+  it("README.md's documentation table lists every page of docs/", () => {
+    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    const listed = new Set([...readme.matchAll(/^\| \[docs\/([\w-]+\.md)\]/gm)].map((m) => m[1]));
+    const docs = readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md'));
+    expect(docs.filter((page) => !listed.has(page))).toEqual([]);
+    expect(namedPaths('see `server/account/events/outbox.ts`, `server/<service>/x.ts` and `test/a.ts:12`')).toEqual([
+      'server/account/events/outbox.ts',
+      'test/a.ts',
+    ]);
   });
 
   it('README.md stays short', () => {

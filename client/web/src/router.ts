@@ -1,7 +1,8 @@
 /**
  * A small path router. Pages register with `route(path, page)`; anything unregistered shows
  * the fallback (sign-in, or the signed-in app). `go(path)` is an in-app link (history entry,
- * focus moves to the new page's heading); `navigate(path)` replaces the entry (auth flows).
+ * focus moves to the new page's heading, or to the element the page marks `data-autofocus`);
+ * `navigate(path)` replaces the entry (auth flows).
  * A page registers its cleanup (subscriptions, timers) with `onLeave`.
  */
 type Page = () => HTMLElement;
@@ -46,7 +47,11 @@ export function startRouter(app: HTMLElement, fallback: Page): void {
     const title = app.querySelector<HTMLElement>('.page-title');
     const page = (app.querySelector('nav [aria-current="page"]') ?? title)?.textContent?.trim();
     document.title = page ? `${page} · ${PRODUCT_NAME}` : PRODUCT_NAME;
-    if (focus) title?.focus();
+    // A page that names its first focus gets it in the same task as it appears (the chat's message
+    // box): focusing it a frame later lost what was typed in between to the heading (issue 43).
+    const first = app.querySelector<HTMLElement>('[data-autofocus]');
+    if (first) first.focus();
+    else if (focus) title?.focus();
   };
   addEventListener('popstate', () => render(true));
   render(false);

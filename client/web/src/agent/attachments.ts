@@ -13,6 +13,7 @@
  */
 import { errorMessage } from '../api.js';
 import { formatBytes, h } from '../dom.js';
+import { icon } from '../icons.js';
 import { isGuest } from '../who.js';
 import { uploadFile } from './files.js';
 
@@ -41,7 +42,11 @@ export class Attachments {
   readonly list = h('ul', { class: 'attachments', 'aria-label': 'Attached files', 'data-testid': 'attachments', hidden: true });
   private readonly picker = h('input', { type: 'file', multiple: true, hidden: true, 'data-testid': 'attach-input' });
   /** The paperclip. */
-  readonly button = h('button', { type: 'button', class: 'attach', 'aria-label': 'Attach files', title: 'Attach files', 'data-testid': 'attach' }, '📎');
+  readonly button = h(
+    'button',
+    { type: 'button', class: 'attach', 'aria-label': 'Attach files', title: 'Attach files', 'data-testid': 'attach' },
+    icon('attach'),
+  );
   private uploading = false;
 
   constructor(

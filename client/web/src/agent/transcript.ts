@@ -16,7 +16,9 @@
  */
 import { STOPPED } from '@contracts/agent/chat-limits.js';
 import { h } from '../dom.js';
-import { downloadFile, previewFile } from './files.js';
+import { icon } from '../icons.js';
+import { editInPlace } from './edit-message.js';
+import { fileCard } from './file-card.js';
 import { renderMarkdown } from './markdown.js';
 import { collapseIfLong, copyButton, toolButton } from './message-tools.js';
 import { subagentCard } from './subagent-card.js';
@@ -39,7 +41,7 @@ export class Transcript {
   /** The messages; `view` is the scrolling, focusable log around them. */
   private readonly el = h('ol', { class: 'messages' });
   readonly view = h('div', { class: 'transcript', role: 'log', 'aria-label': 'Conversation', 'data-testid': 'transcript', tabIndex: 0 }, this.el);
-  readonly jump = h('button', { type: 'button', class: 'jump small', hidden: true, 'data-testid': 'jump-latest' }, 'Jump to latest ↓');
+  readonly jump = h('button', { type: 'button', class: 'jump small', hidden: true, 'data-testid': 'jump-latest' }, 'Jump to latest ', icon('down'));
   /** The assistant message in progress, its raw text, and whether a render is queued. */
   private text: { body: HTMLElement; bar: HTMLElement; raw: string; queued: boolean } | null = null;
   private following = true;
@@ -93,7 +95,9 @@ export class Transcript {
     const item = h('li', { class: 'msg user', 'data-role': 'user' }, h('span', { class: 'who' }, 'You'), body, bar);
     if (messageId) item.dataset.messageId = messageId;
     const edit = toolButton('Edit', 'Edit this message', 'edit');
-    edit.onclick = () => this.startEdit(item, content, body, bar);
+    edit.onclick = () => {
+      if (item.dataset.messageId && this.actions) editInPlace({ item, content, body, bar }, item.dataset.messageId, this.actions);
+    };
     bar.append(
       copyButton('Copy this message', () => content),
       edit,
@@ -125,49 +129,6 @@ export class Transcript {
     while (from.nextElementSibling) from.nextElementSibling.remove();
     from.remove();
     this.placeRegenerate();
-  }
-
-  /** Edit in place: the bubble becomes a box; sending replaces this message and everything after it. */
-  private startEdit(item: HTMLElement, content: string, body: HTMLElement, bar: HTMLElement): void {
-    const id = item.dataset.messageId;
-    if (!id || !this.actions) return;
-    const box = h('textarea', { class: 'edit-box', value: content, rows: Math.min(12, content.split('\n').length + 1), 'aria-label': 'Edit your message' });
-    const save = h('button', { type: 'submit', 'data-testid': 'edit-save' }, 'Save and rerun');
-    const cancel = h('button', { type: 'button', 'data-testid': 'edit-cancel' }, 'Cancel');
-    const note = h('p', { class: 'hint', 'aria-live': 'polite' }, 'Saving replaces this message and everything after it, and the agent replies again.');
-    const form = h('form', { class: 'edit-form', 'aria-label': 'Edit message' }, box, note, h('div', { class: 'row' }, save, cancel));
-    const close = () => {
-      form.remove();
-      body.hidden = false;
-      bar.hidden = false;
-      bar.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
-    };
-    cancel.onclick = close;
-    box.onkeydown = (e) => {
-      if (e.key === 'Escape') {
-        // Not the page's Escape (which stops a reply): this one only cancels the edit.
-        e.preventDefault();
-        close();
-      } else if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-        e.preventDefault();
-        form.requestSubmit();
-      }
-    };
-    form.onsubmit = (e) => {
-      e.preventDefault();
-      const text = box.value.trim();
-      if (!text) return;
-      if (!this.actions?.canReplace()) {
-        note.textContent = 'The agent is still replying: stop the reply first, then save the edit.';
-        return;
-      }
-      this.actions.edit(id, text);
-    };
-    body.hidden = true;
-    bar.hidden = true;
-    item.append(form);
-    box.focus();
-    box.setSelectionRange(box.value.length, box.value.length);
   }
 
   /** A proactive message: a subagent's result as a card, anything else as a note. */
@@ -207,7 +168,7 @@ export class Transcript {
       }
       case 'file':
         this.endTurn();
-        this.add(this.fileCard(event.path, event.caption));
+        this.add(fileCard(event.path, event.caption));
         return;
       case 'error':
         this.endTurn();
@@ -296,35 +257,5 @@ export class Transcript {
     const last = this.el.lastElementChild;
     if (last?.getAttribute('data-role') === 'assistant') last.setAttribute('data-cut-off', 'true');
     this.add(h('li', { class: 'msg stopped', 'data-role': 'cut-off' }, 'The reply was cut off: the connection to your agent was lost.'));
-  }
-
-  private fileCard(path: string, caption?: string): HTMLElement {
-    const name = path.split('/').pop() || path;
-    const preview = h('div', { class: 'file-preview' });
-    const show = h('button', { type: 'button', class: 'small', 'aria-label': `Preview ${name}` }, 'Preview');
-    show.onclick = async () => {
-      show.disabled = true;
-      try {
-        preview.replaceChildren(await previewFile(path));
-      } catch (error) {
-        preview.replaceChildren(h('p', { role: 'alert' }, error instanceof Error ? error.message : 'Preview failed'));
-      } finally {
-        show.disabled = false;
-      }
-    };
-    const save = h('button', { type: 'button', class: 'small', 'aria-label': `Download ${name}` }, 'Download');
-    save.onclick = () =>
-      downloadFile(path).catch((error: unknown) =>
-        preview.replaceChildren(h('p', { role: 'alert' }, error instanceof Error ? error.message : 'Download failed')),
-      );
-    return h(
-      'li',
-      { class: 'msg file', 'data-role': 'file' },
-      h('span', { class: 'who' }, 'File'),
-      h('p', { class: 'file-name' }, h('code', {}, path)),
-      caption ? h('p', { class: 'file-caption' }, caption) : null,
-      h('div', { class: 'row' }, show, save),
-      preview,
-    );
   }
 }

@@ -8,28 +8,8 @@
 import type { Task } from '@contracts/agent/tasks.js';
 import { api } from '../api.js';
 import { alertBox, h, pageHeading } from '../dom.js';
+import { icon } from '../icons.js';
 import { keepTimezone } from '../who.js';
-
-/** 24×24 outline paths of the three icons the page uses. */
-const ICONS = {
-  pause: 'M8 5v14M16 5v14',
-  play: 'M7 5l12 7-12 7z',
-  trash: 'M4 7h16M10 11v6M14 11v6M6 7l1 13h10l1-13M9 7V4h6v3',
-} as const;
-
-function icon(name: keyof typeof ICONS): SVGSVGElement {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  for (const [key, value] of Object.entries({ viewBox: '0 0 24 24', width: '16', height: '16', 'aria-hidden': 'true', focusable: 'false', class: 'icon' })) {
-    svg.setAttribute(key, value);
-  }
-  const path = document.createElementNS(ns, 'path');
-  for (const [key, value] of Object.entries({ d: ICONS[name], fill: 'none', stroke: 'currentColor', 'stroke-width': '2', 'stroke-linejoin': 'round' })) {
-    path.setAttribute(key, value);
-  }
-  svg.append(path);
-  return svg;
-}
 
 /** The user's own zone, as the browser knows it. */
 export const browserTimezone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
@@ -66,12 +46,12 @@ export function tasksPage(): HTMLElement {
     const toggle = h(
       'button',
       { type: 'button', class: 'small', 'aria-label': `${paused ? 'Resume' : 'Pause'}: ${task.prompt}` },
-      icon(paused ? 'play' : 'pause'),
+      icon(paused ? 'play' : 'pause', 16),
       paused ? ' Resume' : ' Pause',
     );
     toggle.onclick = () =>
       act(toggle, () => api.agent.tasks.update.mutate({ id: task.id, status: paused ? 'active' : 'paused' }), paused ? 'Task resumed.' : 'Task paused.');
-    const remove = h('button', { type: 'button', class: 'small danger', 'aria-label': `Delete: ${task.prompt}` }, icon('trash'), ' Delete');
+    const remove = h('button', { type: 'button', class: 'small danger', 'aria-label': `Delete: ${task.prompt}` }, icon('trash', 16), ' Delete');
     remove.onclick = () => act(remove, () => api.agent.tasks.delete.mutate({ id: task.id }), 'Task deleted.');
     const next = task.next_run_at ? `Next run: ${inZone(task.next_run_at, zone)}` : task.status === 'done' ? 'Ran' : 'Paused';
     return h(
