@@ -18,6 +18,8 @@
 # changes.
 
 # --- build: every dependency, then the compiled server tree (no web client) ------------------
+# The build runs the agent bundle once to make its V8 code cache (dist/agent/agent.code-cache):
+# it fits the Node of this same base image, which the runtime stage uses too.
 FROM node:20-bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
@@ -52,4 +54,6 @@ COPY --from=build --chown=0:0 /app /app
 USER 10001:10001
 EXPOSE 8080
 STOPSIGNAL SIGTERM
+# The agent bundle, compiled from its code cache (server/agent/boot.ts). No NODE_OPTIONS: V8
+# refuses a code cache made under other flags.
 CMD ["node", "dist/agent/boot.cjs"]

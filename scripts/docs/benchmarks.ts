@@ -94,20 +94,52 @@ interface AccountResults {
 interface AgentsResults {
   date: string;
   count: number;
+  idleSeconds: number;
   baseline: string;
-  rows: Array<{ side: string; phase: string; coldStartMedianMs: number; firstReplyMedianMs: number; rssIdleMeanMb: number; rssIdleMaxMb: number }>;
+  goals: { coldStartMs: number; rssIdleMb: number };
+  loadAverages: Array<{ side: string; phase: string; loadAverage: number[] }>;
+  rows: Array<{
+    side: string;
+    phase: string;
+    coldStartMedianMs: number;
+    coldStartCpuMedianMs: number;
+    firstReplyMedianMs: number;
+    rssIdleMeanMb: number;
+    rssIdleMaxMb: number;
+  }>;
+  ratios: Record<string, { coldStart: number; coldStartCpu: number; rssIdleMean: number }>;
 }
 
 /** bench/startup.ts and bench/sandbox.ts write their table rows as printed. */
 interface RowsResults {
+  date: string;
   rounds: number;
+  loadAverages: { start: number[]; end: number[] };
   rows: Array<Array<string | number>>;
+}
+
+interface KubeStarts {
+  newAgentMs: { median: number; max: number };
+  wakeMs: { median: number; max: number };
+  spawnToHealthMs: { median: number; max: number };
+}
+
+interface KubeResults extends KubeStarts {
+  date: string;
+  baseline: KubeStarts & { commit: string };
+  rounds: Array<{ round: number; side: string; loadAverage: number[] }>;
+  goals: { wakeMedianMs: number };
 }
 
 function read<T>(file: string): T {
   return JSON.parse(readFileSync(path.join(RESULTS, file), 'utf8')) as T;
 }
 
+/** The 1-minute load averages a bench saw, lowest to highest. */
+const loads = (averages: number[][]) => {
+  const ones = averages.map((a) => a[0] ?? 0);
+  return `load average ${fmt(Math.min(...ones), 1)}–${fmt(Math.max(...ones), 1)}`;
+};
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const day = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 
@@ -128,6 +160,7 @@ export function renderBenchmarksPage(): string {
   const agents = read<AgentsResults>('agents.json');
   const startup = read<RowsResults>('startup.json');
   const sandbox = read<RowsResults>('sandbox.json');
+  const kube = read<KubeResults>('kube.json');
   const out: string[] = [];
   const section = (...parts: string[]) => out.push(...parts.map((p) => `${p}\n`));
 
@@ -145,8 +178,10 @@ export function renderBenchmarksPage(): string {
         ['`chat.json` (`npm run bench:chat`)', day(chat.date), `${chat.machine.cpus} cores, Node ${chat.machine.node.slice(1)}`, ''],
         ['`proxy.json` (`npm run bench:proxy`)', day(proxy.date), '', proxy.store],
         ['`account.json` (`npm run bench:account`)', day(account.date), `${account.cores} cores, Node ${account.node.slice(1)}`, account.store],
-        ['`agents.json` (`npm run bench:agents`)', day(agents.date), '', ''],
-        ['`startup.json`, `sandbox.json`', 'not recorded', '', ''],
+        ['`agents.json` (`npm run bench:agents`)', day(agents.date), loads(agents.loadAverages.map((l) => l.loadAverage)), ''],
+        ['`startup.json` (`npm run bench:startup`)', day(startup.date), loads([startup.loadAverages.start, startup.loadAverages.end]), ''],
+        ['`sandbox.json` (`npm run bench:sandbox`)', day(sandbox.date), loads([sandbox.loadAverages.start, sandbox.loadAverages.end]), ''],
+        ['`kube.json` (`npm run bench:kube`)', day(kube.date), loads(kube.rounds.map((r) => r.loadAverage)), 'PGlite'],
       ],
     ),
   );
@@ -300,18 +335,50 @@ export function renderBenchmarksPage(): string {
     r.side === 'baseline' ? `baseline (${agents.baseline})` : r.side,
     r.phase,
     r.coldStartMedianMs,
+    r.coldStartCpuMedianMs,
     r.firstReplyMedianMs,
     r.rssIdleMeanMb,
     r.rssIdleMaxMb,
   ]);
+  const ratioText = Object.entries(agents.ratios)
+    .map(([phase, r]) => `${phase}: cold start ${r.coldStart.toFixed(2)}× (CPU ${r.coldStartCpu.toFixed(2)}×), idle RSS ${r.rssIdleMean.toFixed(2)}×`)
+    .join('; ');
   section(
     '## Agent processes',
-    `\`npm run bench:agents\`: ${agents.count} agents.`,
-    table(['build', 'start', 'cold start median ms', 'first reply median ms', 'idle RSS mean MB', 'idle RSS max MB'], agentRows, [2, 3, 4, 5]),
-    `Startup (medians of ${startup.rounds}):`,
-    table(['agent runs as', 'cold start ms', 'RSS MB', 'first reply ms'], startup.rows, [1, 2, 3]),
-    `Sandbox (medians of ${sandbox.rounds}):`,
+    `\`npm run bench:agents\`: ${agents.count} agents per side started in turn, the bundle beside the build before it (${agents.baseline}), RSS after ${agents.idleSeconds} s idle; ${loads(agents.loadAverages.map((l) => l.loadAverage))}. Goals: cold start ≤ ${agents.goals.coldStartMs} ms median, idle RSS ≤ ${agents.goals.rssIdleMb} MB.`,
+    table(
+      ['build', 'start', 'cold start median ms', 'CPU to /health median ms', 'first reply median ms', 'idle RSS mean MB', 'idle RSS max MB'],
+      agentRows,
+      [2, 3, 4, 5, 6],
+    ),
+    `Bundle / baseline: ${ratioText}.`,
+    `Startup (medians of ${startup.rounds}; ${loads([startup.loadAverages.start, startup.loadAverages.end])}):`,
+    table(['agent runs as', 'cold start ms', 'CPU to /health ms', 'RSS MB', 'first reply ms', 'cold start / baseline'], startup.rows, [1, 2, 3, 4]),
+    `Sandbox (medians of ${sandbox.rounds}; ${loads([sandbox.loadAverages.start, sandbox.loadAverages.end])}):`,
     table(['agent', 'cold start ms', 'µs per event'], sandbox.rows, [1, 2]),
+  );
+
+  const b = kube.baseline;
+  const kubeRow = (what: string, ours: { median: number; max: number }, theirs: { median: number }, goal: string) => [
+    what,
+    ours.median,
+    ours.max,
+    theirs.median,
+    `${(ours.median / theirs.median).toFixed(2)}×`,
+    goal,
+  ];
+  section(
+    '## Agents on Kubernetes',
+    `\`npm run bench:kube\`: the test control plane and kubelet on this machine, the bundle beside the build before it (${b.commit}) as the Pod's command, ${kube.rounds.length / 2} alternating rounds; ${loads(kube.rounds.map((r) => r.loadAverage))}.`,
+    table(
+      ['measure', 'median ms', 'max ms', 'baseline median ms', 'ratio', 'goal'],
+      [
+        kubeRow('new agent ready', kube.newAgentMs, b.newAgentMs, '≤ 3000'),
+        kubeRow('suspended agent woken', kube.wakeMs, b.wakeMs, `≤ ${kube.goals.wakeMedianMs}`),
+        kubeRow('of which spawn → /health', kube.spawnToHealthMs, b.spawnToHealthMs, ''),
+      ],
+      [1, 2, 3, 4],
+    ),
   );
   return out.join('\n');
 }

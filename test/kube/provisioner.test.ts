@@ -255,6 +255,29 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     }
   });
 
+  it('a woken agent takes requests once it answers /health, before the kubelet marks it ready', async () => {
+    const account = await startKubeAccount({ KUBE_START_TIMEOUT: '20' });
+    try {
+      const user = await guest(account, 'kube-health');
+      expect(await chat(account, user, 'c', 'first')).toBe('echo: first');
+      const agentId = (await account.services.agents.registry.forUser(user.userId))?.id ?? '';
+      await provisionerOf(account).stopAgentOf(user.userId);
+      await eventually('suspended', async () => !(await pod(agentId)), 30_000);
+      // A kubelet probes readiness once a period (1 s at least); this one never reports it.
+      kubelet.holdReadiness(true);
+      try {
+        expect(await chat(account, user, 'c', 'woken')).toBe('echo: woken');
+        expect(await chat(account, user, 'c', 'again')).toBe('echo: again');
+        const conditions = ((await pod(agentId))?.status?.conditions ?? []) as Array<{ type: string; status: string }>;
+        expect(conditions.find((c) => c.type === 'Ready')?.status).not.toBe('True');
+      } finally {
+        kubelet.holdReadiness(false);
+      }
+    } finally {
+      await account.stop();
+    }
+  });
+
   it("works with the Role alone (the account's service account is refused outside it), and a chat message costs no API request", async () => {
     const account = await startKubeAccount();
     try {

@@ -2,6 +2,10 @@
  * A tool the model can call, independent of the AI SDK: a zod input schema and an `execute`
  * that gets the run's abort signal and a way to emit chat events (e.g. `file`). Tool sets are
  * plain records, so a chat run, a subagent or a heartbeat can compose their own.
+ *
+ * Every tool set is built at an agent's start, so a tool whose work needs a heavy library imports
+ * it inside `execute` (`await import(…)`), not at the top of its module: it then costs nothing
+ * until the model first calls the tool (docs/architecture.md, "How an agent starts").
  */
 import type { z } from 'zod';
 import type { ChatEvent } from '@contracts/agent/chat.js';

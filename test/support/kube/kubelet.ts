@@ -22,7 +22,7 @@
  * - gives each pod its own IP 10.244.X.n (local on the namespace's lo: the pod must bind that
  *   address, see below) and reports status: podIP, phase, containerStatuses (ready,
  *   restartCount, state, lastState), conditions (PodScheduled, Initialized, ContainersReady,
- *   Ready from the readiness probe: httpGet or tcpSocket on the pod IP);
+ *   Ready from the readiness probe: httpGet or tcpSocket on the pod IP; `holdReadiness` withholds it);
  * - restarts exited containers per restartPolicy with exponential backoff (1 s doubling up to
  *   10 s by default; reported as waiting/CrashLoopBackOff with lastState.terminated);
  * - honours deletion: on deletionTimestamp, SIGTERM to each container's process, up to
@@ -119,6 +119,11 @@ export interface TestKubelet {
   kill(namespace: string, name: string, opts?: { container?: string; signal?: NodeJS.Signals }): boolean;
   /** The tail of a container's stdout+stderr (across restarts). */
   logs(namespace: string, name: string, container?: string): string;
+  /**
+   * While held, readiness probes never make a container ready (a kubelet whose next probe is
+   * still a period away): what takes requests then is found some other way, or not at all.
+   */
+  holdReadiness(hold: boolean): void;
   /** Harness errors seen so far (failed API calls, volumes that could not be resolved…). */
   errors(): string[];
   /** Stops watching and renewing, kills every pod process, removes its directories (PV data too unless keepVolumes). */
@@ -311,6 +316,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
   const changes = new EventEmitter();
   changes.setMaxListeners(0);
   let stopped = false;
+  let readinessHeld = false;
   const watches: KubeWatch[] = [];
   const timers = new Set<NodeJS.Timeout>();
 
@@ -700,7 +706,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
       if (ok) {
         c.probeOk++;
         c.probeFail = 0;
-        if (!c.ready && c.probeOk >= successNeeded) {
+        if (!c.ready && c.probeOk >= successNeeded && !readinessHeld) {
           c.ready = true;
           markDirty(p);
         }
@@ -1152,6 +1158,9 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
       } catch {
         return false;
       }
+    },
+    holdReadiness(hold) {
+      readinessHeld = hold;
     },
     logs(namespace, name, container) {
       const p = find(namespace, name);

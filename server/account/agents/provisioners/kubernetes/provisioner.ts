@@ -6,7 +6,9 @@
  *
  * - **Wake**: a request (or a heartbeat due, or a Telegram update) for a suspended agent sets
  *   replicas to 1 and waits for the Pod to be ready, at most KUBE_START_TIMEOUT (60 s); then 503
- *   AGENT_STARTING with Retry-After. Several account instances may wake one agent at once: they
+ *   AGENT_STARTING with Retry-After. Ready is the kubelet's readiness, or sooner `/health`
+ *   answering this instance: once the container runs it is asked every 25 ms, since the kubelet
+ *   probes only every second and an agent starts in a fraction of one. Several account instances may wake one agent at once: they
  *   all apply the same StatefulSet (server-side apply, one field manager), and the controller
  *   makes one Pod.
  * - **Suspend**: an agent unused for AGENT_IDLE_TIMEOUT (by any instance: the last use is an
@@ -88,15 +90,30 @@ export interface KubernetesProvisionerOptions {
 const SECRET_SETTING = /(SECRET|TOKEN|_KEY$)/;
 /** Seconds a caller refused while its agent starts is told to wait. */
 const STARTING_RETRY_AFTER_SECONDS = 5;
+/** How often a waking agent's running container is asked for `/health`, and how long one ask may take. */
+const HEALTH_POLL_MS = 25;
+const HEALTH_TIMEOUT_MS = 1_000;
 
 const isStatus = (error: unknown, code: number) => error instanceof ApiException && error.code === code;
 const ignoreStatus = (code: number) => (error: unknown) => {
   if (!isStatus(error, code)) throw error;
 };
 
-function podReady(pod: V1Pod | undefined): pod is V1Pod & { status: { podIP: string } } {
+type AddressedPod = V1Pod & { status: { podIP: string } };
+
+function podReady(pod: V1Pod | undefined): pod is AddressedPod {
   if (!pod?.status?.podIP || pod.metadata?.deletionTimestamp) return false;
   return pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/**
+ * The Pod's agent container as it runs now (its restarts counted), while it runs: what a `/health`
+ * answer vouches for. A crash and restart is another one, which must answer again.
+ */
+function runningContainer(pod: V1Pod | undefined): string | undefined {
+  const container = pod?.status?.containerStatuses?.[0];
+  if (!pod?.status?.podIP || pod.metadata?.deletionTimestamp || !container?.state?.running) return undefined;
+  return `${pod.metadata?.uid}/${container.restartCount}`;
 }
 
 const replicasOf = (set: V1StatefulSet | undefined) => set?.spec?.replicas ?? 0;
@@ -110,6 +127,8 @@ export class KubernetesProvisioner implements SleepingAgents {
   private readonly sets: Informer<V1StatefulSet> & ObjectCache<V1StatefulSet>;
   /** Pod and StatefulSet changes, for waiters. */
   private readonly changes = new EventEmitter();
+  /** Per agent, the running container (runningContainer) that answered this instance's `/health`. */
+  private readonly answered = new Map<string, string>();
   private readonly starting = new Map<string, Promise<AgentEndpoint>>();
   /** Last use seen by this instance, and when it was last written to the annotation (ms). */
   private readonly used = new Map<string, { at: number; annotated: number }>();
@@ -188,8 +207,8 @@ export class KubernetesProvisioner implements SleepingAgents {
   async agentFor(userId: string): Promise<AgentEndpoint> {
     if (this.closed) throw agentUnavailable('The service is shutting down');
     const agent = (await this.registry.forUser(userId)) ?? (await this.register(userId));
-    const pod = this.pods.get(podName(agent.id), this.namespace);
-    if (podReady(pod) && replicasOf(this.setOf(agent.id)) > 0) {
+    const pod = this.servingPod(agent.id);
+    if (pod && replicasOf(this.setOf(agent.id)) > 0) {
       this.markUsed(agent.id);
       return { ...agent, url: podUrl(pod) };
     }
@@ -261,12 +280,25 @@ export class KubernetesProvisioner implements SleepingAgents {
     else await this.call(() => this.core.patchNamespacedSecret(request, options));
   }
 
-  /** Resolves with the agent's ready Pod, or 503 AGENT_STARTING once the start timeout passes. */
-  private readyPod(agentId: string): Promise<V1Pod & { status: { podIP: string } }> {
+  /** The agent's Pod when it takes requests: ready for the kubelet, or its running container answered `/health` here. */
+  private servingPod(agentId: string): AddressedPod | undefined {
+    const pod = this.pods.get(podName(agentId), this.namespace);
+    if (podReady(pod)) return pod;
+    const container = runningContainer(pod);
+    return container && this.answered.get(agentId) === container ? (pod as AddressedPod) : undefined;
+  }
+
+  /**
+   * Resolves with the agent's Pod once it takes requests, or 503 AGENT_STARTING once the start
+   * timeout passes. Waits for the kubelet's readiness (from the watch) and, while the container
+   * runs, asks `/health` itself.
+   */
+  private readyPod(agentId: string): Promise<AddressedPod> {
     return new Promise((resolve, reject) => {
+      let settled = false;
       const check = () => {
-        const pod = this.pods.get(podName(agentId), this.namespace);
-        if (!podReady(pod)) return;
+        const pod = this.servingPod(agentId);
+        if (!pod || settled) return;
         done();
         resolve(pod);
       };
@@ -277,11 +309,24 @@ export class KubernetesProvisioner implements SleepingAgents {
         );
       }, this.options.startTimeoutMs);
       const done = () => {
+        settled = true;
         clearTimeout(timer);
         this.changes.off('change', check);
       };
+      const poll = async () => {
+        while (!settled && !this.closed) {
+          const pod = this.pods.get(podName(agentId), this.namespace);
+          const container = runningContainer(pod);
+          if (container && (await answersHealth(podUrl(pod as AddressedPod)))) {
+            this.answered.set(agentId, container);
+            check();
+          }
+          if (!settled) await new Promise((wait) => setTimeout(wait, HEALTH_POLL_MS));
+        }
+      };
       this.changes.on('change', check);
       check();
+      void poll();
     });
   }
 
@@ -307,8 +352,8 @@ export class KubernetesProvisioner implements SleepingAgents {
 
   /** Asks the agent whether it is busy; idle (or mute) → replicas 0. */
   private async suspendIfIdle(agentId: string): Promise<boolean> {
-    const pod = this.pods.get(podName(agentId), this.namespace);
-    if (podReady(pod)) {
+    const pod = this.servingPod(agentId);
+    if (pod) {
       const agent = await this.registry.byId(agentId);
       const report = agent
         ? await agentClient({ url: podUrl(pod), secret: agent.secret })
@@ -370,6 +415,8 @@ export class KubernetesProvisioner implements SleepingAgents {
   }
 
   private async scale(agentId: string, replicas: 0 | 1): Promise<void> {
+    // A suspended agent's next container answers anew (and the map keeps only running agents).
+    if (replicas === 0) this.answered.delete(agentId);
     await this.call(() =>
       this.apps.patchNamespacedStatefulSet(
         { name: objectName(agentId), namespace: this.namespace, body: { spec: { replicas } } },
@@ -489,7 +536,7 @@ export class KubernetesProvisioner implements SleepingAgents {
 
   stats(): AgentStats {
     const running = this.runningSets();
-    const starting = running.filter((set) => !podReady(this.pods.get(podName(set.metadata?.labels?.[LABEL.agentId] ?? ''), this.namespace))).length;
+    const starting = running.filter((set) => !this.servingPod(set.metadata?.labels?.[LABEL.agentId] ?? '')).length;
     return { running: running.length, starting, evicted: this.evicted, crashed: this.crashed, pooled: 0, poolClaims: 0 };
   }
 
@@ -505,6 +552,17 @@ export class KubernetesProvisioner implements SleepingAgents {
   private call<T>(request: () => Promise<T>): Promise<T> {
     this.apiRequests++;
     return request();
+  }
+}
+
+/** Whether the agent at `url` answers `/health` (the readiness probe's path) with a success. */
+async function answersHealth(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
   }
 }
 
