@@ -99,6 +99,8 @@ const bareHost = (hostname: string) =>
     .replace(/\.+$/, '')
     .toLowerCase();
 
+const hostPort = (host: string, port: number) => `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+
 const inDomains = (host: string, domains: string[]) => domains.some((domain) => host === domain || host.endsWith(`.${domain}`));
 
 export class WebTools {
@@ -177,7 +179,10 @@ export class WebTools {
     if (url.username || url.password) throw webError('WEB_URL_REFUSED', 'URLs with a user name or password are not fetched');
     const host = bareHost(url.hostname);
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-    if (this.own.hosts.has(host)) throw webError('WEB_ADDRESS_REFUSED', `${host} is this service itself`);
+    // By name here; an address (literal or resolved) is judged with its port in `refusal`. A test
+    // page beside the service (AGENT_WEB_TEST_PUBLIC) may share its host name, never its port.
+    if (!isIP(host) && this.own.hosts.has(host) && !this.testPublic.has(hostPort(host, port)))
+      throw webError('WEB_ADDRESS_REFUSED', `${host} is this service itself`);
     if (inDomains(host, this.policy.denyDomains)) throw webError('WEB_DOMAIN_REFUSED', `${host} is on the operator's deny list`);
     if (this.policy.allowDomains.length > 0 && !inDomains(host, this.policy.allowDomains))
       throw webError('WEB_DOMAIN_REFUSED', `${host} is not on the operator's allow list`);
@@ -197,7 +202,7 @@ export class WebTools {
     if (verdict.class === 'cloud-metadata') return describeAddress(bare, bare, verdict);
     const local = this.own.addresses.has(bare) || verdict.class === 'loopback' || verdict.class === 'unspecified';
     if (local && this.own.ports.has(port)) return `${address} port ${port} is this service itself`;
-    if (this.testPublic.has(`${isIP(bare) === 6 ? `[${bare}]` : bare}:${port}`)) return undefined;
+    if (this.testPublic.has(hostPort(bare, port))) return undefined;
     if (!isPublicAddress(bare)) return describeAddress(bare, bare, verdict);
     if (this.own.addresses.has(bare)) return `${address} is an address of this machine`;
     return undefined;
