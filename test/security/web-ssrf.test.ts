@@ -231,6 +231,13 @@ describe('web_fetch refuses every spelling of a non-public address, with the rea
     expect(() => strict.check('https://evildocs.example/a')).toThrow(/not on the operator's allow list/);
   });
 
+  it('AGENT_WEB_TEST_PUBLIC never opens a cloud-metadata address', () => {
+    const loose = new WebTools(policy({ testPublic: ['169.254.169.254:80', '[fd00:ec2::254]:80', '10.0.0.5:80'] }), { ports: [], hosts: [] }, log);
+    expect(() => loose.check('http://169.254.169.254/latest/meta-data/')).toThrow(/metadata/);
+    expect(() => loose.check('http://[fd00:ec2::254]/')).toThrow(/metadata/);
+    expect(() => loose.check('http://10.0.0.5/')).not.toThrow();
+  });
+
   afterAll(() => expect(secretHits).toBe(0));
 });
 
