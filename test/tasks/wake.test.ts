@@ -6,7 +6,10 @@
  *   message and a Telegram message to the owner; its tokens are counted under `task`;
  * - tRPC procedures and REST paths serve the same tasks; another user's task id is 404 and leaves
  *   the task alone; a guest's agent holds 3 tasks and no cron closer than an hour;
- * - a proactive turn the day's budget has no room for does not run, and says so once.
+ * - a proactive turn the day's budget has no room for does not run, and says so once;
+ * - the user's time zone, kept on the account, reaches the agent: a running one is told when it
+ *   changes, a sleeping one is not woken for it and reads it at its next start; the model is told
+ *   the local time there, and a task it makes without a zone is read in the user's.
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -93,6 +96,8 @@ async function call<T = Record<string, unknown>>(token: string, method: string, 
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }
 
+/** HH:MM of an instant in a zone. */
+const clockIn = (zone: string, iso: string) => new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
 const processes = () => (account.services.agents.provisioner as LocalProvisioner).processes().length;
 const inSeconds = (s: number) => new Date(Date.now() + s * 1000).toISOString();
 type Task = { id: string; status: string; next_run_at: string | null; prompt: string };
@@ -202,4 +207,49 @@ describe('the budget', () => {
     expect(pending[0]!.content).toMatch(/"(first|second)" did not run: today's model budget is used up/);
     expect([first.status, second.status]).toEqual([201, 201]);
   });
+});
+
+describe("the user's time zone", () => {
+  const agentRunning = async (userId: string) => {
+    const agent = await account.services.store.db.agent.findFirst({ where: { userId } });
+    return (account.services.agents.provisioner as LocalProvisioner).processes().some((p) => p.agentId === agent?.id);
+  };
+  const toolDescription = (request: (typeof model.requests)[number]) =>
+    request.tools?.find((tool) => tool.function.name === 'schedule_task')?.function.description ?? '';
+
+  it('reaches a running agent at once and a sleeping one at its next start; a task the model makes without a zone is read in it', async () => {
+    const user = await fullUser('task-zone');
+    expect((await call(user.token, 'POST', '/agent/tasks', { prompt: 'start the agent', at: inSeconds(3600) })).status).toBe(201);
+    expect(await agentRunning(user.userId)).toBe(true);
+    expect((await call(user.token, 'PUT', '/account/timezone', { timezone: 'Europe/Berlin' })).status).toBe(204);
+
+    // "Every day at 9": the model leaves the zone out, as the tool's description tells it to.
+    model.queue({ toolCalls: [{ name: 'schedule_task', args: { action: 'create', prompt: 'Morning digest', cron: '0 9 * * *' } }] }, { text: 'Scheduled.' });
+    const before = model.requests.length;
+    const reply = await fetch(`${api}/agent/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'Every day at 9, a digest please', chat_id: 'main' }),
+    });
+    await reply.text();
+    expect(toolDescription(model.requests[before]!)).toMatch(
+      /The user's time zone is Europe\/Berlin; it is now \w+day \d{4}-\d\d-\d\d \d\d:\d\d in Europe\/Berlin \(UTC\+0[12]:00\)/,
+    );
+    const tasks = (await call<{ tasks: Array<Task & { timezone: string; cron?: string }> }>(user.token, 'GET', '/agent/tasks')).body.tasks;
+    const digest = tasks.find((task) => task.prompt === 'Morning digest');
+    expect(digest).toMatchObject({ cron: '0 9 * * *', timezone: 'Europe/Berlin' });
+    expect(clockIn('Europe/Berlin', digest!.next_run_at!)).toBe('09:00');
+
+    // Asleep: a new zone is kept on the account and does not wake the agent; its next start reads it.
+    await until(async () => !(await agentRunning(user.userId)), 15_000);
+    expect((await call(user.token, 'PUT', '/account/timezone', { timezone: 'Asia/Tokyo' })).status).toBe(204);
+    expect(await agentRunning(user.userId)).toBe(false);
+    const created = await call<Task & { timezone: string }>(user.token, 'POST', '/agent/tasks', { prompt: 'Tokyo time', cron: '30 7 * * *' });
+    expect(created.body.timezone).toBe('Asia/Tokyo');
+    expect(clockIn('Asia/Tokyo', created.body.next_run_at!)).toBe('07:30');
+    // The same zone again changes nothing and tells nobody; an unknown one is refused.
+    expect((await call(user.token, 'PUT', '/account/timezone', { timezone: 'Asia/Tokyo' })).status).toBe(204);
+    expect((await call(user.token, 'PUT', '/account/timezone', { timezone: 'Mars/Olympus_Mons' })).status).toBe(400);
+    expect((await call<{ timezone: string }>(user.token, 'GET', '/account')).body.timezone).toBe('Asia/Tokyo');
+  }, 60_000);
 });

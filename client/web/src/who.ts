@@ -80,8 +80,14 @@ export function refreshAccountInfo(): void {
   );
 }
 
-/** Keeps the browser's time zone on the account when it differs from what the account holds (the Tasks page). */
-export async function keepTimezone(zone: string): Promise<void> {
+/** The user's own zone, as the browser knows it. */
+export const browserTimezone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+
+/**
+ * Keeps the browser's time zone on the account when it differs from what the account holds (the
+ * layout, once signed in): the agent reads the user's tasks in it and is told the local time there.
+ */
+export async function keepTimezone(zone: string = browserTimezone()): Promise<void> {
   try {
     if ((await accountInfo()).timezone === zone) return;
     await api.account.setTimezone.mutate({ timezone: zone });

@@ -64,11 +64,18 @@ export class TaskStore {
   /** Told whenever what is due next may have changed (the runner re-arms its timer). */
   onChange: () => void = () => undefined;
 
+  private readonly clock: () => Date;
+  /** The zone of a task made without one: the user's (zone.ts). */
+  private readonly zone: () => string;
+
   constructor(
     private readonly db: AgentDb,
     private readonly limits: TaskLimits,
-    private readonly clock: () => Date = () => new Date(),
-  ) {}
+    opts: { zone?: () => string; clock?: () => Date } = {},
+  ) {
+    this.clock = opts.clock ?? (() => new Date());
+    this.zone = opts.zone ?? (() => 'UTC');
+  }
 
   create(input: TaskCreateInput): Promise<Task> {
     const turn = this.creating.then(() => this.createNow(input));
@@ -78,7 +85,7 @@ export class TaskStore {
 
   private async createNow(input: TaskCreateInput): Promise<Task> {
     const now = this.clock();
-    const timezone = input.timezone ?? 'UTC';
+    const timezone = input.timezone ?? this.zone();
     const nextRunAt = input.cron !== undefined ? await checkCron(input.cron, timezone, now, this.limits.minIntervalMs) : checkAt(input.at ?? '', now);
     // A one-shot task's zone is only a label (its `at` carries the offset), but a wrong one is refused all the same.
     if (!isKnownZone(timezone)) throw new AppError(400, 'INVALID_SCHEDULE', `Unknown time zone: ${timezone}`);
