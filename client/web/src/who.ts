@@ -102,6 +102,16 @@ const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFracti
 const exact = new Intl.NumberFormat('en');
 const clock = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 
+/** What spent model tokens, in the words of the Account and admin pages (docs/agent.md, "Proactive turns and the budget"). */
+export const SOURCE_NAMES = { chat: 'Chats', heartbeat: 'Heartbeats', task: 'Scheduled tasks', subagent: 'Subagents' } as const;
+
+/** "Chats 1,234 · Heartbeats 0 · Scheduled tasks 56 · Subagents 0": tokens by source, exact. */
+export function bySourceText(bySource: ModelTokens['by_source']): string {
+  return (Object.keys(SOURCE_NAMES) as Array<keyof typeof SOURCE_NAMES>)
+    .map((source) => `${SOURCE_NAMES[source]} ${exact.format(bySource[source])}`)
+    .join(' · ');
+}
+
 /**
  * The day's model budget in words: `text` short enough for the header ("1.2M of 2M model tokens
  * left today"), `detail` with the exact figures and when it resets; null when there is no ceiling.
