@@ -6,7 +6,8 @@
  *   message and a Telegram message to the owner; its tokens are counted under `task`;
  * - tRPC procedures and REST paths serve the same tasks; another user's task id is 404 and leaves
  *   the task alone; a guest's agent holds 3 tasks and no cron closer than an hour;
- * - a proactive turn the day's budget has no room for does not run, and says so once;
+ * - a proactive turn the day's budget has no room for does not run, and says so once (heartbeats
+ *   every second and a task together: one notice);
  * - the user's time zone, kept on the account, reaches the agent: a running one is told when it
  *   changes, a sleeping one is not woken for it and reads it at its next start; the model is told
  *   the local time there, and a task it makes without a zone is read in the user's.
@@ -207,6 +208,50 @@ describe('the budget', () => {
     expect(pending[0]!.content).toMatch(/"(first|second)" did not run: today's model budget is used up/);
     expect([first.status, second.status]).toEqual([201, 201]);
   });
+});
+
+describe('the budget, for heartbeats and tasks together', () => {
+  it('with the day spent, neither heartbeats nor a task reach the model, and the user is told once', async () => {
+    // An instance whose agents run a heartbeat every second (local agents take HEARTBEAT_* from its environment at start).
+    process.env.HEARTBEAT_INTERVAL = '1';
+    const fast = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_WAKE_POLL: '0.5', MODEL: model.modelSpec });
+    process.env.HEARTBEAT_INTERVAL = '3600';
+    try {
+      const first = await fetch(`${fast.url}/api/v1/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: testDeviceId('heartbeat-spender') }),
+      });
+      const token = ((await first.json()) as TokenPair).access_token;
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const me = (await (await fetch(`${fast.url}/api/v1/auth/me`, { headers })).json()) as { user_id: string };
+      // A chat for the heartbeat to report to, while there is budget.
+      await (await fetch(`${fast.url}/api/v1/agent/chat`, { method: 'POST', headers, body: JSON.stringify({ message: 'hi', chat_id: 'main' }) })).text();
+      await fast.services.store.db.user.update({ where: { id: me.user_id }, data: { modelDailyTokens: 1_000 } });
+      await fast.services.modelBudget.record(me.user_id, { tokensIn: 1_000, tokensOut: 0 }, true);
+      const before = model.requests.length;
+      const agent = await fast.services.store.db.agent.findFirstOrThrow({ where: { userId: me.user_id } });
+      await writeFile(path.join(fast.dataDir, 'agents', agent.id, 'workspace', 'HEARTBEAT.md'), '- check the plants\n');
+      const task = await fetch(`${fast.url}/api/v1/agent/tasks`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'water them', at: inSeconds(4) }) });
+      expect(task.status).toBe(201);
+      // Several heartbeat ticks and the task's time pass.
+      await until(async () => {
+        const { tasks } = (await (await fetch(`${fast.url}/api/v1/agent/tasks`, { headers })).json()) as { tasks: Task[] };
+        return tasks.every((t) => t.status === 'done');
+      }, 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(model.requests.length).toBe(before);
+      const pending = (await (await fetch(`${fast.url}/api/v1/agent/pending`, { headers })).json()) as { messages: Array<{ content: string; source: string }> };
+      // Told once, by the first refusal: a heartbeat's (one a second), before the task's time came.
+      expect(pending.messages).toHaveLength(1);
+      expect(pending.messages[0]).toMatchObject({ source: 'heartbeat' });
+      expect(pending.messages[0]!.content).toMatch(/^The heartbeat check did not run: today's model budget is used up/);
+      const usage = (await fast.services.modelBudget.status(me.user_id)).by_source;
+      expect(usage.heartbeat + usage.task).toBe(0);
+    } finally {
+      await fast.stop();
+    }
+  }, 60_000);
 });
 
 describe("the user's time zone", () => {
