@@ -12,7 +12,7 @@
  *   changes, a sleeping one is not woken for it and reads it at its next start; the model is told
  *   the local time there, and a task it makes without a zone is read in the user's.
  */
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
@@ -208,6 +208,49 @@ describe('the budget', () => {
     expect(pending[0]!.content).toMatch(/"(first|second)" did not run: today's model budget is used up/);
     expect([first.status, second.status]).toEqual([201, 201]);
   });
+});
+
+describe('missed while the account service was down', () => {
+  it('a task whose time passed while no account instance ran runs once when one comes back', async () => {
+    // One issuer across both instances, as behind one address: the user's token stays good.
+    const env = { BASE_URL: 'http://account.test', AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '1', AGENT_WAKE_POLL: '0.5', MODEL: model.modelSpec };
+    const first = await startTestAccount('pglite', env);
+    let second: TestAccount | undefined;
+    try {
+      const res = await fetch(`${first.url}/api/v1/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: testDeviceId('task-downtime') }),
+      });
+      const token = ((await res.json()) as TokenPair).access_token;
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const at = inSeconds(4);
+      const created = await fetch(`${first.url}/api/v1/agent/tasks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ prompt: 'Remind me to stretch during the outage', at, chat_id: 'main' }),
+      });
+      expect(created.status).toBe(201);
+      const before = model.requests.length;
+      // The service (and with it every local agent) stops before the task's time, and is away past it.
+      await first.stop({ keepData: true });
+      await new Promise((resolve) => setTimeout(resolve, new Date(at).getTime() - Date.now() + 2_000));
+      expect(model.requests.length).toBe(before);
+
+      second = await startTestAccount('pglite', { ...env, DATA_DIR: first.dataDir });
+      const ran = () => model.requests.slice(before).filter((r) => lastUserText(r) === taskMessage('Remind me to stretch during the outage')).length;
+      await until(() => ran() === 1, 20_000);
+      const pending = async () =>
+        ((await (await fetch(`${second!.url}/api/v1/agent/pending`, { headers })).json()) as { messages: Array<{ source: string; content: string }> }).messages;
+      expect(await pending()).toEqual([expect.objectContaining({ source: 'task', content: STRETCH })]);
+      // Once: neither a further wake nor the agent's own start runs it again.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(ran()).toBe(1);
+    } finally {
+      await second?.stop();
+      await rm(first.dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('the budget, for heartbeats and tasks together', () => {
