@@ -44,8 +44,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function tasksBench(): Promise<TasksResults> {
   const isTask = (text: string) => text.startsWith('[Scheduled task]');
   const model = await startScriptedModel({
-    responder: (request) =>
-      isTask(lastUserText(request)) ? { text: ['Reminder: ', 'stretch.'], usage: TURN_USAGE } : { text: 'Hello.', usage: CHAT_USAGE },
+    responder: (request) => (isTask(lastUserText(request)) ? { text: ['Reminder: ', 'stretch.'], usage: TURN_USAGE } : { text: 'Hello.', usage: CHAT_USAGE }),
   });
   const heartbeatSeconds = 2;
   const service = await startAccountService({
