@@ -106,6 +106,12 @@ export const agentEnv = z.object({
   TASK_MIN_INTERVAL: seconds(300, { max: 86_400 * 7 }).describe(
     'seconds a recurring task must leave between two runs (400 `INVALID_SCHEDULE` for a closer cron); the account service sets it per account tier',
   ),
+  USER_TIMEZONE: optionalString.pipe(z.string().max(64).optional()).meta({
+    description:
+      "the user's IANA time zone: the default zone of their tasks, and the local time the model is told when it schedules one; the account service passes the zone kept on the account (and tells a running agent when it changes)",
+    default: 'unset → the last zone the account service told it, else UTC',
+    values: 'an IANA zone name, e.g. `Europe/Berlin`',
+  }),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()).meta({
@@ -369,6 +375,8 @@ const schema = agentEnv
       minIntervalMs: env.TASK_MIN_INTERVAL * 1000,
       /** TASK_MODEL; unset: the chat's model. */
       model: env.TASK_MODEL ? parseModelSpec(env.TASK_MODEL) : undefined,
+      /** USER_TIMEZONE; unset: the stored one, else UTC. */
+      userTimezone: env.USER_TIMEZONE,
     },
     heartbeat: {
       /** HEARTBEAT_MODEL; unset: the chat's model. */

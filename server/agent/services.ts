@@ -15,6 +15,7 @@ import { HEARTBEAT_NEXT_KEY, readStoredTime, writeState } from './state.js';
 import { TaskRunner } from './tasks/runner.js';
 import { TaskStore } from './tasks/tasks.js';
 import { scheduleTaskTool } from './tasks/tool.js';
+import { UserZone } from './tasks/zone.js';
 import { PendingStore } from './pending/store.js';
 import { MessengerService } from './messenger/service.js';
 import { openAgentStore, type AgentStore } from './store.js';
@@ -34,8 +35,8 @@ export interface AgentServices {
   pending: PendingStore;
   subagents: SubagentRegistry;
   heartbeat: HeartbeatScheduler;
-  /** Scheduled tasks: the store the API and the tool work on, and the runner that runs them when due. */
-  tasks: { store: TaskStore; runner: TaskRunner };
+  /** Scheduled tasks: the store the API and the tool work on, the runner that runs them when due, the user's time zone. */
+  tasks: { store: TaskStore; runner: TaskRunner; zone: UserZone };
   messenger: MessengerService;
   /** Requests in flight (the HTTP app counts them; lifecycle.ts reports them). */
   requests: RequestActivity;
@@ -68,7 +69,8 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const modelFor = (spec: ModelSpec) => configuredModel(spec, { apiKey: chatConfig.modelApiKey, egress: config.egress });
   const model = chatConfig.model ? modelFor(chatConfig.model) : null;
   const gate = new ProactiveBudgetGate(store.db, config.egress, log.child({ area: 'budget' }));
-  const taskStore = new TaskStore(store, config.tasks);
+  const zone = UserZone.open(store.sql, config.tasks.userTimezone);
+  const taskStore = new TaskStore(store, config.tasks, { zone: () => zone.get() });
   const subagents = new SubagentRegistry({
     config,
     log: log.child({ area: 'subagents' }),
@@ -88,7 +90,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     log,
     tools,
     history,
-    runTools: (chatId) => ({ ...spawnSubagentTool(subagents, { chatId, depth: 0 }), ...scheduleTaskTool(taskStore, { chatId }) }),
+    runTools: (chatId) => ({ ...spawnSubagentTool(subagents, { chatId, depth: 0 }), ...scheduleTaskTool(taskStore, { chatId, zone }) }),
     metrics,
     onRunStart: (chatId) => {
       for (const listener of userRunListeners) listener(chatId);
@@ -143,7 +145,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     pending,
     subagents,
     heartbeat,
-    tasks: { store: taskStore, runner: taskRunner },
+    tasks: { store: taskStore, runner: taskRunner, zone },
     messenger,
     requests: new RequestActivity(),
     async drain(graceMs) {

@@ -40,6 +40,8 @@ export interface AgentsDeps {
   budgetUser(userId: string): Promise<BudgetUser>;
   /** Added to the environment of a user's agent when it starts (their own bot's settings). */
   userEnv(userId: string): Promise<Record<string, string>>;
+  /** The user's time zone as the account keeps it (user-zone.ts). */
+  userZone(userId: string): Promise<string | null>;
 }
 
 export interface Agents {
@@ -59,7 +61,7 @@ export interface Agents {
   stopWaking(): Promise<void>;
 }
 
-export async function assembleAgents({ config, log, store, metrics, budgetUser, userEnv }: AgentsDeps): Promise<Agents> {
+export async function assembleAgents({ config, log, store, metrics, budgetUser, userEnv, userZone }: AgentsDeps): Promise<Agents> {
   const modelTokens = new Counter({
     name: 'model_tokens_total',
     help: 'Model tokens spent by local agents, by direction and kind of user',
@@ -149,6 +151,7 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
             egress: { gateway: egressGateway, host: config.kubernetes.egressHost, port: config.kubernetes.egressPort },
             userEnv,
             tierEnv,
+            userZone,
             onColdStart: (seconds) => agentMetrics.coldStart(seconds),
             onCrash,
           })
@@ -161,6 +164,7 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
             launcher: new AgentLauncher(config.agentLauncher, egressGateway, log),
             userEnv,
             tierEnv,
+            userZone,
             onColdStart: (seconds) => agentMetrics.coldStart(seconds),
             warmPool: { size: config.agentWarmPool, tierEnv: termsEnv('guest') },
             onCrash,

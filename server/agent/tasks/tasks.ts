@@ -71,15 +71,20 @@ export class TaskStore {
    * Prisma's query compiler on an agent's start path (server/agent/store.ts).
    */
   private readonly anyActive: () => boolean;
+  private readonly clock: () => Date;
+  /** The zone of a task made without one: the user's (zone.ts). */
+  private readonly zone: () => string;
 
   constructor(
     store: Pick<AgentStore, 'db' | 'sql'>,
     private readonly limits: TaskLimits,
-    private readonly clock: () => Date = () => new Date(),
+    opts: { zone?: () => string; clock?: () => Date } = {},
   ) {
     this.db = store.db;
     const active = store.sql.prepare("SELECT 1 FROM tasks WHERE status = 'active' LIMIT 1");
     this.anyActive = () => active.get() !== undefined;
+    this.clock = opts.clock ?? (() => new Date());
+    this.zone = opts.zone ?? (() => 'UTC');
   }
 
   create(input: TaskCreateInput): Promise<Task> {
@@ -90,7 +95,7 @@ export class TaskStore {
 
   private async createNow(input: TaskCreateInput): Promise<Task> {
     const now = this.clock();
-    const timezone = input.timezone ?? 'UTC';
+    const timezone = input.timezone ?? this.zone();
     const nextRunAt = input.cron !== undefined ? await checkCron(input.cron, timezone, now, this.limits.minIntervalMs) : checkAt(input.at ?? '', now);
     // A one-shot task's zone is only a label (its `at` carries the offset), but a wrong one is refused all the same.
     if (!isKnownZone(timezone)) throw new AppError(400, 'INVALID_SCHEDULE', `Unknown time zone: ${timezone}`);
