@@ -39,6 +39,10 @@ const secret = http.createServer((_req, res) => {
 const self = http.createServer((_req, res) => res.end('the account service'));
 /** The one "public" page server: redirects, big, slow and compressed answers. */
 let T = 0;
+/** When each slow answer's connection was closed (by the gateway). */
+const slowClosed: number[] = [];
+/** When each request for a page that never answers arrived. */
+const hanging: number[] = [];
 const bomb = zlib.gzipSync(Buffer.alloc(64 * 1024 * 1024), { level: 1 });
 const pages = http.createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://pages');
@@ -65,11 +69,19 @@ const pages = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' });
     return void res.end(bomb);
   }
+  if (url.pathname === '/hang') {
+    hanging.push(Date.now());
+    res.once('close', () => slowClosed.push(Date.now()));
+    return;
+  }
   if (url.pathname === '/slow') {
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.write('first part;');
     const timer = setInterval(() => res.write('.'), 200);
-    res.once('close', () => clearInterval(timer));
+    res.once('close', () => {
+      clearInterval(timer);
+      slowClosed.push(Date.now());
+    });
     return;
   }
   res.writeHead(404).end();
@@ -219,6 +231,13 @@ describe('web_fetch refuses every spelling of a non-public address, with the rea
     expect(() => strict.check('https://evildocs.example/a')).toThrow(/not on the operator's allow list/);
   });
 
+  it('AGENT_WEB_TEST_PUBLIC never opens a cloud-metadata address', () => {
+    const loose = new WebTools(policy({ testPublic: ['169.254.169.254:80', '[fd00:ec2::254]:80', '10.0.0.5:80'] }), { ports: [], hosts: [] }, log);
+    expect(() => loose.check('http://169.254.169.254/latest/meta-data/')).toThrow(/metadata/);
+    expect(() => loose.check('http://[fd00:ec2::254]/')).toThrow(/metadata/);
+    expect(() => loose.check('http://10.0.0.5/')).not.toThrow();
+  });
+
   afterAll(() => expect(secretHits).toBe(0));
 });
 
@@ -272,6 +291,45 @@ describe('size and time caps', () => {
     expect(answer.cut).toBe(true);
     expect(answer.body.toString()).toMatch(/^first part;/);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('an agent that goes away (its run stopped) ends the fetch at once, not at the time cap: mid-body and before any answer', async () => {
+    const web = new WebTools(policy({ timeoutMs: 30_000 }), { ports: [], hosts: [] }, log);
+    const gateway = new EgressGateway([], log, { limits: { maxConnections: 4, idleTimeoutMs: 60_000, maxDurationMs: 60_000, maxBodyBytes: 1 << 20 }, web });
+    const socket = path.join(dir, 'gone.sock');
+    const opened = await gateway.open({ agent: socket }, { agentId: 'a4', userId: 'u4' });
+    const post = (page: string) => {
+      const req = http.request({ socketPath: socket, path: '/web/fetch', method: 'POST', headers: { host: GATEWAY_SELF_HOST } });
+      req.once('error', () => {});
+      req.end(JSON.stringify({ url: `http://127.0.0.1:${P}/${page}` }));
+      return req;
+    };
+    const until = async (done: () => boolean) => {
+      for (const deadline = Date.now() + 5_000; !done() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+    };
+    try {
+      // Mid-body: the first bytes came, then the agent left.
+      let before = slowClosed.length;
+      const slow = post('slow');
+      await new Promise<void>((resolve) => slow.once('response', (res) => res.once('data', () => resolve())));
+      slow.destroy();
+      let left = Date.now();
+      await until(() => slowClosed.length > before);
+      expect(slowClosed.length).toBe(before + 1);
+      expect(slowClosed.at(-1)! - left).toBeLessThan(2_000);
+      // Before any answer: the page holds its headers back.
+      before = slowClosed.length;
+      const asked = hanging.length;
+      const hang = post('hang');
+      await until(() => hanging.length > asked);
+      hang.destroy();
+      left = Date.now();
+      await until(() => slowClosed.length > before);
+      expect(slowClosed.length).toBe(before + 1);
+      expect(slowClosed.at(-1)! - left).toBeLessThan(2_000);
+    } finally {
+      await opened.close();
+    }
   });
 
   it('a page that never answers: 504 WEB_TIMEOUT', async () => {

@@ -26,6 +26,10 @@
  * 413) or cuts the connection, so a hostile tenant cannot hold the account service's sockets,
  * memory or upstream connections.
  *
+ * On its own host (`GATEWAY_SELF_HOST`) the gateway answers for itself: the budget check, and the
+ * agents' web tools (web.ts: `web_fetch` and `web_search`, fetched here under the address rules
+ * so the agent never opens a connection of its own).
+ *
  * Calls to the model are metered (model-usage.ts): each reserves what it may cost before it is
  * forwarded (refused with 429 while the owner's daily budget is spent or held by calls in flight),
  * and settles with the usage read from its answer as it passes.

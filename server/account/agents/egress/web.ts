@@ -139,9 +139,12 @@ export class WebTools {
       if (!this.policy.enabled) throw webError('WEB_DISABLED');
       if (!userId) throw webError('EGRESS_DENIED', "The web tools serve a user's agent");
       const body = await readJson(req);
-      const abort = AbortSignal.timeout(this.policy.timeoutMs);
+      // The time cap, or the agent gone (its run stopped): either ends the fetch or search at once.
+      const gone = new AbortController();
+      const abort = AbortSignal.any([AbortSignal.timeout(this.policy.timeoutMs), gone.signal]);
       // An answer cut off (the time cap, the agent gone) is a failure, however well it began.
       res.once('close', () => {
+        gone.abort();
         if (!res.writableFinished && outcome === 'ok') outcome = 'failed';
       });
       if (tool === 'search') await this.search(WebSearchRequest.parse(body), userId, res, abort);
