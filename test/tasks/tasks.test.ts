@@ -242,7 +242,7 @@ describe('a weekday cron in Europe/Berlin across DST', () => {
     const store: AgentStore = await openAgentStore(dir);
     try {
       let now = new Date('2026-03-27T06:59:00Z');
-      const tasks = new TaskStore(store.db, { max: 10, minIntervalMs: 300_000 }, () => now);
+      const tasks = new TaskStore(store, { max: 10, minIntervalMs: 300_000 }, () => now);
       const task = await tasks.create({ prompt: 'morning', cron: weekdays8, timezone: 'Europe/Berlin' });
       expect(task.next_run_at).toBe('2026-03-27T07:00:00.000Z');
       now = new Date('2026-03-27T07:00:01Z');

@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { AppError } from '../../common/errors.js';
 import type { Task, TaskCreateInput, TaskPatchInput, TaskStatus } from '@contracts/agent/tasks.js';
-import type { AgentDb } from '../store.js';
+import type { AgentStore } from '../store.js';
 import { checkAt, checkCron, isKnownZone, nextCronRun } from './schedule.js';
 
 export interface TaskLimits {
@@ -64,11 +64,17 @@ export class TaskStore {
   /** Told whenever what is due next may have changed (the runner re-arms its timer). */
   onChange: () => void = () => undefined;
 
+  private readonly db: AgentStore['db'];
+  private readonly sql: AgentStore['sql'];
+
   constructor(
-    private readonly db: AgentDb,
+    store: Pick<AgentStore, 'db' | 'sql'>,
     private readonly limits: TaskLimits,
     private readonly clock: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.db = store.db;
+    this.sql = store.sql;
+  }
 
   create(input: TaskCreateInput): Promise<Task> {
     const turn = this.creating.then(() => this.createNow(input));
@@ -146,14 +152,16 @@ export class TaskStore {
     this.onChange();
   }
 
-  /** When the next active task is due; undefined when none is. */
+  /**
+   * When the next active task is due; undefined when none is. Asked at every start, so on the
+   * store's plain connection (no ORM query: store.ts). Prisma writes times on SQLite as ISO 8601
+   * text in UTC (`…+00:00`), which sorts as the times do.
+   */
   async nextDueAt(): Promise<Date | undefined> {
-    const row = await this.db.task.findFirst({
-      where: { status: 'active', nextRunAt: { not: null } },
-      orderBy: { nextRunAt: 'asc' },
-      select: { nextRunAt: true },
-    });
-    return row?.nextRunAt ?? undefined;
+    const row = this.sql.prepare("SELECT next_run_at FROM tasks WHERE status = 'active' AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1").get() as
+      | { next_run_at: string }
+      | undefined;
+    return row ? new Date(row.next_run_at) : undefined;
   }
 
   /**
