@@ -144,6 +144,12 @@ export const agentEnv = z.object({
     internal: true,
     values: 'a socket path',
   }),
+  // Set by the Kubernetes provisioner on the exec runner container, the same image's second role (run.ts).
+  AGENT_EXEC_RUNNER_LISTEN: optionalString.meta({
+    description: 'makes this process the exec runner, listening on this socket, instead of an agent (the exec runner container of a Kubernetes Pod)',
+    internal: true,
+    values: 'a socket path',
+  }),
   AGENT_EXEC_EGRESS_SOCKET: optionalString.meta({
     description: "the egress gateway's socket for the `exec` relay (no provider keys added there)",
     internal: true,
@@ -374,5 +380,8 @@ const schema = agentEnv
   }));
 
 export type AgentConfig = z.output<typeof schema>;
+
+/** The exec runner's socket when this process is a Pod's exec runner (which reads nothing else of the configuration). */
+export const execRunnerListen = (env: NodeJS.ProcessEnv): string | undefined => agentEnv.shape.AGENT_EXEC_RUNNER_LISTEN.parse(env.AGENT_EXEC_RUNNER_LISTEN);
 
 export const loadAgentConfig = (env: NodeJS.ProcessEnv): AgentConfig => parseConfig(schema, env);

@@ -111,8 +111,13 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       },
     },
     config.heartbeatIntervalSeconds * 1000,
-    (at) =>
-      void writeState(store.sql, HEARTBEAT_NEXT_KEY, at.toISOString()).catch((error: unknown) => log.warn({ err: error }, 'heartbeat: next time not stored')),
+    (at) => {
+      try {
+        writeState(store.sql, HEARTBEAT_NEXT_KEY, at.toISOString());
+      } catch (error) {
+        log.warn({ err: error }, 'heartbeat: next time not stored');
+      }
+    },
   );
   heartbeat.start(readStoredTime(store.sql, HEARTBEAT_NEXT_KEY) ?? config.heartbeat.nextAt);
   const taskRunner = new TaskRunner({

@@ -16,7 +16,6 @@
  * busy-waits (timeout 0) and its writers retry asynchronously until the lock is free.
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -153,27 +152,6 @@ function moveLegacyStore(legacy: string, file: string, log?: { info(obj: object,
     log?.info({ from: legacy, to: file }, 'agent store moved out of the workspace');
   }
   for (const suffix of ['', ...SIDE_FILES]) rmSync(`${legacy}${suffix}`, { force: true });
-}
-
-/** How long a write on `sql` waits, in short asynchronous retries, for a Prisma transaction to let go of the write lock. */
-const BUSY_GIVE_UP_MS = 5_000;
-
-const isBusy = (error: unknown) => (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY';
-
-/**
- * Runs a write on `sql`, retrying after short pauses while Prisma's connection holds the write
- * lock (`sql` never busy-waits: see above).
- */
-export async function whenWriteFree<T>(write: () => T): Promise<T> {
-  const started = Date.now();
-  for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
-    try {
-      return write();
-    } catch (error) {
-      if (!isBusy(error) || Date.now() - started > BUSY_GIVE_UP_MS) throw error;
-      await delay(pause);
-    }
-  }
 }
 
 /** Opens (creating and migrating) the store in `stateDir`; `workspace`: where an older one may still be. */

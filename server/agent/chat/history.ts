@@ -14,8 +14,8 @@
  * event loop long enough to delay every other chat's events (bench/chat.ts). See store.ts for
  * why two connections in one thread cannot deadlock.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Database, Statement } from 'better-sqlite3';
-import { whenWriteFree } from '../store.js';
 import type { ContextMessage, HistoryEntry } from './loop.js';
 import { titleFrom } from '@contracts/agent/chat-limits.js';
 import type { ChatEvent } from '@contracts/agent/chat.js';
@@ -63,6 +63,11 @@ interface NewRow {
  * are sent between batches.
  */
 const MAX_BATCH_ROWS = 32;
+/** How long a write waits, in short asynchronous retries, for a Prisma transaction to let go of the write lock. */
+const BUSY_GIVE_UP_MS = 5_000;
+
+const isBusy = (error: unknown) => (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY';
+
 function newRow(chatId: string, runId: string, fields: Partial<NewRow> & Pick<NewRow, 'type'>): NewRow {
   return {
     chatId,
@@ -174,7 +179,7 @@ export class ChatHistory {
   async replaceFrom(chatId: string, messageId: string, content: string, runId: string): Promise<boolean> {
     // After queued writes: the rows to delete are all in the table.
     await this.tail.catch(() => undefined);
-    return whenWriteFree(() => this.replaceFromRow(newRow(chatId, runId, { type: 'text', name: 'user', content }), messageId));
+    return this.whenFree(() => this.replaceFromRow(newRow(chatId, runId, { type: 'text', name: 'user', content }), messageId));
   }
 
   saveEntry(chatId: string, runId: string, entry: StoredEntry): Promise<void> {
@@ -199,7 +204,7 @@ export class ChatHistory {
 
   /** Deletes the chat's entries and takes it off the list; how many entries there were. */
   delete(chatId: string): Promise<number> {
-    return whenWriteFree(() => this.deleteChatAndList(chatId));
+    return this.whenFree(() => this.deleteChatAndList(chatId));
   }
 
   /** The chats, newest activity first. */
@@ -211,7 +216,7 @@ export class ChatHistory {
   async rename(chatId: string, title: string): Promise<ChatRow | undefined> {
     // After queued writes: a chat whose first message is still on its way is renamed, not lost.
     await this.tail.catch(() => undefined);
-    const changed = await whenWriteFree(() => this.retitle.run(title, chatId).changes);
+    const changed = await this.whenFree(() => this.retitle.run(title, chatId).changes);
     return changed ? this.chatOf.get(chatId) : undefined;
   }
 
@@ -256,6 +261,19 @@ export class ChatHistory {
     // Let the rest of this turn queue its rows too.
     await new Promise(setImmediate);
     if (this.batch?.rows === rows) this.batch = undefined;
-    await whenWriteFree(() => this.insertRows(rows));
+    await this.whenFree(() => this.insertRows(rows));
+  }
+
+  /** Runs a write, retrying after short pauses while another connection holds the write lock. */
+  private async whenFree<T>(write: () => T): Promise<T> {
+    const started = Date.now();
+    for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+      try {
+        return write();
+      } catch (error) {
+        if (!isBusy(error) || Date.now() - started > BUSY_GIVE_UP_MS) throw error;
+        await delay(pause);
+      }
+    }
   }
 }

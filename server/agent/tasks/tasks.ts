@@ -65,7 +65,12 @@ export class TaskStore {
   onChange: () => void = () => undefined;
 
   private readonly db: AgentStore['db'];
-  private readonly sql: AgentStore['sql'];
+  /**
+   * Whether any task is active, asked on the store's plain connection: most agents have none, and
+   * the runner's questions at start and on every re-arm then make no ORM query, which would load
+   * Prisma's query compiler on an agent's start path (server/agent/store.ts).
+   */
+  private readonly anyActive: () => boolean;
 
   constructor(
     store: Pick<AgentStore, 'db' | 'sql'>,
@@ -73,7 +78,8 @@ export class TaskStore {
     private readonly clock: () => Date = () => new Date(),
   ) {
     this.db = store.db;
-    this.sql = store.sql;
+    const active = store.sql.prepare("SELECT 1 FROM tasks WHERE status = 'active' LIMIT 1");
+    this.anyActive = () => active.get() !== undefined;
   }
 
   create(input: TaskCreateInput): Promise<Task> {
@@ -152,16 +158,15 @@ export class TaskStore {
     this.onChange();
   }
 
-  /**
-   * When the next active task is due; undefined when none is. Asked at every start, so on the
-   * store's plain connection (no ORM query: store.ts). Prisma writes times on SQLite as ISO 8601
-   * text in UTC (`…+00:00`), which sorts as the times do.
-   */
+  /** When the next active task is due; undefined when none is. */
   async nextDueAt(): Promise<Date | undefined> {
-    const row = this.sql.prepare("SELECT next_run_at FROM tasks WHERE status = 'active' AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1").get() as
-      | { next_run_at: string }
-      | undefined;
-    return row ? new Date(row.next_run_at) : undefined;
+    if (!this.anyActive()) return undefined;
+    const row = await this.db.task.findFirst({
+      where: { status: 'active', nextRunAt: { not: null } },
+      orderBy: { nextRunAt: 'asc' },
+      select: { nextRunAt: true },
+    });
+    return row?.nextRunAt ?? undefined;
   }
 
   /**
@@ -169,6 +174,7 @@ export class TaskStore {
    * conditional update; the ones this call moved are returned, each to run once.
    */
   async claimDue(now: Date = this.clock()): Promise<TaskRow[]> {
+    if (!this.anyActive()) return [];
     const due = await this.db.task.findMany({ where: { status: 'active', nextRunAt: { lte: now } }, orderBy: { nextRunAt: 'asc' } });
     const claimed: TaskRow[] = [];
     for (const task of due) {

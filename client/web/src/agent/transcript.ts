@@ -131,14 +131,21 @@ export class Transcript {
     this.placeRegenerate();
   }
 
-  /** A proactive message: a subagent's result as a card, anything else as a note. */
+  /**
+   * A proactive message: a subagent's result as a card, anything else as a note. Shown once: the
+   * poll can hand over a message while the chat's history loads, after which the load adds the
+   * stored ones (that message among them).
+   */
   note(message: PendingMessage): void {
+    const key = `${message.created_at} ${message.source} ${message.content}`;
+    if ([...this.el.children].some((li) => (li as HTMLElement).dataset.pendingKey === key)) return;
     this.endTurn();
-    if (message.source === 'subagent') {
-      this.add(subagentCard(message));
-      return;
-    }
-    this.add(h('li', { class: 'msg note', 'data-role': 'pending' }, h('span', { class: 'who' }, `Agent (${message.source})`), h('p', {}, message.content)));
+    const item =
+      message.source === 'subagent'
+        ? subagentCard(message)
+        : h('li', { class: 'msg note', 'data-role': 'pending' }, h('span', { class: 'who' }, `Agent (${message.source})`), h('p', {}, message.content));
+    item.dataset.pendingKey = key;
+    this.add(item);
   }
 
   /** Renders one chat event (live or from history). */
