@@ -284,7 +284,7 @@ export function renderBenchmarksPage(): string {
     ),
     `Round by round: requests per second, CPU µs per request (the server process and its PostgreSQL backends) and the 1-minute load average during the side's turns; ours / Better Auth / baseline (\`${check.peer.sinceBaseline.commit}\`):`,
     table(
-      ['path', 'round', 'req/s', 'CPU µs per request', 'load average'],
+      ['path', 'round', 'req/s', 'CPU µs per request', 'load average (our turns)'],
       paths.flatMap((what, i) =>
         check.peer.roundsByPath[what].map((r) => {
           const sides = (pick: Record<CheckSide, number>) => (['ours', 'peer', 'baseline'] as const).map((side) => fmt(pick[side])).join(' / ');
