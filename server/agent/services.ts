@@ -103,7 +103,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       model: config.heartbeat.model ? modelFor(config.heartbeat.model) : model,
       tools: backgroundTools,
       gate,
-      recent: (chatId, entries) => history.modelContext(chatId, entries),
+      recent: (chatId, entries) => history.recent(chatId, entries),
       activeRun: (chatId) => chat.active(chatId).active,
       onUserRun: (listener) => {
         userRunListeners.add(listener);
