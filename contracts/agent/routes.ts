@@ -22,6 +22,7 @@ import { z } from 'zod';
 import { ChatIdInput, ChatMessageInput, ChatRenameInput, ChatsQuery, ChatStartInput, ChatStreamInput, HistoryInput } from './chat.js';
 import { FileDeleteInput, FileMoveInput, FilePathInput, FileReadInput, TreeInput } from './files.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery, OwnerCodeInput } from './messenger.js';
+import { MemoryNameInput, MemoryWriteInput } from './memory.js';
 import { RunIdInput } from './subagents.js';
 import { TaskCreateInput, TaskIdInput, TaskPatchInput } from './tasks.js';
 
@@ -85,6 +86,10 @@ export const AGENT_ROUTES = [
   { procedure: 'tasks.list', kind: 'query', input: NoInput, rest: 'GET /tasks', proxy: 'both' },
   { procedure: 'tasks.update', kind: 'mutation', input: TaskPatchInput, rest: 'PATCH /tasks/{id}', proxy: 'both' },
   { procedure: 'tasks.delete', kind: 'mutation', input: TaskIdInput, rest: 'DELETE /tasks/{id}', proxy: 'both' },
+  // The memory files the agent reads into every owner prompt (docs/api.md "Memory"): the web client's Memory page.
+  { procedure: 'memory.get', kind: 'query', input: NoInput, rest: 'GET /memory', proxy: 'both' },
+  { procedure: 'memory.write', kind: 'mutation', input: MemoryWriteInput, rest: 'PATCH /memory/{name}', proxy: 'both' },
+  { procedure: 'memory.delete', kind: 'mutation', input: MemoryNameInput, rest: 'DELETE /memory/{name}', proxy: 'both' },
   // Collecting removes the messages on the agent: a mutation, though REST reads it with GET.
   { procedure: 'pending.collect', kind: 'mutation', input: NoInput, rest: 'GET /pending', proxy: 'both' },
   // The messenger under its generic name and the integration's (docs/api.md: messenger paths); guests get neither.
