@@ -103,6 +103,8 @@ export const AGENT_ROUTES = [
   { procedure: 'telegram.updateContact', kind: 'mutation', input: ContactPatchInput, rest: 'PATCH /telegram/contacts/{telegram_id}', proxy: 'rest', guest: 'messenger' },
   { procedure: 'telegram.deleteContact', kind: 'mutation', input: ContactIdInput, rest: 'DELETE /telegram/contacts/{telegram_id}', proxy: 'rest', guest: 'messenger' },
   { procedure: 'telegram.setOwnerCode', kind: 'mutation', input: OwnerCodeInput, proxy: 'none' },
+  // The agent to take away (docs/api.md "Export"): a zip streamed by a REST handler of the agent's own, no procedure (its body is bytes).
+  { procedure: null, rest: 'GET /export', proxy: 'rest' },
   { procedure: null, rest: 'GET /openapi.json', proxy: 'rest' },
   { procedure: null, rest: 'GET /docs', proxy: 'none' },
 ] as const satisfies readonly AgentRoute[];
