@@ -15,7 +15,8 @@
  * when the agent's router, its REST routes and this table disagree.
  *
  * Not proxied on purpose: `GET /lifecycle` (the provisioner's question, not the user's),
- * `messenger.setOwnerCode` (the account's own bot procedures call it) and `GET /docs` (the
+ * `messenger.setOwnerCode` (the account's own bot procedures call it), `tasks.setTimezone` (the
+ * account tells a running agent the user's new zone) and `GET /docs` (the
  * reference page asks for the agent secret, which users never hold).
  */
 import { z } from 'zod';
@@ -24,7 +25,7 @@ import { FileDeleteInput, FileMoveInput, FilePathInput, FileReadInput, TreeInput
 import { ContactIdInput, ContactPatchInput, ContactsQuery, OwnerCodeInput } from './messenger.js';
 import { MemoryNameInput, MemoryWriteInput } from './memory.js';
 import { RunIdInput } from './subagents.js';
-import { TaskCreateInput, TaskIdInput, TaskPatchInput } from './tasks.js';
+import { TaskCreateInput, TaskIdInput, TaskPatchInput, TaskZoneInput } from './tasks.js';
 
 export type AgentRouteMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -90,6 +91,7 @@ export const AGENT_ROUTES = [
   { procedure: 'memory.get', kind: 'query', input: NoInput, rest: 'GET /memory', proxy: 'both' },
   { procedure: 'memory.write', kind: 'mutation', input: MemoryWriteInput, rest: 'PATCH /memory/{name}', proxy: 'both' },
   { procedure: 'memory.delete', kind: 'mutation', input: MemoryNameInput, rest: 'DELETE /memory/{name}', proxy: 'both' },
+  { procedure: 'tasks.setTimezone', kind: 'mutation', input: TaskZoneInput, proxy: 'none' },
   // Collecting removes the messages on the agent: a mutation, though REST reads it with GET.
   { procedure: 'pending.collect', kind: 'mutation', input: NoInput, rest: 'GET /pending', proxy: 'both' },
   // The messenger under its generic name and the integration's (docs/api.md: messenger paths); guests get neither.

@@ -131,6 +131,17 @@ interface KubeResults extends KubeStarts {
   goals: { wakeMedianMs: number };
 }
 
+interface TasksResults {
+  date: string;
+  runs: number;
+  heartbeatIntervalSeconds: number;
+  windowSeconds: number;
+  metered: Record<'chat' | 'heartbeat' | 'task' | 'subagent', number>;
+  taskTurns: { calls: number; tokens: number };
+  otherCalls: number;
+  loadAverage: { start: number[]; end: number[] };
+}
+
 function read<T>(file: string): T {
   return JSON.parse(readFileSync(path.join(RESULTS, file), 'utf8')) as T;
 }
@@ -380,7 +391,24 @@ export function renderBenchmarksPage(): string {
       [1, 2, 3, 4],
     ),
   );
+  out.push(`${tasksSection()}\n`);
   return out.join('\n');
+}
+
+/** What a recurring task costs, by source, against what its own turns reported (bench/tasks.ts). */
+export function tasksSection(): string {
+  const tasks = read<TasksResults>('tasks.json');
+  const expected = { chat: 0, heartbeat: 0, task: tasks.taskTurns.tokens, subagent: 0 };
+  const sources = ['chat', 'heartbeat', 'task', 'subagent'] as const;
+  return [
+    '## Scheduled tasks: tokens by source',
+    `\`npm run bench:tasks\` (${day(tasks.date)}): a sandboxed local agent runs \`* * * * *\` ${tasks.runs} times in ${tasks.windowSeconds} s while heartbeats tick every ${tasks.heartbeatIntervalSeconds} s without \`HEARTBEAT.md\`; the egress gateway's meter by source over that window, beside the tokens the model reported for the task turns' ${tasks.taskTurns.calls} calls (${tasks.otherCalls} other model calls; ${loads([tasks.loadAverage.start, tasks.loadAverage.end])}).`,
+    table(
+      ['source', 'metered tokens', 'the turns’ own tokens', 'difference'],
+      sources.map((source) => [source, tasks.metered[source], expected[source], tasks.metered[source] - expected[source]]),
+      [1, 2, 3],
+    ),
+  ].join('\n\n');
 }
 
 /** Where README.md's headline table sits, between these two lines. */

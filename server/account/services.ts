@@ -33,6 +33,7 @@ import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
+import { timezoneOf } from './users/account.js';
 import { onGuestTerms } from './users/identities.js';
 import { GuestRetention } from './users/retention.js';
 import { promoteAdminEmails } from './users/roles.js';
@@ -115,7 +116,15 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   };
   // Bound below: the bots need the agents, the agents ask them for an agent's bot settings.
   let bots: MessengerBots | undefined;
-  const agents = await assembleAgents({ config, log, store, metrics, budgetUser, userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}) });
+  const agents = await assembleAgents({
+    config,
+    log,
+    store,
+    metrics,
+    budgetUser,
+    userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
+    userZone: (userId) => timezoneOf(store.db, userId),
+  });
   const { registry, provisioner, sleeping, box } = agents;
   // After a sign-in's answer, a returning user's sleeping agent starts, a new one's comes from the warm pool: ready before the first message.
   if (sleeping) {
