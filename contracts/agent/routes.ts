@@ -23,6 +23,7 @@ import { z } from 'zod';
 import { ChatIdInput, ChatMessageInput, ChatRenameInput, ChatsQuery, ChatStartInput, ChatStreamInput, HistoryInput } from './chat.js';
 import { FileDeleteInput, FileMoveInput, FilePathInput, FileReadInput, TreeInput } from './files.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery, OwnerCodeInput } from './messenger.js';
+import { MemoryNameInput, MemoryWriteInput } from './memory.js';
 import { RunIdInput } from './subagents.js';
 import { TaskCreateInput, TaskIdInput, TaskPatchInput, TaskZoneInput } from './tasks.js';
 
@@ -86,6 +87,10 @@ export const AGENT_ROUTES = [
   { procedure: 'tasks.list', kind: 'query', input: NoInput, rest: 'GET /tasks', proxy: 'both' },
   { procedure: 'tasks.update', kind: 'mutation', input: TaskPatchInput, rest: 'PATCH /tasks/{id}', proxy: 'both' },
   { procedure: 'tasks.delete', kind: 'mutation', input: TaskIdInput, rest: 'DELETE /tasks/{id}', proxy: 'both' },
+  // The memory files the agent reads into every owner prompt (docs/api.md "Memory"): the web client's Memory page.
+  { procedure: 'memory.get', kind: 'query', input: NoInput, rest: 'GET /memory', proxy: 'both' },
+  { procedure: 'memory.write', kind: 'mutation', input: MemoryWriteInput, rest: 'PATCH /memory/{name}', proxy: 'both' },
+  { procedure: 'memory.delete', kind: 'mutation', input: MemoryNameInput, rest: 'DELETE /memory/{name}', proxy: 'both' },
   { procedure: 'tasks.setTimezone', kind: 'mutation', input: TaskZoneInput, proxy: 'none' },
   // Collecting removes the messages on the agent: a mutation, though REST reads it with GET.
   { procedure: 'pending.collect', kind: 'mutation', input: NoInput, rest: 'GET /pending', proxy: 'both' },
@@ -100,6 +105,8 @@ export const AGENT_ROUTES = [
   { procedure: 'telegram.updateContact', kind: 'mutation', input: ContactPatchInput, rest: 'PATCH /telegram/contacts/{telegram_id}', proxy: 'rest', guest: 'messenger' },
   { procedure: 'telegram.deleteContact', kind: 'mutation', input: ContactIdInput, rest: 'DELETE /telegram/contacts/{telegram_id}', proxy: 'rest', guest: 'messenger' },
   { procedure: 'telegram.setOwnerCode', kind: 'mutation', input: OwnerCodeInput, proxy: 'none' },
+  // The agent to take away (docs/api.md "Export"): a zip streamed by a REST handler of the agent's own, no procedure (its body is bytes).
+  { procedure: null, rest: 'GET /export', proxy: 'rest' },
   { procedure: null, rest: 'GET /openapi.json', proxy: 'rest' },
   { procedure: null, rest: 'GET /docs', proxy: 'none' },
 ] as const satisfies readonly AgentRoute[];

@@ -191,9 +191,14 @@ export const agentEnv = z.object({
     'seconds of silence on a chat stream before a `keepalive` event; short, so that a client can tell a stalled stream (no byte on an open connection) from a quiet run within seconds',
   ),
   AGENT_STREAM_GRACE: seconds(30, { max: 3600 }).describe("seconds a finished run's events stay resumable by `Last-Event-ID`"),
-  AGENT_HISTORY_CONTEXT: z
-    .preprocess((v) => (v === '' || v === undefined ? 40 : v), z.coerce.number().int().min(0).max(1000))
-    .describe('history entries given to the model as context'),
+  MODEL_CONTEXT_TOKENS: z
+    .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(200).max(10_000_000).optional())
+    .meta({
+      description:
+        'the model\'s context window in tokens: a chat nearing it is compacted (a memory flush, then older turns summarised; docs/agent.md, "Long chats")',
+      default: 'unset → known per model (GPT-4o, GPT-4.1, o-series, Claude), else 32000',
+      values: 'an integer, 200 to 10000000',
+    }),
   // Subagents (server/agent/subagents/) and heartbeat (server/agent/heartbeat/).
   SUBAGENT_TIMEOUT: seconds(600, { max: 86_400 }).describe(
     "seconds a subagent run may take (then status `timeout`); also the cap of the tool's `timeout_seconds`",
@@ -349,7 +354,8 @@ const schema = agentEnv
       maxSteps: env.AGENT_MAX_STEPS,
       keepaliveMs: env.AGENT_KEEPALIVE_INTERVAL * 1000,
       streamGraceMs: env.AGENT_STREAM_GRACE * 1000,
-      historyContext: env.AGENT_HISTORY_CONTEXT,
+      /** MODEL_CONTEXT_TOKENS; unset: known per model (chat/compaction.ts). */
+      contextTokens: env.MODEL_CONTEXT_TOKENS,
     },
     telegram: {
       /** Unset: no bot; the contact endpoints still answer. */

@@ -7,6 +7,7 @@ import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { ChatHistory } from './chat/history.js';
 import { configuredModel } from './model/configured.js';
 import { ChatRuntime } from './chat/runtime.js';
+import { HistorySearch, searchHistoryTool } from './chat/search.js';
 import type { AgentConfig } from './config.js';
 import { HeartbeatScheduler } from './heartbeat/scheduler.js';
 import type { ModelSpec } from '@contracts/agent/model-spec.js';
@@ -83,14 +84,19 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   await subagents.start();
   const userRunListeners = new Set<(chatId: string) => void>();
   const metrics = createAgentMetrics();
-  // Chat runs are depth 0: they get spawn_subagent and schedule_task; subagents (depth 1) and heartbeats do not.
+  // Chat runs are depth 0: they get spawn_subagent, schedule_task and search_history; subagents (depth 1) and heartbeats do not.
   const history = new ChatHistory(store.sql);
+  const search = new HistorySearch(store.sql);
   const chat = new ChatRuntime({
     config,
     log,
     tools,
     history,
-    runTools: (chatId) => ({ ...spawnSubagentTool(subagents, { chatId, depth: 0 }), ...scheduleTaskTool(taskStore, { chatId, zone }) }),
+    runTools: (chatId) => ({
+      ...spawnSubagentTool(subagents, { chatId, depth: 0 }),
+      ...scheduleTaskTool(taskStore, { chatId, zone }),
+      ...searchHistoryTool(search, { chatId }),
+    }),
     metrics,
     onRunStart: (chatId) => {
       for (const listener of userRunListeners) listener(chatId);
@@ -105,7 +111,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       model: config.heartbeat.model ? modelFor(config.heartbeat.model) : model,
       tools: backgroundTools,
       gate,
-      recent: (chatId, entries) => history.modelContext(chatId, entries),
+      recent: (chatId, entries) => history.recent(chatId, entries),
       activeRun: (chatId) => chat.active(chatId).active,
       onUserRun: (listener) => {
         userRunListeners.add(listener);

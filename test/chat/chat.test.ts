@@ -48,6 +48,7 @@ describe('POST /chat', () => {
       'list_files',
       'read_file',
       'schedule_task',
+      'search_history',
       'send_file',
       'spawn_subagent',
       'write_file',

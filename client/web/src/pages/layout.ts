@@ -15,6 +15,7 @@ const PAGES: Array<{ path: string; label: string }> = [
   { path: '/files', label: 'Files' },
   { path: '/subagents', label: 'Subagents' },
   { path: '/tasks', label: 'Tasks' },
+  { path: '/memory', label: 'Memory' },
   { path: '/messenger', label: 'Messenger' },
   { path: '/account', label: 'Account' },
 ];
