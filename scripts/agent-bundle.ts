@@ -127,7 +127,6 @@ async function writeAgentCodeCache(): Promise<void> {
   const child = spawn(process.execPath, [AGENT_BOOT, '--write-code-cache'], {
     cwd: DIST_DIR,
     env: {
-      PATH: process.env.PATH ?? '',
       AGENT_SOCKET: socket,
       AGENT_SECRET: secret,
       AGENT_WORKSPACE: path.join(dir, 'workspace'),

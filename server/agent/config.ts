@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port, requestBodyTimeout, uploadIdleTimeout } from '../common/config.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
+import { WEB_TOOLS } from '@contracts/agent/web.js';
 import type { EgressGatewayAddress } from './net/egress.js';
 
 export const AGENT_VERSION = '0.1.0';
@@ -121,6 +122,21 @@ export const agentEnv = z.object({
   // Chat runtime (server/agent/chat/).
   MODEL_API_KEY: optionalString.describe('bearer key for an `openai-compatible:` model'),
   AGENT_EXEC: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])).describe('`off` removes the `exec` tool'),
+  // Set by the account service: which web tools its egress gateway answers for this agent (tools/web.ts).
+  AGENT_WEB_TOOLS: z
+    .preprocess(
+      (v) =>
+        String(v ?? '')
+          .split(',')
+          .map((name) => name.trim())
+          .filter(Boolean),
+      z.array(z.enum(WEB_TOOLS, { message: `each must be one of ${WEB_TOOLS.join(', ')}` })),
+    )
+    .meta({
+      description: 'the web tools the egress gateway answers for this agent: `web_fetch`, `web_search`; offered only with a gateway',
+      internal: true,
+      values: 'comma-separated `fetch`, `search`',
+    }),
   AGENT_EXEC_TIMEOUT: seconds(60, { max: 3600 }).describe('seconds before an `exec` command is killed (with its process group)'),
   // Set by the account service for a sandboxed agent: the bwrap command line exec commands run under.
   AGENT_EXEC_SANDBOX: optionalString
@@ -147,6 +163,12 @@ export const agentEnv = z.object({
   // Set by the Kubernetes provisioner: commands run in the Pod's exec runner container (tools/exec-runner.ts).
   AGENT_EXEC_RUNNER: optionalString.meta({
     description: "the exec runner's socket: `exec` commands run in that container, which holds none of the agent's secrets (agents in Kubernetes Pods)",
+    internal: true,
+    values: 'a socket path',
+  }),
+  // Set by the Kubernetes provisioner on the exec runner container, the same image's second role (run.ts).
+  AGENT_EXEC_RUNNER_LISTEN: optionalString.meta({
+    description: 'makes this process the exec runner, listening on this socket, instead of an agent (the exec runner container of a Kubernetes Pod)',
     internal: true,
     values: 'a socket path',
   }),
@@ -315,6 +337,8 @@ const schema = agentEnv
       modelApiKey: env.MODEL_API_KEY,
       modelRetries: env.AGENT_MODEL_RETRIES,
       execEnabled: env.AGENT_EXEC === 'on',
+      /** Web tools only through a gateway, which judges their addresses (a standalone agent has none). */
+      webTools: egressGateway(env) ? env.AGENT_WEB_TOOLS : [],
       execTimeoutMs: env.AGENT_EXEC_TIMEOUT * 1000,
       execSandbox: env.AGENT_EXEC_SANDBOX,
       execProxy: env.AGENT_EXEC_PROXY,
@@ -382,5 +406,8 @@ const schema = agentEnv
   }));
 
 export type AgentConfig = z.output<typeof schema>;
+
+/** The exec runner's socket when this process is a Pod's exec runner (which reads nothing else of the configuration). */
+export const execRunnerListen = (env: NodeJS.ProcessEnv): string | undefined => agentEnv.shape.AGENT_EXEC_RUNNER_LISTEN.parse(env.AGENT_EXEC_RUNNER_LISTEN);
 
 export const loadAgentConfig = (env: NodeJS.ProcessEnv): AgentConfig => parseConfig(schema, env);

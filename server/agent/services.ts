@@ -69,8 +69,8 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const modelFor = (spec: ModelSpec) => configuredModel(spec, { apiKey: chatConfig.modelApiKey, egress: config.egress });
   const model = chatConfig.model ? modelFor(chatConfig.model) : null;
   const gate = new ProactiveBudgetGate(store.db, config.egress, log.child({ area: 'budget' }));
-  const zone = await UserZone.open(store.db, config.tasks.userTimezone);
-  const taskStore = new TaskStore(store.db, config.tasks, { zone: () => zone.get() });
+  const zone = UserZone.open(store.sql, config.tasks.userTimezone);
+  const taskStore = new TaskStore(store, config.tasks, { zone: () => zone.get() });
   const subagents = new SubagentRegistry({
     config,
     log: log.child({ area: 'subagents' }),
@@ -113,10 +113,15 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       },
     },
     config.heartbeatIntervalSeconds * 1000,
-    (at) =>
-      void writeState(store.db, HEARTBEAT_NEXT_KEY, at.toISOString()).catch((error: unknown) => log.warn({ err: error }, 'heartbeat: next time not stored')),
+    (at) => {
+      try {
+        writeState(store.sql, HEARTBEAT_NEXT_KEY, at.toISOString());
+      } catch (error) {
+        log.warn({ err: error }, 'heartbeat: next time not stored');
+      }
+    },
   );
-  heartbeat.start((await readStoredTime(store.db, HEARTBEAT_NEXT_KEY)) ?? config.heartbeat.nextAt);
+  heartbeat.start(readStoredTime(store.sql, HEARTBEAT_NEXT_KEY) ?? config.heartbeat.nextAt);
   const taskRunner = new TaskRunner({
     store: taskStore,
     chat,

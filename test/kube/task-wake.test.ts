@@ -93,7 +93,7 @@ suite(inside ? 'a task wakes a suspended Pod' : `a task wakes a suspended Pod â€
       SIGNING_KEYS_FILE: path.join(cp.dir, `${NS}-signing-keys.json`),
       AGENT_SECRETS_KEY: secretsKey,
       KUBE_WORKSPACE_SIZE: '256Mi',
-      KUBE_START_TIMEOUT: '60',
+      KUBE_START_TIMEOUT: '120',
       AGENT_IDLE_TIMEOUT: '1',
       AGENT_WAKE_POLL: '0.3',
       ...(database ? { DATABASE_URL: database.url } : {}),
@@ -115,7 +115,7 @@ suite(inside ? 'a task wakes a suspended Pod' : `a task wakes a suspended Pod â€
         headers,
         body: JSON.stringify({ prompt: PROMPT, at, chat_id: 'main' }),
       });
-      expect(created.status).toBe(201);
+      expect(created.status, await created.clone().text()).toBe(201);
       const agent = await first.services.store.db.agent.findFirstOrThrow({ where: { kind: 'kubernetes' } });
       const set = () => cp.api.getOrUndefined(`/apis/apps/v1/namespaces/${NS}/statefulsets/agent-${agent.id}`);
       const pod = () => cp.api.getOrUndefined(corePath(NS, 'pods', `agent-${agent.id}-0`));

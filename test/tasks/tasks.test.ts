@@ -5,7 +5,7 @@
  * through the model's tool (a prompt that asks for hundreds of tasks), a missed recurring task run
  * once, and the weekday cron in Europe/Berlin across both DST changes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openAgentStore, type AgentStore } from '../../server/agent/store.js';
 import { checkCron, nextCronRun } from '../../server/agent/tasks/schedule.js';
 import { TaskStore } from '../../server/agent/tasks/tasks.js';
@@ -151,12 +151,28 @@ describe('a one-shot task at its time', () => {
   });
 
   it('waits for a reply running in its chat instead of cutting it', async () => {
-    rig.model.respond((request) =>
-      lastUserText(request).startsWith('[Scheduled task]') ? { text: 'task answer' } : { text: ['slow ', 'user answer'], delayMs: 700 },
-    );
+    // The user's reply is held until the task has come due (however loaded the machine), then sent.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const isTask = (request: Parameters<typeof lastUserText>[0]) => lastUserText(request).startsWith('[Scheduled task]');
+    rig.model.respond(async (request) => {
+      if (isTask(request)) return { text: 'task answer' };
+      await held;
+      return { text: ['slow ', 'user answer'] };
+    });
+    const before = rig.model.requests.length;
     const user = rig.chat('busy', 'a question');
+    await vi.waitFor(() => expect(rig.model.requests.slice(before).map(lastUserText)).toContain('a question'), { timeout: 10_000 });
+    const at = inSeconds(1);
+    const created = await call<Task>('POST', '/tasks', { prompt: 'Ping', at, chat_id: 'busy' });
+    expect(created.status).toBe(201);
+    const task = created.body;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(at) - Date.now()) + 300));
+    expect(rig.model.requests.slice(before).some(isTask)).toBe(false);
     const ended = nextTurn();
-    const { body: task } = await call<Task>('POST', '/tasks', { prompt: 'Ping', at: inSeconds(0.3), chat_id: 'busy' });
+    release();
     expect(await ended).toEqual({ id: task.id, outcome: 'ok' });
     const frames = await user;
     expect(frames.map((f) => f.data.type)).not.toContain('error');
@@ -273,7 +289,7 @@ describe('a weekday cron in Europe/Berlin across DST', () => {
     const store: AgentStore = await openAgentStore(dir);
     try {
       let now = new Date('2026-03-27T06:59:00Z');
-      const tasks = new TaskStore(store.db, { max: 10, minIntervalMs: 300_000 }, { clock: () => now });
+      const tasks = new TaskStore(store, { max: 10, minIntervalMs: 300_000 }, { clock: () => now });
       const task = await tasks.create({ prompt: 'morning', cron: weekdays8, timezone: 'Europe/Berlin' });
       expect(task.next_run_at).toBe('2026-03-27T07:00:00.000Z');
       now = new Date('2026-03-27T07:00:01Z');

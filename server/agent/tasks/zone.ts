@@ -8,25 +8,25 @@
  */
 import { AppError } from '../../common/errors.js';
 import { readState, writeState } from '../state.js';
-import type { AgentDb } from '../store.js';
+import type { AgentSql } from '../store.js';
 import { isKnownZone } from './schedule.js';
 
 const ZONE_KEY = 'user_timezone';
 
 export class UserZone {
   private constructor(
-    private readonly db: AgentDb,
+    private readonly sql: AgentSql,
     private zone: string | undefined,
   ) {}
 
-  /** USER_TIMEZONE when it names a zone, else the stored one. */
-  static async open(db: AgentDb, configured: string | undefined): Promise<UserZone> {
+  /** USER_TIMEZONE when it names a zone, else the stored one. On the plain connection: it runs at every start (state.ts). */
+  static open(sql: AgentSql, configured: string | undefined): UserZone {
     if (configured && isKnownZone(configured)) {
-      if ((await readState(db, ZONE_KEY)) !== configured) await writeState(db, ZONE_KEY, configured);
-      return new UserZone(db, configured);
+      if (readState(sql, ZONE_KEY) !== configured) writeState(sql, ZONE_KEY, configured);
+      return new UserZone(sql, configured);
     }
-    const stored = await readState(db, ZONE_KEY);
-    return new UserZone(db, stored && isKnownZone(stored) ? stored : undefined);
+    const stored = readState(sql, ZONE_KEY);
+    return new UserZone(sql, stored && isKnownZone(stored) ? stored : undefined);
   }
 
   /** The user's zone; UTC until one is known. */
@@ -43,7 +43,7 @@ export class UserZone {
   async set(zone: string): Promise<void> {
     if (!isKnownZone(zone)) throw new AppError(400, 'INVALID_SCHEDULE', `Unknown time zone: ${zone}`);
     this.zone = zone;
-    await writeState(this.db, ZONE_KEY, zone);
+    writeState(this.sql, ZONE_KEY, zone);
   }
 
   /** "Sunday 2026-11-29 10:15 in Europe/Berlin (UTC+01:00)": the local time the model reckons from, with the offset it writes into `at`. */

@@ -12,7 +12,8 @@
  * user message (in place: the page sends the new text as a replacement of that message and
  * everything after it), Regenerate on the last reply, and "Show more" on a long message. User
  * messages carry their `message_id` (`data-message-id`), which a replacement names. Subagent
- * results (pending messages from `subagent`) are cards in the chat that started them.
+ * results (pending messages from `subagent`) are cards in the chat that started them; so are the
+ * pages the agent read and the searches it made (web-card.ts).
  */
 import { STOPPED } from '@contracts/agent/chat-limits.js';
 import { h } from '../dom.js';
@@ -23,6 +24,7 @@ import { renderMarkdown } from './markdown.js';
 import { collapseIfLong, copyButton, toolButton } from './message-tools.js';
 import { subagentCard } from './subagent-card.js';
 import type { ChatEvent, PendingMessage } from './types.js';
+import { webCard } from './web-card.js';
 
 /** What the page does for a message's Edit and the last reply's Regenerate. */
 export interface TranscriptActions {
@@ -131,14 +133,21 @@ export class Transcript {
     this.placeRegenerate();
   }
 
-  /** A proactive message: a subagent's result as a card, anything else as a note. */
+  /**
+   * A proactive message: a subagent's result as a card, anything else as a note. Shown once: the
+   * poll can hand over a message while the chat's history loads, after which the load adds the
+   * stored ones (that message among them).
+   */
   note(message: PendingMessage): void {
+    const key = `${message.created_at} ${message.source} ${message.content}`;
+    if ([...this.el.children].some((li) => (li as HTMLElement).dataset.pendingKey === key)) return;
     this.endTurn();
-    if (message.source === 'subagent') {
-      this.add(subagentCard(message));
-      return;
-    }
-    this.add(h('li', { class: 'msg note', 'data-role': 'pending' }, h('span', { class: 'who' }, `Agent (${message.source})`), h('p', {}, message.content)));
+    const item =
+      message.source === 'subagent'
+        ? subagentCard(message)
+        : h('li', { class: 'msg note', 'data-role': 'pending' }, h('span', { class: 'who' }, `Agent (${message.source})`), h('p', {}, message.content));
+    item.dataset.pendingKey = key;
+    this.add(item);
   }
 
   /** Renders one chat event (live or from history). */
@@ -157,6 +166,11 @@ export class Transcript {
         return;
       case 'tool_use': {
         this.endTurn();
+        const web = webCard(event.name, event.input);
+        if (web) {
+          this.add(web);
+          return;
+        }
         let input = event.input;
         try {
           input = JSON.stringify(JSON.parse(event.input), null, 2);
