@@ -94,7 +94,8 @@ suite(inside ? 'a task wakes a suspended Pod' : `a task wakes a suspended Pod â€
       AGENT_SECRETS_KEY: secretsKey,
       KUBE_WORKSPACE_SIZE: '256Mi',
       KUBE_START_TIMEOUT: '120',
-      AGENT_IDLE_TIMEOUT: '1',
+      // Long enough that a Pod still starting is not taken for an idle one.
+      AGENT_IDLE_TIMEOUT: '3',
       AGENT_WAKE_POLL: '0.3',
       ...(database ? { DATABASE_URL: database.url } : {}),
     });
@@ -109,7 +110,9 @@ suite(inside ? 'a task wakes a suspended Pod' : `a task wakes a suspended Pod â€
         body: JSON.stringify({ device_id: testDeviceId(`kube-task-${randomBytes(4).toString('hex')}`) }),
       });
       const headers = { authorization: `Bearer ${((await signIn.json()) as TokenPair).access_token}`, 'content-type': 'application/json' };
-      const at = new Date(Date.now() + 12_000).toISOString();
+      // The agent's first start (its objects, the Pod), before the task's time is set.
+      expect((await fetch(`${first.url}/api/v1/agent/health`, { headers })).status).toBe(200);
+      const at = new Date(Date.now() + 15_000).toISOString();
       const created = await fetch(`${first.url}/api/v1/agent/tasks`, {
         method: 'POST',
         headers,
