@@ -165,13 +165,13 @@ describe('a one-shot task at its time', () => {
     const before = rig.model.requests.length;
     const user = rig.chat('busy', 'a question');
     await vi.waitFor(() => expect(rig.model.requests.slice(before).map(lastUserText)).toContain('a question'), { timeout: 10_000 });
+    const ended = nextTurn();
     const at = inSeconds(1);
     const created = await call<Task>('POST', '/tasks', { prompt: 'Ping', at, chat_id: 'busy' });
     expect(created.status).toBe(201);
     const task = created.body;
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(at) - Date.now()) + 300));
     expect(rig.model.requests.slice(before).some(isTask)).toBe(false);
-    const ended = nextTurn();
     release();
     expect(await ended).toEqual({ id: task.id, outcome: 'ok' });
     const frames = await user;

@@ -64,9 +64,6 @@ export class TaskStore {
   /** Told whenever what is due next may have changed (the runner re-arms its timer). */
   onChange: () => void = () => undefined;
 
-  private readonly clock: () => Date;
-  /** The zone of a task made without one: the user's (zone.ts). */
-  private readonly zone: () => string;
   private readonly db: AgentStore['db'];
   /**
    * Whether any task is active, asked on the store's plain connection: most agents have none, and
@@ -74,17 +71,20 @@ export class TaskStore {
    * Prisma's query compiler on an agent's start path (server/agent/store.ts).
    */
   private readonly anyActive: () => boolean;
+  private readonly clock: () => Date;
+  /** The zone of a task made without one: the user's (zone.ts). */
+  private readonly zone: () => string;
 
   constructor(
     store: Pick<AgentStore, 'db' | 'sql'>,
     private readonly limits: TaskLimits,
     opts: { zone?: () => string; clock?: () => Date } = {},
   ) {
-    this.clock = opts.clock ?? (() => new Date());
-    this.zone = opts.zone ?? (() => 'UTC');
     this.db = store.db;
     const active = store.sql.prepare("SELECT 1 FROM tasks WHERE status = 'active' LIMIT 1");
     this.anyActive = () => active.get() !== undefined;
+    this.clock = opts.clock ?? (() => new Date());
+    this.zone = opts.zone ?? (() => 'UTC');
   }
 
   create(input: TaskCreateInput): Promise<Task> {

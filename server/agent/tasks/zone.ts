@@ -19,7 +19,7 @@ export class UserZone {
     private zone: string | undefined,
   ) {}
 
-  /** USER_TIMEZONE when it names a zone, else the stored one. On the plain connection: it runs at every start (state.ts). */
+  /** USER_TIMEZONE when it names a zone, else the stored one. */
   static open(sql: AgentSql, configured: string | undefined): UserZone {
     if (configured && isKnownZone(configured)) {
       if (readState(sql, ZONE_KEY) !== configured) writeState(sql, ZONE_KEY, configured);
