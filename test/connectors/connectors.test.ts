@@ -171,7 +171,11 @@ describe('connectors: the reference MCP server, through the API and a real agent
     expect(toolResult(model.requests.at(-1))).toContain('image/png');
     const res = await fetch(`${account.url}/api/v1/agent/files/${file?.path}`, { headers: bearer(alice) });
     expect(res.status).toBe(200);
-    expect(Buffer.from(await res.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(await res.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
 
     await chat(alice, 'long please');
     expect(toolResult(model.requests.at(-1))).toContain('Long running operation completed');

@@ -319,7 +319,7 @@ export class Connectors {
     const provider = this.oauth(this.stored(row), row.id);
     let connection: McpConnection | undefined;
     try {
-      connection = await connectMcp(new URL(row.url), { fetch: this.fetch, authProvider: provider, timeoutMs: HANDSHAKE_MS });
+      connection = await this.open(row, provider);
       const tools = await listMcpTools(connection.client, MAX_TOOLS, HANDSHAKE_MS);
       await this.db.connector.update({ where: { id: row.id }, data: { status: 'connected', tools: storable(tools) as object[], lastError: null } });
       this.keep(row.id, connection);
@@ -356,19 +356,36 @@ export class Connectors {
     this.pool.set(connectorId, Promise.resolve(connection));
   }
 
+  /**
+   * A new connection whose transport failing (the server gone, its stream cut for good) closes it,
+   * so that calls in flight on it fail at once instead of waiting out their timeout.
+   */
+  private async open(row: Row, provider: ConnectorOAuth): Promise<McpConnection> {
+    let made: McpConnection | undefined;
+    const connection = await connectMcp(new URL(row.url), {
+      fetch: this.fetch,
+      authProvider: provider,
+      timeoutMs: HANDSHAKE_MS,
+      onBroken: (error) => {
+        if (!made) return;
+        this.log.info({ connectorId: row.id, reason: error.message }, 'connector connection broke');
+        const broken = made;
+        made = undefined;
+        void this.pool.get(row.id)?.then((pooled) => {
+          if (pooled === broken) this.pool.delete(row.id);
+        });
+        void broken.close().catch(() => undefined);
+      },
+    });
+    made = connection;
+    return connection;
+  }
+
   /** The pooled connection of a connected connector, made when missing. */
   private connection(row: Row): Promise<McpConnection> {
     let pending = this.pool.get(row.id);
     if (!pending) {
-      pending = connectMcp(new URL(row.url), {
-        fetch: this.fetch,
-        authProvider: this.oauth(this.stored(row), row.id),
-        timeoutMs: HANDSHAKE_MS,
-        onBroken: (error) => {
-          this.log.info({ connectorId: row.id, reason: error.message }, 'connector connection broke');
-          if (this.pool.get(row.id) === pending) this.drop(row.id);
-        },
-      });
+      pending = this.open(row, this.oauth(this.stored(row), row.id));
       this.pool.set(row.id, pending);
       pending.catch(() => {
         if (this.pool.get(row.id) === pending) this.pool.delete(row.id);
