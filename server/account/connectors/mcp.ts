@@ -27,15 +27,20 @@ export interface ConnectOptions {
   timeoutMs: number;
   /** A transport failure after connecting (the server went away): the connection is dead. */
   onBroken?: (error: Error) => void;
+  /**
+   * What to answer a server that asks the user for input (elicitation): `decline` when no person is
+   * at hand (a tool call of an agent); `defaults` accepts the form with the defaults it offers.
+   */
+  elicitation?: 'decline' | 'defaults';
 }
 
 /** The statuses an old HTTP+SSE server answers a streamable POST with. */
 const NOT_STREAMABLE = new Set([400, 404, 405]);
 
-function newClient(): Client {
+function newClient(elicitation: ConnectOptions['elicitation'] = 'decline'): Client {
   const client = new Client({ name: 'agent-accounts', version: '1.0.0' }, { capabilities: { elicitation: { form: { applyDefaults: true } } } });
-  // No person is at hand during a tool call: a server asking for input is declined, never left waiting.
-  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'decline' as const }));
+  // Never left waiting: the SDK fills an accepted form's omitted fields with the schema's defaults.
+  client.setRequestHandler(ElicitRequestSchema, async () => (elicitation === 'defaults' ? { action: 'accept' as const, content: {} } : { action: 'decline' as const }));
   return client;
 }
 
@@ -47,7 +52,7 @@ export async function connectMcp(url: URL, options: ConnectOptions): Promise<Mcp
     // A dropped stream is retried briefly; then the call fails instead of hanging (the server is gone).
     reconnectionOptions: { initialReconnectionDelay: 250, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
   });
-  const client = newClient();
+  const client = newClient(options.elicitation);
   try {
     await client.connect(streamable, { timeout: options.timeoutMs });
     return watched(client, 'streamable-http', streamable, options.onBroken);
@@ -56,7 +61,7 @@ export async function connectMcp(url: URL, options: ConnectOptions): Promise<Mcp
     if (!(error instanceof StreamableHTTPError && error.code !== undefined && NOT_STREAMABLE.has(error.code))) throw error;
   }
   const sse = new SSEClientTransport(url, common);
-  const legacy = newClient();
+  const legacy = newClient(options.elicitation);
   try {
     await legacy.connect(sse, { timeout: options.timeoutMs });
   } catch (error) {
