@@ -97,11 +97,18 @@ async function withSignIn<T>(work: (connection: McpConnection) => Promise<T>): P
 }
 
 const called = new Set<string>();
-await withSignIn(async ({ client }) => {
-  for (const tool of await listMcpTools(client, 50, TIMEOUT_MS)) {
-    if (called.has(tool.name)) continue;
-    await client.callTool({ name: tool.name, arguments: argumentsFor(tool) }, undefined, { timeout: TIMEOUT_MS });
-    called.add(tool.name);
-  }
-});
-process.stdout.write(`called ${[...called].join(', ') || 'no tools'}\n`);
+try {
+  await withSignIn(async ({ client }) => {
+    for (const tool of await listMcpTools(client, 50, TIMEOUT_MS)) {
+      if (called.has(tool.name)) continue;
+      await client.callTool({ name: tool.name, arguments: argumentsFor(tool) }, undefined, { timeout: TIMEOUT_MS });
+      called.add(tool.name);
+    }
+  });
+  process.stdout.write(`called ${[...called].join(', ') || 'no tools'}\n`);
+  // Kept-alive connections would hold the process open past the suite's patience.
+  process.exit(0);
+} catch (error) {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+}
