@@ -49,7 +49,8 @@ function provider(): OAuthClientProvider {
     return new PrivateKeyJwtProvider({ clientId: context.client_id, privateKey: context.private_key_pem, algorithm: context.signing_algorithm ?? 'ES256' });
   if (context.client_secret && context.client_id && context.name?.startsWith('auth/client-credentials'))
     return new ClientCredentialsProvider({ clientId: context.client_id, clientSecret: context.client_secret });
-  if (context.client_id && !stored.client) stored.client = { client_id: context.client_id, client_secret: context.client_secret, redirect_uris: [REDIRECT_URL] };
+  if (context.client_id && !stored.client)
+    stored.client = { client_id: context.client_id, client_secret: context.client_secret, redirect_uris: [REDIRECT_URL] };
   user = new ConnectorOAuth(stored, { redirectUrl: REDIRECT_URL, clientName: 'agent-accounts conformance', clientMetadataUrl: CLIENT_METADATA_URL });
   return user;
 }

@@ -55,7 +55,9 @@ describe('the MCP conformance suite against the connector client', () => {
 
   it('passes every client scenario of 0.1.13, auth included', async () => {
     const scenarios = await clientScenarios();
-    expect(scenarios).toEqual(expect.arrayContaining(['initialize', 'tools_call', 'sse-retry', 'auth/metadata-default', 'auth/scope-step-up', 'auth/client-credentials-jwt']));
+    expect(scenarios).toEqual(
+      expect.arrayContaining(['initialize', 'tools_call', 'sse-retry', 'auth/metadata-default', 'auth/scope-step-up', 'auth/client-credentials-jwt']),
+    );
     const failed: string[] = [];
     const queue = [...scenarios];
     const worker = async () => {

@@ -40,7 +40,9 @@ const NOT_STREAMABLE = new Set([400, 404, 405]);
 function newClient(elicitation: ConnectOptions['elicitation'] = 'decline'): Client {
   const client = new Client({ name: 'agent-accounts', version: '1.0.0' }, { capabilities: { elicitation: { form: { applyDefaults: true } } } });
   // Never left waiting: the SDK fills an accepted form's omitted fields with the schema's defaults.
-  client.setRequestHandler(ElicitRequestSchema, async () => (elicitation === 'defaults' ? { action: 'accept' as const, content: {} } : { action: 'decline' as const }));
+  client.setRequestHandler(ElicitRequestSchema, async () =>
+    elicitation === 'defaults' ? { action: 'accept' as const, content: {} } : { action: 'decline' as const },
+  );
   return client;
 }
 
