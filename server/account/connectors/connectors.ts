@@ -34,6 +34,13 @@ const HANDSHAKE_MS = 15_000;
 /** What a model provider accepts as a tool name (OpenAI and Anthropic alike). */
 const MODEL_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/**
+ * How long a user's connector rows are reused for their agent's calls and tool lists: a call then
+ * costs no store query (bench/connectors.ts). Changes made on this instance drop them at once; on
+ * another instance of the service they are seen within this time.
+ */
+const ROWS_TTL_MS = 2_000;
+
 const digest = (value: string) => createHash('sha256').update(value).digest('base64url');
 
 export interface ConnectorsOptions extends ConnectorsConfig {
@@ -56,6 +63,8 @@ export class Connectors {
   private readonly rules: AddressRules;
   /** Writes of one connector's sealed auth, in order. */
   private readonly writes = new Map<string, Promise<unknown>>();
+  /** Each user's connector rows as their agent last read them (`ROWS_TTL_MS`). */
+  private readonly rows = new Map<string, { at: number; rows: Promise<Row[]> }>();
 
   constructor(
     private readonly db: AccountDb,
@@ -123,6 +132,7 @@ export class Connectors {
         where: { id: row.id },
         data: { ...(input.name ? { name: input.name } : {}), disabledTools: [...disabled].slice(0, 1000) },
       });
+      this.rows.delete(userId);
       return view(updated);
     } catch (error) {
       if ((error as { code?: string }).code === 'P2002') throw new AppError(409, 'CONNECTOR_NAME_TAKEN', `You already have a connector named ${input.name}`);
@@ -134,6 +144,7 @@ export class Connectors {
   async remove(userId: string, id: string): Promise<void> {
     const row = await this.own(userId, id);
     await this.db.connector.delete({ where: { id: row.id } });
+    this.rows.delete(userId);
     this.drop(row.id);
     const stored = this.stored(row);
     await this.revoke(stored).catch((error: unknown) => this.log.info({ connectorId: row.id, reason: describeFetchError(error) }, 'token revocation failed'));
@@ -209,7 +220,7 @@ export class Connectors {
   /** The user's enabled tools of their connected connectors, named for the model. */
   async agentTools(userId: string): Promise<ConnectorTool[]> {
     if (!this.options.enabled) return [];
-    const rows = await this.db.connector.findMany({ where: { userId, status: 'connected' }, orderBy: { createdAt: 'asc' } });
+    const rows = (await this.rowsOf(userId)).filter((row) => row.status === 'connected');
     return rows.flatMap((row) => {
       const disabled = new Set(row.disabledTools);
       return listed(row)
@@ -231,7 +242,7 @@ export class Connectors {
     const split = name.indexOf('__');
     const connectorName = split > 0 ? name.slice(0, split) : '';
     const toolName = split > 0 ? name.slice(split + 2) : '';
-    const row = connectorName ? await this.db.connector.findFirst({ where: { userId, name: connectorName } }) : null;
+    const row = connectorName ? (await this.rowsOf(userId)).find((candidate) => candidate.name === connectorName) : undefined;
     if (!row) return failed(`No connector named ${connectorName || name}`);
     if (row.status !== 'connected') return failed(`The connector ${row.name} needs its user to sign in again (the Connectors page)`);
     if (!listed(row).some((tool) => tool.name === toolName) || row.disabledTools.includes(toolName))
@@ -248,6 +259,7 @@ export class Connectors {
     } catch (error) {
       this.drop(row.id);
       if (error instanceof UnauthorizedError) {
+        this.rows.delete(userId);
         await this.db.connector.update({ where: { id: row.id }, data: { status: 'needs_auth', lastError: 'The server asked for a new sign-in' } });
         return failed(`The connector ${row.name} needs its user to sign in again (the Connectors page)`);
       }
@@ -264,7 +276,20 @@ export class Connectors {
     await Promise.all(open.map((connection) => connection.then((c) => c.close()).catch(() => undefined)));
   }
 
+  /** The user's connectors, from the store at most every ROWS_TTL_MS. */
+  private rowsOf(userId: string): Promise<Row[]> {
+    const cached = this.rows.get(userId);
+    if (cached && Date.now() - cached.at < ROWS_TTL_MS) return cached.rows;
+    const rows = this.db.connector.findMany({ where: { userId }, orderBy: { createdAt: 'asc' } });
+    this.rows.set(userId, { at: Date.now(), rows });
+    rows.catch(() => this.rows.delete(userId));
+    if (this.rows.size > 10_000) this.rows.delete(this.rows.keys().next().value as string);
+    return rows;
+  }
+
   private async own(userId: string, id: string): Promise<Row> {
+    // Whatever the caller does next changes the row: their agent reads it afresh.
+    this.rows.delete(userId);
     const row = await this.db.connector.findFirst({ where: { id, userId } });
     if (!row) throw notFound('No such connector on this account', 'CONNECTOR_NOT_FOUND');
     return row;
@@ -316,12 +341,14 @@ export class Connectors {
    * browser, the flow stored) or an error. The status is stored either way.
    */
   private async attempt(row: Row): Promise<{ status: ConnectorStatus; ticket?: string; error?: string }> {
+    this.rows.delete(row.userId);
     const provider = this.oauth(this.stored(row), row.id);
     let connection: McpConnection | undefined;
     try {
       connection = await this.open(row, provider);
       const tools = await listMcpTools(connection.client, MAX_TOOLS, HANDSHAKE_MS);
       await this.db.connector.update({ where: { id: row.id }, data: { status: 'connected', tools: storable(tools) as object[], lastError: null } });
+      this.rows.delete(row.userId);
       this.keep(row.id, connection);
       return { status: 'connected' };
     } catch (error) {
@@ -342,6 +369,7 @@ export class Connectors {
         await this.db.connectorFlow.deleteMany({ where: { connectorId: row.id, expiresAt: { lt: new Date() } } });
         await this.settled(row.id);
         await this.db.connector.update({ where: { id: row.id }, data: { status: 'needs_auth' } });
+        this.rows.delete(row.userId);
         return { status: 'needs_auth', ticket };
       }
       const reason = describeFetchError(error);
