@@ -10,6 +10,8 @@ const idpbPort = portBase + 11;
 const modelPort = portBase + 12;
 // The fake Bot API for the Messenger page (e2e/support/telegram.ts).
 const telegramPort = portBase + 13;
+// A page and a fake SearXNG for the agents' web tools (e2e/support/web.ts).
+const webPort = portBase + 14;
 const client = { id: 'web-client', secret: 'web-secret-0123456789' };
 const providerEnv = {
   IDPA_ISSUER: `http://127.0.0.1:${idpaPort}`,
@@ -31,8 +33,14 @@ const providerEnv = {
   // not refuse the next spec's mail.
   TRUST_PROXY: 'loopback',
   WEBAUTHN_ORIGIN: `http://localhost:${accountPort}`,
+  // The browser suite makes more new guests from this one address than a day's allowance (30); the
+  // allowance itself is tested in test/security (new accounts nothing vouches for).
+  GUEST_SIGNUPS_PER_DAY: '1000',
   // e2e/admin.spec.ts registers a webhook endpoint on this machine (refused by default: docs/admin.md).
   WEBHOOK_ALLOW_PRIVATE: '1',
+  // e2e/web-tools.spec.ts: the agents search the fake SearXNG and may fetch from its port, as if it were public.
+  WEB_SEARCH: `searxng:http://127.0.0.1:${webPort}`,
+  AGENT_WEB_TEST_PUBLIC: `127.0.0.1:${webPort}`,
   // e2e/admin.spec.ts and e2e/axe-pages.spec.ts sign in as these addresses and are admins at once
   // (each enrols its own authenticator app: ADMIN_REQUIRE_2FA).
   ADMIN_EMAILS: 'operator@e2e.example,auditor@e2e.example',
@@ -81,7 +89,14 @@ export default defineConfig({
       port: modelPort,
       timeout: 60_000,
       reuseExistingServer: false,
-      env: { E2E_MODEL_PORT: String(modelPort) },
+      env: { E2E_MODEL_PORT: String(modelPort), E2E_WEB_PORT: String(webPort) },
+    },
+    {
+      command: 'npx tsx e2e/support/web.ts',
+      port: webPort,
+      timeout: 60_000,
+      reuseExistingServer: false,
+      env: { E2E_WEB_PORT: String(webPort) },
     },
     {
       command: 'npx tsx e2e/support/telegram.ts',

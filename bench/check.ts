@@ -1,7 +1,8 @@
 /**
  * `npm run bench:check`: the guard against the next regression on the hot paths. The peer rounds of
  * `npm run bench` (bench/peer.ts: this service, Better Auth and the baseline commit side by side)
- * at a smaller size — 3 s runs, 3 rounds, no ceilings: about 2–3 minutes — and a non-zero exit
+ * at a smaller size — 3 s per side, path and round (three 1 s turns), 3 rounds, no ceilings:
+ * about 2–3 minutes — and a non-zero exit
  * when any round misses a goal of PEER_GOALS. Run it before merging a change that touches a hot
  * path (docs/performance.md). Timings do not belong in `npm test`, so it is not part of it; its
  * latest result, with the machine's load during each run, is written to bench/results/check.json.

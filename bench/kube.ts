@@ -124,7 +124,11 @@ async function startsAndWakes(account: TestAccount, kubelet: TestKubelet, runs: 
 export async function kubeBench(): Promise<KubeResults> {
   if (!inKubeNetns()) throw new Error(`bench:kube runs inside scripts/kube/in-netns.sh (npm run bench:kube): ${KUBE_NETNS_SKIP_REASON}`);
   // The pods see this checkout (at its own path, and at /app), not the host's /tmp.
-  const baselineCommand = ['node', agentScript(await baselineTree(AGENT_BASELINE, { build: true, inside: '.bench' }))];
+  // The Pod's exec-runner container runs the same command with AGENT_EXEC_RUNNER_LISTEN, a role the
+  // baseline's agent does not have (it would start as an agent without its secret and never get
+  // ready): that container runs this build's, and only the agent's is the baseline's.
+  const baselineAgent = agentScript(await baselineTree(AGENT_BASELINE, { build: true, inside: '.bench' }));
+  const baselineCommand = ['sh', '-c', `if [ -n "$AGENT_EXEC_RUNNER_LISTEN" ]; then exec node ${agentScript(REPO_ROOT)}; else exec node ${baselineAgent}; fi`];
   const cp = await startControlPlane();
   const kubelet = await startKubelet({ cluster: cp });
   const model = await startScriptedModel();

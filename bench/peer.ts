@@ -27,13 +27,15 @@ import { freePort } from '../server/common/net.js';
 import { agentsSettled, jsonHeaders, ourWorkload, startAccountService } from './lib/account.js';
 import { baselineTree, shortCommit } from './lib/baseline.js';
 import { type Conditions, conditionsProbe, type MeasuredServer } from './lib/conditions.js';
-import { load, median, medianRow, spawnServer, stop, table, waitForHttp, type Row } from './lib/harness.js';
+import { load, median, medianRow, printRow, spawnServer, stop, table, waitForHttp, type Row } from './lib/harness.js';
 
 /** The account service before session bookkeeping (sessions' last use, the activity log): main just before account self-service was merged. */
 export const BASELINE_COMMIT = process.env.BENCH_TOKENS_BASELINE ?? 'fca629c';
 /** Our warm pool in the rounds. */
 const POOL_SIZE = 2;
 const CONNECTIONS = 32;
+/** Turns per side and round (see the rounds below). */
+const SLICES = 3;
 
 export type Side = 'ours' | 'peer' | 'baseline';
 const SIDES: Side[] = ['ours', 'peer', 'baseline'];
@@ -90,6 +92,28 @@ export interface PeerResults {
   mePercentOfExpress?: number;
   /** Runs that began before our agents had settled (a pooled start may have fallen in them). */
   unsettledRuns: number;
+}
+
+/**
+ * One side's slices of a round as one run: requests over the whole time, CPU summed, the load
+ * average their mean, a checkpoint if any slice had one; latencies of the slice with the median
+ * rate.
+ */
+function joinSlices(name: string, slices: Measured[], seconds: number): Measured {
+  const total = slices.reduce((n, r) => n + r.total, 0);
+  const mid = medianRow(name, slices);
+  return {
+    name,
+    requestsPerSecond: Math.round(total / seconds),
+    p50: mid.p50,
+    p99: mid.p99,
+    total,
+    non2xx: mid.non2xx,
+    errors: mid.errors,
+    loadAverage: Math.round((slices.reduce((n, r) => n + (r.loadAverage ?? 0), 0) / slices.length) * 10) / 10,
+    checkpoint: slices.some((r) => r.checkpoint),
+    cpuMs: slices.reduce((n, r) => n + (r.cpuMs ?? 0), 0),
+  };
 }
 
 function peerWorkload(url: string) {
@@ -191,11 +215,21 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
     cleanups.push(async () => probe.close());
     for (let round = 0; round < rounds; round++) {
       console.log(`round ${round + 1}/${rounds}`);
-      // Each side goes first, second and last in turn, so what one leaves behind (a vacuum, a
-      // checkpoint, a warm cache) is not always charged to the same side.
-      const order = SIDES.map((_, i) => SIDES[(i + round) % SIDES.length]!);
+      // A side's run in a round is SLICES shorter runs, the sides taking turns slice by slice, so
+      // that a burst of load from other processes (seconds long on a shared machine) falls on
+      // every side of the round alike instead of on whichever side ran then. Each side goes first,
+      // second and last in turn, so what one leaves behind (a vacuum, a checkpoint, a warm cache)
+      // is not always charged to the same side.
       const measure = async (what: Path) => {
-        for (const side of order) add(`${what}:${side}`, await probe.around(() => run(RUN_NAMES[side][what], optionsOf(side, what)), servers[side]));
+        const slices = Object.fromEntries(SIDES.map((side) => [side, [] as Measured[]])) as Record<Side, Measured[]>;
+        for (let slice = 0; slice < SLICES; slice++) {
+          const order = SIDES.map((_, i) => SIDES[(i + round + slice) % SIDES.length]!);
+          for (const side of order) {
+            const opts = { ...optionsOf(side, what), duration: seconds / SLICES };
+            slices[side].push(await probe.around(() => run(RUN_NAMES[side][what], opts, true), servers[side]));
+          }
+        }
+        for (const side of SIDES) add(`${what}:${side}`, printRow(joinSlices(RUN_NAMES[side][what], slices[side], seconds)));
       };
       await measure('signin');
       for (const side of SIDES) workloads[side].prepare();

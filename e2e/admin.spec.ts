@@ -39,6 +39,8 @@ test('an admin finds a user, bans them (their sign-in is refused), unbans them, 
   await users.getByRole('button', { name: 'Search' }).click();
   await users.getByTestId('admin-users').getByRole('button', { name: userAddress }).click();
   await expect(admin.getByTestId('admin-user-state')).toHaveText('Active');
+  // Today's model tokens by source (this user has not chatted: all nothing).
+  await expect(admin.getByTestId('admin-user-sources')).toHaveText('Model tokens by source today: Chats 0 · Heartbeats 0 · Scheduled tasks 0 · Subagents 0');
   admin.once('dialog', (dialog) => void dialog.accept());
   await admin.getByLabel('Ban reason').fill('e2e');
   await admin.getByRole('button', { name: 'Ban' }).click();

@@ -67,3 +67,31 @@ test("a guest who sent today's 50 messages sees 0 left and a disabled composer t
   );
   await expect(page.getByTestId('send')).toBeDisabled();
 });
+
+test("the Account page splits today's model tokens by source: the user's chats and what the agent did on its own", async ({ page }) => {
+  await ownClient(page);
+  await signInAsGuest(page, `e2e-sources-${Date.now()}`);
+  await send(page, 'hello');
+  await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);
+  // A scheduled task due in two seconds: its turn is the agent's own, counted under "task".
+  const { access_token: token } = JSON.parse((await page.evaluate(() => localStorage.getItem('agent.tokens'))) ?? '{}') as { access_token: string };
+  const auth = { authorization: `Bearer ${token}` };
+  const at = new Date(Date.now() + 2_000).toISOString();
+  expect((await page.request.post('/api/v1/agent/tasks', { headers: auth, data: { prompt: 'Say hello', at } })).status()).toBe(201);
+  type Tokens = { used: number; by_source: Record<'chat' | 'heartbeat' | 'task' | 'subagent', number> };
+  const tokens = async () =>
+    ((await (await page.request.get('/api/v1/account', { headers: auth })).json()) as { usage: { model_tokens: Tokens } }).usage.model_tokens;
+  await expect.poll(async () => (await tokens()).by_source.task, { timeout: 30_000 }).toBeGreaterThan(0);
+  const figures = await tokens();
+
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Account' }).click();
+  const usage = page.getByRole('region', { name: 'Usage today' });
+  const exact = (n: number) => n.toLocaleString('en');
+  await expect(usage.getByTestId('usage-total')).toHaveText(`${exact(figures.used)} of 200,000 model tokens used today.`);
+  await expect(usage.getByTestId('usage-chat')).toHaveText(`Chats: ${exact(figures.by_source.chat)}`);
+  await expect(usage.getByTestId('usage-task')).toHaveText(`Scheduled tasks: ${exact(figures.by_source.task)}`);
+  await expect(usage.getByTestId('usage-heartbeat')).toHaveText('Heartbeats: 0');
+  await expect(usage.getByTestId('usage-subagent')).toHaveText('Subagents: 0');
+  expect(figures.by_source.chat).toBeGreaterThan(0);
+  expect(figures.by_source.chat + figures.by_source.task).toBe(figures.used);
+});

@@ -6,9 +6,11 @@
  *   npm run admin -- revoke <email or user id>
  *   npm run admin -- unban <email or user id>
  *   npm run admin -- key create --name NAME --scopes users:read,audit:read [--expires 2027-01-01]
+ *   npm run admin -- audit verify [--anchor SEQ:HASH]   the audit log's hash chain: intact, or its first broken link
  */
 import { parseArgs } from 'node:util';
 import { CLI_ACTOR, recordAudit } from '../server/account/events/audit.js';
+import { parseAnchor, verifyAuditChain } from '../server/account/events/audit-chain.js';
 import { createApiKey, SCOPES, type Scope } from '../server/account/admin/keys.js';
 import { findUserId, setRole } from '../server/account/users/roles.js';
 import { unbanUser } from '../server/account/admin/users.js';
@@ -17,10 +19,10 @@ import { openAccountStore } from '../server/account/store.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { name: { type: 'string' }, scopes: { type: 'string' }, expires: { type: 'string' } },
+  options: { name: { type: 'string' }, scopes: { type: 'string' }, expires: { type: 'string' }, anchor: { type: 'string' } },
 });
 const [command, arg] = positionals;
-const usage = `usage: npm run admin -- grant|revoke|unban <email or user id> | key create --name NAME --scopes ${SCOPES.join(',')} [--expires ISO-DATE]`;
+const usage = `usage: npm run admin -- grant|revoke|unban <email or user id> | key create --name NAME --scopes ${SCOPES.join(',')} [--expires ISO-DATE] | audit verify [--anchor SEQ:HASH]`;
 
 const config = loadAccountConfig(process.env);
 const store = await openAccountStore(config);
@@ -54,6 +56,18 @@ try {
       return created;
     });
     console.log(`created API key ${row.id} (${row.name}; ${row.scopes.join(' ')}). It is shown only now:\n${key}`);
+  } else if (command === 'audit' && arg === 'verify') {
+    const anchor = values.anchor === undefined ? undefined : parseAnchor(values.anchor);
+    if (values.anchor !== undefined && !anchor) throw new Error(`--anchor is SEQ:HASH as verify prints it, not ${values.anchor}`);
+    const verdict = await verifyAuditChain(store.db, anchor);
+    if (verdict.intact) {
+      const before = verdict.unchained ? ` (and ${verdict.unchained} rows from before the chain, which it does not cover)` : '';
+      // The last line is the head to keep elsewhere and pass back as --anchor (docs/security.md, "The audit log's hash chain").
+      console.log(`audit log intact, ${verdict.rows} rows${before}\nhead ${verdict.head.seq}:${verdict.head.hash}`);
+    } else {
+      console.log(`audit log broken at row ${verdict.seq}${verdict.id ? ` (${verdict.id})` : ''}: ${verdict.problem}`);
+      process.exitCode = 2;
+    }
   } else {
     throw new Error(usage);
   }

@@ -82,6 +82,10 @@ export async function buildAgentBundle(): Promise<void> {
       '@opentelemetry/sdk-trace-base',
       '@opentelemetry/exporter-trace-otlp-http',
       '@opentelemetry/resources',
+      // web_fetch's page reader (tools/web-page.ts): about 1 MB the agent loads only at its first fetch.
+      '@mozilla/readability',
+      'linkedom',
+      'turndown',
     ],
     // A vm.Script taken from a code cache loses its import() callback (Node 20), so no import() may remain.
     supported: { 'dynamic-import': false },
@@ -127,7 +131,6 @@ async function writeAgentCodeCache(): Promise<void> {
   const child = spawn(process.execPath, [AGENT_BOOT, '--write-code-cache'], {
     cwd: DIST_DIR,
     env: {
-      PATH: process.env.PATH ?? '',
       AGENT_SOCKET: socket,
       AGENT_SECRET: secret,
       AGENT_WORKSPACE: path.join(dir, 'workspace'),

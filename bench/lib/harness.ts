@@ -93,10 +93,15 @@ export async function load(name: string, opts: autocannon.Options & { quiet?: bo
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
   };
-  if (!opts.quiet)
-    console.log(
-      `  ${name}: ${row.requestsPerSecond}/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx || row.errors ? ` (non-2xx ${row.non2xx}, errors ${row.errors})` : ''}`,
-    );
+  if (!opts.quiet) printRow(row);
+  return row;
+}
+
+/** A run's row as `load` prints it. */
+export function printRow<R extends Row>(row: R): R {
+  console.log(
+    `  ${row.name}: ${row.requestsPerSecond}/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.non2xx || row.errors ? ` (non-2xx ${row.non2xx}, errors ${row.errors})` : ''}`,
+  );
   return row;
 }
 

@@ -75,19 +75,36 @@ export const HistoryInput = z.object({
     .transform((n) => Math.min(n, HISTORY_LIMIT_MAX)),
 });
 
+const TextEvent = z.object({
+  type: z.literal('text'),
+  content: z.string(),
+  name: z.string().optional(),
+  /** History only: assistant text that a cancelled, failed or timed-out run cut short. */
+  cut: z.literal(true).optional(),
+  /** History only: a user message's id (`MessageId`), for `replace_from`. */
+  message_id: z.string().optional(),
+});
+const ToolUseEvent = z.object({ type: z.literal('tool_use'), name: z.string(), input: z.string() });
+const FileEvent = z.object({ type: z.literal('file'), path: z.string(), caption: z.string().optional() });
+const ErrorEvent = z.object({ type: z.literal('error'), content: z.string() });
+
+/** A stored history entry, as a compaction holds the originals it summarises. */
+export const StoredChatEvent = z.discriminatedUnion('type', [TextEvent, ToolUseEvent, FileEvent, ErrorEvent]);
+export type StoredChatEvent = z.infer<typeof StoredChatEvent>;
+
+/**
+ * History only: older turns the model summarised when the chat neared its context window
+ * (docs/agent.md, "Long chats"). `content` is the summary the model now reads in their place;
+ * `messages` are the originals, still stored, as far as the history's `limit` reaches.
+ */
+export const CompactionEvent = z.object({ type: z.literal('compaction'), content: z.string(), messages: z.array(StoredChatEvent) });
+
 export const ChatEvent = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('text'),
-    content: z.string(),
-    name: z.string().optional(),
-    /** History only: assistant text that a cancelled, failed or timed-out run cut short. */
-    cut: z.literal(true).optional(),
-    /** History only: a user message's id (`MessageId`), for `replace_from`. */
-    message_id: z.string().optional(),
-  }),
-  z.object({ type: z.literal('tool_use'), name: z.string(), input: z.string() }),
-  z.object({ type: z.literal('file'), path: z.string(), caption: z.string().optional() }),
-  z.object({ type: z.literal('error'), content: z.string() }),
+  TextEvent,
+  ToolUseEvent,
+  FileEvent,
+  ErrorEvent,
+  CompactionEvent,
   z.object({ type: z.literal('keepalive') }),
   z.object({ type: z.literal('stream_meta'), user_message: z.string() }),
   z.object({ type: z.literal('done') }),

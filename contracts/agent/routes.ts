@@ -15,15 +15,17 @@
  * when the agent's router, its REST routes and this table disagree.
  *
  * Not proxied on purpose: `GET /lifecycle` (the provisioner's question, not the user's),
- * `messenger.setOwnerCode` (the account's own bot procedures call it) and `GET /docs` (the
+ * `messenger.setOwnerCode` (the account's own bot procedures call it), `tasks.setTimezone` (the
+ * account tells a running agent the user's new zone) and `GET /docs` (the
  * reference page asks for the agent secret, which users never hold).
  */
 import { z } from 'zod';
 import { ChatIdInput, ChatMessageInput, ChatRenameInput, ChatsQuery, ChatStartInput, ChatStreamInput, HistoryInput } from './chat.js';
 import { FileDeleteInput, FileMoveInput, FilePathInput, FileReadInput, TreeInput } from './files.js';
 import { ContactIdInput, ContactPatchInput, ContactsQuery, OwnerCodeInput } from './messenger.js';
+import { MemoryNameInput, MemoryWriteInput } from './memory.js';
 import { RunIdInput } from './subagents.js';
-import { TaskCreateInput, TaskIdInput, TaskPatchInput } from './tasks.js';
+import { TaskCreateInput, TaskIdInput, TaskPatchInput, TaskZoneInput } from './tasks.js';
 
 export type AgentRouteMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -85,6 +87,11 @@ export const AGENT_ROUTES = [
   { procedure: 'tasks.list', kind: 'query', input: NoInput, rest: 'GET /tasks', proxy: 'both' },
   { procedure: 'tasks.update', kind: 'mutation', input: TaskPatchInput, rest: 'PATCH /tasks/{id}', proxy: 'both' },
   { procedure: 'tasks.delete', kind: 'mutation', input: TaskIdInput, rest: 'DELETE /tasks/{id}', proxy: 'both' },
+  // The memory files the agent reads into every owner prompt (docs/api.md "Memory"): the web client's Memory page.
+  { procedure: 'memory.get', kind: 'query', input: NoInput, rest: 'GET /memory', proxy: 'both' },
+  { procedure: 'memory.write', kind: 'mutation', input: MemoryWriteInput, rest: 'PATCH /memory/{name}', proxy: 'both' },
+  { procedure: 'memory.delete', kind: 'mutation', input: MemoryNameInput, rest: 'DELETE /memory/{name}', proxy: 'both' },
+  { procedure: 'tasks.setTimezone', kind: 'mutation', input: TaskZoneInput, proxy: 'none' },
   // Collecting removes the messages on the agent: a mutation, though REST reads it with GET.
   { procedure: 'pending.collect', kind: 'mutation', input: NoInput, rest: 'GET /pending', proxy: 'both' },
   // The messenger under its generic name and the integration's (docs/api.md: messenger paths); guests get neither.
@@ -98,6 +105,8 @@ export const AGENT_ROUTES = [
   { procedure: 'telegram.updateContact', kind: 'mutation', input: ContactPatchInput, rest: 'PATCH /telegram/contacts/{telegram_id}', proxy: 'rest', guest: 'messenger' },
   { procedure: 'telegram.deleteContact', kind: 'mutation', input: ContactIdInput, rest: 'DELETE /telegram/contacts/{telegram_id}', proxy: 'rest', guest: 'messenger' },
   { procedure: 'telegram.setOwnerCode', kind: 'mutation', input: OwnerCodeInput, proxy: 'none' },
+  // The agent to take away (docs/api.md "Export"): a zip streamed by a REST handler of the agent's own, no procedure (its body is bytes).
+  { procedure: null, rest: 'GET /export', proxy: 'rest' },
   { procedure: null, rest: 'GET /openapi.json', proxy: 'rest' },
   { procedure: null, rest: 'GET /docs', proxy: 'none' },
 ] as const satisfies readonly AgentRoute[];

@@ -31,7 +31,7 @@ export const TaskCreateInput = z
     chat_id: ChatId.optional().describe('the chat the task runs in; omitted: a chat of its own'),
     at: TaskAt.optional().describe('one-shot: when, ISO 8601 with an offset'),
     cron: TaskCron.optional().describe('recurring: five cron fields'),
-    timezone: TaskTimezone.optional().describe('IANA zone the cron is read in; default UTC'),
+    timezone: TaskTimezone.optional().describe("IANA zone the cron is read in; default: the user's zone (as kept on the account), else UTC"),
   })
   .refine((input) => (input.at === undefined) !== (input.cron === undefined), { message: 'give exactly one of at and cron', path: ['at'] });
 export type TaskCreateInput = z.infer<typeof TaskCreateInput>;
@@ -56,3 +56,6 @@ export const TaskList = z.object({ tasks: z.array(Task) });
 export const TaskIdInput = z.object({ id: TaskId });
 export const TaskPatchInput = z.object({ id: TaskId, status: z.enum(['active', 'paused']), prompt: TaskPrompt.optional() });
 export type TaskPatchInput = z.infer<typeof TaskPatchInput>;
+
+/** The user's zone, told to a running agent when it changes on the account (not proxied: the account's own call). */
+export const TaskZoneInput = z.object({ timezone: TaskTimezone });

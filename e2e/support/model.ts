@@ -15,12 +15,15 @@
  * - `what did I say …`: the user messages it was given, in order (what a replacement left);
  * - `long reply`: about 6,000 characters of Markdown paragraphs (the collapse test);
  * - `start a list helper`: spawns a subagent whose result is a Markdown list (the card test);
+ * - `read the tides page`: calls web_fetch on the page of e2e/support/web.ts, then tells the high water it read there;
+ * - `search the web for …`: calls web_search, then names the first result it got;
  * - anything else: a short greeting in a few chunks.
  */
 import { XSS_CORPUS, XSS_FILE } from './xss.js';
 import { lastUserText, startScriptedModel, toolResults, type ModelRequest, type ScriptedStep } from '../../test/support/scripted-model.js';
 
 const port = Number(process.env.E2E_MODEL_PORT ?? 3912);
+const webPort = Number(process.env.E2E_WEB_PORT ?? 3914);
 
 function respond(request: ModelRequest, index: number): ScriptedStep {
   const text = lastUserText(request);
@@ -64,6 +67,19 @@ function respond(request: ModelRequest, index: number): ScriptedStep {
   if (text.startsWith('start a helper')) {
     if (toolResults(request).length === 0) return { toolCalls: [{ name: 'spawn_subagent', args: { label: 'counter', task: 'count to three' } }] };
     return { text: 'A helper is on it.' };
+  }
+  if (text === 'read the tides page') {
+    const read = toolResults(request).at(-1)?.content;
+    if (!read) return { toolCalls: [{ name: 'web_fetch', args: { url: `http://127.0.0.1:${webPort}/tides` } }] };
+    const high = /High water is at ([\d:]+)/.exec(read)?.[1];
+    return { text: high ? `The page says high water is at ${high}.` : `I could not read it: ${read.slice(0, 200)}` };
+  }
+  if (text.startsWith('search the web for ')) {
+    const found = toolResults(request).at(-1)?.content;
+    if (!found) return { toolCalls: [{ name: 'web_search', args: { query: text.slice('search the web for '.length) } }] };
+    // The result as the tool gave it (a JSON string on the wire, its line breaks escaped).
+    const first = /1\. ([^\n\\]+)/.exec(found)?.[1];
+    return { text: first ? `The first result is “${first}”.` : `The search failed: ${found.slice(0, 200)}` };
   }
   if (text === 'spend the budget') return { text: 'That was expensive.', usage: { prompt_tokens: 100_000, completion_tokens: 200_000 } };
   if (text === 'count to three') return { text: 'one, two, three' };

@@ -131,6 +131,42 @@ interface KubeResults extends KubeStarts {
   goals: { wakeMedianMs: number };
 }
 
+interface TasksResults {
+  date: string;
+  runs: number;
+  heartbeatIntervalSeconds: number;
+  windowSeconds: number;
+  metered: Record<'chat' | 'heartbeat' | 'task' | 'subagent', number>;
+  taskTurns: { calls: number; tokens: number };
+  otherCalls: number;
+  loadAverage: { start: number[]; end: number[] };
+}
+
+type CheckSide = 'ours' | 'peer' | 'baseline';
+type CheckPath = 'signin' | 'refresh' | 'me';
+
+/** bench/results/check.json (`npm run bench:check`, bench/check.ts). */
+interface CheckResults {
+  date: string;
+  commit: string;
+  passed: boolean;
+  missed: string[];
+  store: string;
+  secondsPerRun: number;
+  rounds: number;
+  loadAverage: { before: number; after: number };
+  tookSeconds: number;
+  peer: {
+    goals: Record<CheckPath, { peer: number; baseline?: number }>;
+    comparisons: Array<{ what: string; rounds: number[] }>;
+    sinceBaseline: { commit: string; rows: Array<{ what: string; rounds: number[] }> };
+    roundsByPath: Record<
+      CheckPath,
+      Array<{ round: number; reqPerSec: Record<CheckSide, number>; loadAverage: Record<CheckSide, number>; cpuUs: Record<CheckSide, number> }>
+    >;
+  };
+}
+
 function read<T>(file: string): T {
   return JSON.parse(readFileSync(path.join(RESULTS, file), 'utf8')) as T;
 }
@@ -161,6 +197,7 @@ export function renderBenchmarksPage(): string {
   const startup = read<RowsResults>('startup.json');
   const sandbox = read<RowsResults>('sandbox.json');
   const kube = read<KubeResults>('kube.json');
+  const check = read<CheckResults>('check.json');
   const out: string[] = [];
   const section = (...parts: string[]) => out.push(...parts.map((p) => `${p}\n`));
 
@@ -182,6 +219,12 @@ export function renderBenchmarksPage(): string {
         ['`startup.json` (`npm run bench:startup`)', day(startup.date), loads([startup.loadAverages.start, startup.loadAverages.end]), ''],
         ['`sandbox.json` (`npm run bench:sandbox`)', day(sandbox.date), loads([sandbox.loadAverages.start, sandbox.loadAverages.end]), ''],
         ['`kube.json` (`npm run bench:kube`)', day(kube.date), loads(kube.rounds.map((r) => r.loadAverage)), 'PGlite'],
+        [
+          '`check.json` (`npm run bench:check`)',
+          day(check.date),
+          `load average ${fmt(check.loadAverage.before, 1)} → ${fmt(check.loadAverage.after, 1)}`,
+          check.store,
+        ],
       ],
     ),
   );
@@ -235,6 +278,33 @@ export function renderBenchmarksPage(): string {
       ),
     );
   }
+
+  const paths: CheckPath[] = ['signin', 'refresh', 'me'];
+  const goalCell = (rounds: number[], goal: number | undefined) =>
+    goal === undefined ? '' : `${eachRound(rounds)} (≥ ${goal}×: ${Math.min(...rounds) >= goal ? 'met' : 'missed'})`;
+  section(
+    '## The hot-path guard',
+    `\`npm run bench:check\` at \`${check.commit}\`: ${check.rounds} rounds, ${check.secondsPerRun} s per side and path in each (three turns), ${check.tookSeconds} s in all, on ${check.store}. ${check.passed ? 'Every goal met in every round.' : `Missed: ${check.missed.join('; ')}.`}`,
+    table(
+      ['path', 'vs Better Auth, each round', 'vs the baseline, each round'],
+      paths.map((what, i) => [
+        check.peer.comparisons[i]!.what,
+        goalCell(check.peer.comparisons[i]!.rounds, check.peer.goals[what].peer),
+        goalCell(check.peer.sinceBaseline.rows[i]!.rounds, check.peer.goals[what].baseline) || eachRound(check.peer.sinceBaseline.rows[i]!.rounds),
+      ]),
+    ),
+    `Round by round: requests per second, CPU µs per request (the server process and its PostgreSQL backends) and the 1-minute load average during the side's turns; ours / Better Auth / baseline (\`${check.peer.sinceBaseline.commit}\`):`,
+    table(
+      ['path', 'round', 'req/s', 'CPU µs per request', 'load average (our turns)'],
+      paths.flatMap((what, i) =>
+        check.peer.roundsByPath[what].map((r) => {
+          const sides = (pick: Record<CheckSide, number>) => (['ours', 'peer', 'baseline'] as const).map((side) => fmt(pick[side])).join(' / ');
+          return [check.peer.sinceBaseline.rows[i]!.what, r.round, sides(r.reqPerSec), sides(r.cpuUs), r.loadAverage.ours];
+        }),
+      ),
+      [1],
+    ),
+  );
 
   if (run.scaleOut && 'skipped' in run.scaleOut) section('## Scale-out', `Not measured in the latest run: ${run.scaleOut.skipped}.`);
   else if (run.scaleOut) {
@@ -380,7 +450,24 @@ export function renderBenchmarksPage(): string {
       [1, 2, 3, 4],
     ),
   );
+  out.push(`${tasksSection()}\n`);
   return out.join('\n');
+}
+
+/** What a recurring task costs, by source, against what its own turns reported (bench/tasks.ts). */
+export function tasksSection(): string {
+  const tasks = read<TasksResults>('tasks.json');
+  const expected = { chat: 0, heartbeat: 0, task: tasks.taskTurns.tokens, subagent: 0 };
+  const sources = ['chat', 'heartbeat', 'task', 'subagent'] as const;
+  return [
+    '## Scheduled tasks: tokens by source',
+    `\`npm run bench:tasks\` (${day(tasks.date)}): a sandboxed local agent runs \`* * * * *\` ${tasks.runs} times in ${tasks.windowSeconds} s while heartbeats tick every ${tasks.heartbeatIntervalSeconds} s without \`HEARTBEAT.md\`; the egress gateway's meter by source over that window, beside the tokens the model reported for the task turns' ${tasks.taskTurns.calls} calls (${tasks.otherCalls} other model calls; ${loads([tasks.loadAverage.start, tasks.loadAverage.end])}).`,
+    table(
+      ['source', 'metered tokens', 'the turns’ own tokens', 'difference'],
+      sources.map((source) => [source, tasks.metered[source], expected[source], tasks.metered[source] - expected[source]]),
+      [1, 2, 3],
+    ),
+  ].join('\n\n');
 }
 
 /** Where README.md's headline table sits, between these two lines. */

@@ -34,6 +34,7 @@ import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
 import { TokenService } from './tokens/service.js';
+import { timezoneOf } from './users/account.js';
 import { onGuestTerms } from './users/identities.js';
 import { GuestRetention } from './users/retention.js';
 import { promoteAdminEmails } from './users/roles.js';
@@ -133,6 +134,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
           ? connectors.call(userId, call.name, call.arguments, signal)
           : { content: [{ type: 'text', text: 'Connectors are not ready' }], is_error: true },
     },
+    userZone: (userId) => timezoneOf(store.db, userId),
   });
   const { registry, provisioner, sleeping, box } = agents;
   connectors = new Connectors(store.db, box, log.child({ area: 'connectors' }), {

@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
+import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
@@ -47,6 +48,23 @@ interface Opened {
   kind: AccountStore['kind'];
   exclusively: AccountStore['exclusively'];
   closeDriver(): Promise<void>;
+}
+
+/**
+ * PGlite's file system (Emscripten's) sets every file's mode itself, with a chmod after creating
+ * it: 0666 for the cluster it unpacks, 0644 for each new relation. That chmod bypasses the
+ * process's umask (docs/security.md, "The data directory"), so here every mode it sets keeps its
+ * owner's bits only: files 0600, directories 0700, now and for whatever it creates later.
+ */
+class PrivateNodeFS extends NodeFS {
+  override async init(pg: PGlite, opts: Parameters<NodeFS['init']>[1]) {
+    const { emscriptenOpts } = await super.init(pg, opts);
+    const ownerOnly = (mod: { FS: { chmod(path: string, mode: number, dontFollow?: boolean): void } }) => {
+      const chmod = mod.FS.chmod.bind(mod.FS);
+      mod.FS.chmod = (path, mode, dontFollow) => chmod(path, mode & ~0o077, dontFollow);
+    };
+    return { emscriptenOpts: { ...emscriptenOpts, preRun: [...(emscriptenOpts.preRun ?? []), ownerOnly] } };
+  }
 }
 
 async function openDriver(databaseUrl: string | undefined, dataDir: string): Promise<Opened> {
@@ -95,7 +113,7 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
   }
   const dir = path.join(dataDir, 'account-db');
   await mkdir(dir, { recursive: true });
-  const client = await PGlite.create(dir);
+  const client = await PGlite.create({ fs: new PrivateNodeFS(dir) });
   const driver: SqlDriver = async ({ text }, params) => (await client.query(text, params)).rows;
   const exclusively = async (_key: number, work: () => Promise<void>) => {
     await work();

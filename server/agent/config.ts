@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { logLevel, logPretty, optionalString, otlpEndpoint, parseConfig, port, requestBodyTimeout, uploadIdleTimeout } from '../common/config.js';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
+import { WEB_TOOLS } from '@contracts/agent/web.js';
 import type { EgressGatewayAddress } from './net/egress.js';
 
 export const AGENT_VERSION = '0.1.0';
@@ -105,6 +106,12 @@ export const agentEnv = z.object({
   TASK_MIN_INTERVAL: seconds(300, { max: 86_400 * 7 }).describe(
     'seconds a recurring task must leave between two runs (400 `INVALID_SCHEDULE` for a closer cron); the account service sets it per account tier',
   ),
+  USER_TIMEZONE: optionalString.pipe(z.string().max(64).optional()).meta({
+    description:
+      "the user's IANA time zone: the default zone of their tasks, and the local time the model is told when it schedules one; the account service passes the zone kept on the account (and tells a running agent when it changes)",
+    default: 'unset → the last zone the account service told it, else UTC',
+    values: 'an IANA zone name, e.g. `Europe/Berlin`',
+  }),
   LOG_LEVEL: logLevel,
   LOG_PRETTY: logPretty,
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()).meta({
@@ -115,6 +122,21 @@ export const agentEnv = z.object({
   // Chat runtime (server/agent/chat/).
   MODEL_API_KEY: optionalString.describe('bearer key for an `openai-compatible:` model'),
   AGENT_EXEC: z.preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off'])).describe('`off` removes the `exec` tool'),
+  // Set by the account service: which web tools its egress gateway answers for this agent (tools/web.ts).
+  AGENT_WEB_TOOLS: z
+    .preprocess(
+      (v) =>
+        String(v ?? '')
+          .split(',')
+          .map((name) => name.trim())
+          .filter(Boolean),
+      z.array(z.enum(WEB_TOOLS, { message: `each must be one of ${WEB_TOOLS.join(', ')}` })),
+    )
+    .meta({
+      description: 'the web tools the egress gateway answers for this agent: `web_fetch`, `web_search`; offered only with a gateway',
+      internal: true,
+      values: 'comma-separated `fetch`, `search`',
+    }),
   AGENT_EXEC_TIMEOUT: seconds(60, { max: 3600 }).describe('seconds before an `exec` command is killed (with its process group)'),
   // Set by the account service for a sandboxed agent: the bwrap command line exec commands run under.
   AGENT_EXEC_SANDBOX: optionalString
@@ -144,6 +166,12 @@ export const agentEnv = z.object({
     internal: true,
     values: 'a socket path',
   }),
+  // Set by the Kubernetes provisioner on the exec runner container, the same image's second role (run.ts).
+  AGENT_EXEC_RUNNER_LISTEN: optionalString.meta({
+    description: 'makes this process the exec runner, listening on this socket, instead of an agent (the exec runner container of a Kubernetes Pod)',
+    internal: true,
+    values: 'a socket path',
+  }),
   AGENT_EXEC_EGRESS_SOCKET: optionalString.meta({
     description: "the egress gateway's socket for the `exec` relay (no provider keys added there)",
     internal: true,
@@ -163,9 +191,14 @@ export const agentEnv = z.object({
     'seconds of silence on a chat stream before a `keepalive` event; short, so that a client can tell a stalled stream (no byte on an open connection) from a quiet run within seconds',
   ),
   AGENT_STREAM_GRACE: seconds(30, { max: 3600 }).describe("seconds a finished run's events stay resumable by `Last-Event-ID`"),
-  AGENT_HISTORY_CONTEXT: z
-    .preprocess((v) => (v === '' || v === undefined ? 40 : v), z.coerce.number().int().min(0).max(1000))
-    .describe('history entries given to the model as context'),
+  MODEL_CONTEXT_TOKENS: z
+    .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(200).max(10_000_000).optional())
+    .meta({
+      description:
+        'the model\'s context window in tokens: a chat nearing it is compacted (a memory flush, then older turns summarised; docs/agent.md, "Long chats")',
+      default: 'unset → known per model (GPT-4o, GPT-4.1, o-series, Claude), else 32000',
+      values: 'an integer, 200 to 10000000',
+    }),
   // Subagents (server/agent/subagents/) and heartbeat (server/agent/heartbeat/).
   SUBAGENT_TIMEOUT: seconds(600, { max: 86_400 }).describe(
     "seconds a subagent run may take (then status `timeout`); also the cap of the tool's `timeout_seconds`",
@@ -309,6 +342,8 @@ const schema = agentEnv
       modelApiKey: env.MODEL_API_KEY,
       modelRetries: env.AGENT_MODEL_RETRIES,
       execEnabled: env.AGENT_EXEC === 'on',
+      /** Web tools only through a gateway, which judges their addresses (a standalone agent has none). */
+      webTools: egressGateway(env) ? env.AGENT_WEB_TOOLS : [],
       execTimeoutMs: env.AGENT_EXEC_TIMEOUT * 1000,
       execSandbox: env.AGENT_EXEC_SANDBOX,
       execProxy: env.AGENT_EXEC_PROXY,
@@ -319,7 +354,8 @@ const schema = agentEnv
       maxSteps: env.AGENT_MAX_STEPS,
       keepaliveMs: env.AGENT_KEEPALIVE_INTERVAL * 1000,
       streamGraceMs: env.AGENT_STREAM_GRACE * 1000,
-      historyContext: env.AGENT_HISTORY_CONTEXT,
+      /** MODEL_CONTEXT_TOKENS; unset: known per model (chat/compaction.ts). */
+      contextTokens: env.MODEL_CONTEXT_TOKENS,
     },
     telegram: {
       /** Unset: no bot; the contact endpoints still answer. */
@@ -345,6 +381,8 @@ const schema = agentEnv
       minIntervalMs: env.TASK_MIN_INTERVAL * 1000,
       /** TASK_MODEL; unset: the chat's model. */
       model: env.TASK_MODEL ? parseModelSpec(env.TASK_MODEL) : undefined,
+      /** USER_TIMEZONE; unset: the stored one, else UTC. */
+      userTimezone: env.USER_TIMEZONE,
     },
     heartbeat: {
       /** HEARTBEAT_MODEL; unset: the chat's model. */
@@ -374,5 +412,8 @@ const schema = agentEnv
   }));
 
 export type AgentConfig = z.output<typeof schema>;
+
+/** The exec runner's socket when this process is a Pod's exec runner (which reads nothing else of the configuration). */
+export const execRunnerListen = (env: NodeJS.ProcessEnv): string | undefined => agentEnv.shape.AGENT_EXEC_RUNNER_LISTEN.parse(env.AGENT_EXEC_RUNNER_LISTEN);
 
 export const loadAgentConfig = (env: NodeJS.ProcessEnv): AgentConfig => parseConfig(schema, env);

@@ -23,6 +23,8 @@ import { eventStreamDoc, fileBodyDoc, multipartDoc, openApiDocument } from '../.
 import { requestSignal, RouteTable, type CallerFor, type HttpMethod, type ServiceErrorCodes } from '../../rest-bridge/routes.js';
 import { agentRouteOf, restRouteOf, type AgentProcedureName } from '@contracts/agent/routes.js';
 import { writeEventStream } from '../../rest-bridge/sse.js';
+import { pipeline } from 'node:stream/promises';
+import { exportZip } from './export/export.js';
 
 const createCaller = createCallerFactory(agentRouter);
 
@@ -147,6 +149,37 @@ export function mountAgentBridge(app: IRouter, contextFor: (req: Request) => Age
       requestParams: { path: ChatStreamInput.pick({ chat_id: true }) },
     },
     { authenticated: true, errors: ['VALIDATION_FAILED'] },
+  );
+
+  // The agent to take away: a zip streamed as it is written (export/export.ts), never whole in memory.
+  table.add(
+    'get',
+    '/export',
+    [
+      async (req, res) => {
+        const ctx = contextFor(req);
+        if (!ctx.authorized) throw unauthorized('Missing or invalid agent secret', 'INVALID_AGENT_SECRET');
+        const { config, store, tasks } = ctx.services;
+        const zip = await exportZip({
+          name: config.name,
+          workspace: config.workspace,
+          quotaBytes: config.workspaceQuotaBytes,
+          sql: store.sql,
+          tasks: () => tasks.store.list(),
+        });
+        const day = new Date().toISOString().slice(0, 10);
+        res.writeHead(200, {
+          'content-type': 'application/zip',
+          'content-disposition': `attachment; filename="agent-export-${day}.zip"`,
+          'cache-control': 'no-store',
+        });
+        await pipeline(zip, res).catch(() => res.destroy());
+      },
+    ],
+    {
+      ...fileBodyDoc('Export the agent: a zip of the workspace (up to its quota), every chat as JSONL (chats/), the tasks (tasks.json) and a manifest.json'),
+    },
+    { authenticated: true },
   );
 
   mountJsonProcedures(table, agentRouter, contextFor);

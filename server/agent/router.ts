@@ -1,6 +1,7 @@
 import { chatRouter, chatsRouter } from './chat/router.js';
 import { filesRouter } from './files/router.js';
 import { healthRouter } from './health/router.js';
+import { memoryRouter } from './memory/router.js';
 import { pendingRouter } from './pending/router.js';
 import { subagentsRouter } from './subagents/router.js';
 import { tasksRouter } from './tasks/router.js';
@@ -15,6 +16,7 @@ export const agentRouter = router({
   subagents: subagentsRouter,
   pending: pendingRouter,
   tasks: tasksRouter,
+  memory: memoryRouter,
   // The same procedures under the generic name and the integration's (docs/api.md: messenger paths).
   messenger: messengerRouter,
   telegram: telegramRouter,

@@ -8,7 +8,7 @@ import { onShutdownSignal } from '../common/http.js';
 import { createLogger } from '../common/log.js';
 import { createFilesPrivately } from '../common/private-files.js';
 import { startAgent } from './app.js';
-import { loadAgentConfig } from './config.js';
+import { execRunnerListen, loadAgentConfig } from './config.js';
 import { takeSecrets } from './secrets.js';
 import { serveExecRunner } from './tools/exec-runner.js';
 
@@ -20,7 +20,7 @@ export interface BootReport {
 export async function runAgent(boot?: BootReport): Promise<void> {
   // The same image's second role in a Kubernetes Pod: the exec runner container (tools/exec-runner.ts),
   // which reads no configuration and no secret of the agent's.
-  const runnerSocket = process.env.AGENT_EXEC_RUNNER_LISTEN;
+  const runnerSocket = execRunnerListen(process.env);
   if (runnerSocket) return serveRunner(runnerSocket);
   try {
     const config = loadAgentConfig(takeSecrets(process.env));

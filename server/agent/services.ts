@@ -7,6 +7,7 @@ import { createFilesPrivately, privateDir } from '../common/private-files.js';
 import { ChatHistory } from './chat/history.js';
 import { configuredModel } from './model/configured.js';
 import { ChatRuntime } from './chat/runtime.js';
+import { HistorySearch, searchHistoryTool } from './chat/search.js';
 import type { AgentConfig } from './config.js';
 import { HeartbeatScheduler } from './heartbeat/scheduler.js';
 import type { ModelSpec } from '@contracts/agent/model-spec.js';
@@ -15,6 +16,7 @@ import { HEARTBEAT_NEXT_KEY, readStoredTime, writeState } from './state.js';
 import { TaskRunner } from './tasks/runner.js';
 import { TaskStore } from './tasks/tasks.js';
 import { scheduleTaskTool } from './tasks/tool.js';
+import { UserZone } from './tasks/zone.js';
 import { PendingStore } from './pending/store.js';
 import { MessengerService } from './messenger/service.js';
 import { openAgentStore, type AgentStore } from './store.js';
@@ -35,8 +37,8 @@ export interface AgentServices {
   pending: PendingStore;
   subagents: SubagentRegistry;
   heartbeat: HeartbeatScheduler;
-  /** Scheduled tasks: the store the API and the tool work on, and the runner that runs them when due. */
-  tasks: { store: TaskStore; runner: TaskRunner };
+  /** Scheduled tasks: the store the API and the tool work on, the runner that runs them when due, the user's time zone. */
+  tasks: { store: TaskStore; runner: TaskRunner; zone: UserZone };
   messenger: MessengerService;
   /** Requests in flight (the HTTP app counts them; lifecycle.ts reports them). */
   requests: RequestActivity;
@@ -69,7 +71,8 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const modelFor = (spec: ModelSpec) => configuredModel(spec, { apiKey: chatConfig.modelApiKey, egress: config.egress });
   const model = chatConfig.model ? modelFor(chatConfig.model) : null;
   const gate = new ProactiveBudgetGate(store.db, config.egress, log.child({ area: 'budget' }));
-  const taskStore = new TaskStore(store.db, config.tasks);
+  const zone = UserZone.open(store.sql, config.tasks.userTimezone);
+  const taskStore = new TaskStore(store, config.tasks, { zone: () => zone.get() });
   const subagents = new SubagentRegistry({
     config,
     log: log.child({ area: 'subagents' }),
@@ -84,8 +87,9 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
   const connectorTools = config.egress ? new ConnectorTools(config.egress, config.workspace, quota, log.child({ area: 'connectors' })) : undefined;
   const userRunListeners = new Set<(chatId: string) => void>();
   const metrics = createAgentMetrics();
-  // Chat runs are depth 0: they get spawn_subagent and schedule_task; subagents (depth 1) and heartbeats do not.
+  // Chat runs are depth 0: they get spawn_subagent, schedule_task and search_history; subagents (depth 1) and heartbeats do not.
   const history = new ChatHistory(store.sql);
+  const search = new HistorySearch(store.sql);
   const chat = new ChatRuntime({
     config,
     log,
@@ -94,7 +98,8 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     runTools: async (chatId) => ({
       ...(await connectorTools?.tools()),
       ...spawnSubagentTool(subagents, { chatId, depth: 0 }),
-      ...scheduleTaskTool(taskStore, { chatId }),
+      ...scheduleTaskTool(taskStore, { chatId, zone }),
+      ...searchHistoryTool(search, { chatId }),
     }),
     metrics,
     onRunStart: (chatId) => {
@@ -110,7 +115,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       model: config.heartbeat.model ? modelFor(config.heartbeat.model) : model,
       tools: backgroundTools,
       gate,
-      recent: (chatId, entries) => history.modelContext(chatId, entries),
+      recent: (chatId, entries) => history.recent(chatId, entries),
       activeRun: (chatId) => chat.active(chatId).active,
       onUserRun: (listener) => {
         userRunListeners.add(listener);
@@ -118,10 +123,15 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
       },
     },
     config.heartbeatIntervalSeconds * 1000,
-    (at) =>
-      void writeState(store.db, HEARTBEAT_NEXT_KEY, at.toISOString()).catch((error: unknown) => log.warn({ err: error }, 'heartbeat: next time not stored')),
+    (at) => {
+      try {
+        writeState(store.sql, HEARTBEAT_NEXT_KEY, at.toISOString());
+      } catch (error) {
+        log.warn({ err: error }, 'heartbeat: next time not stored');
+      }
+    },
   );
-  heartbeat.start((await readStoredTime(store.db, HEARTBEAT_NEXT_KEY)) ?? config.heartbeat.nextAt);
+  heartbeat.start(readStoredTime(store.sql, HEARTBEAT_NEXT_KEY) ?? config.heartbeat.nextAt);
   const taskRunner = new TaskRunner({
     store: taskStore,
     chat,
@@ -145,7 +155,7 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     pending,
     subagents,
     heartbeat,
-    tasks: { store: taskStore, runner: taskRunner },
+    tasks: { store: taskStore, runner: taskRunner, zone },
     messenger,
     requests: new RequestActivity(),
     async drain(graceMs) {

@@ -34,6 +34,8 @@ const prismaDir = fileURLToPath(new URL('../../prisma/agent/', import.meta.url))
 export const agentMigrations: MigrationSource = {
   schemaPath: path.join(prismaDir, 'schema.prisma'),
   migrationsDir: path.join(prismaDir, 'migrations'),
+  // The history's full-text index (migration history_search) and the tables FTS5 keeps it in.
+  externalTables: ['chat_messages_fts', ...['config', 'data', 'docsize', 'idx'].map((part) => `chat_messages_fts_${part}`)],
 };
 
 export interface AgentStore {

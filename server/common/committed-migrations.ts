@@ -13,6 +13,11 @@ export interface MigrationSource {
   schemaPath: string;
   /** The folder holding `<timestamp>_<name>/migration.sql` and `migration_lock.toml`. */
   migrationsDir: string;
+  /**
+   * Tables the migrations create by hand that Prisma does not model (an FTS5 index and its shadow
+   * tables): a new migration's diff leaves them alone instead of dropping them.
+   */
+  externalTables?: string[];
 }
 
 /** The committed migrations' folder names, oldest first. */

@@ -102,13 +102,13 @@ async function readMigrations(source: MigrationSource): Promise<MigrationList> {
   };
 }
 
-const noFilters = { externalTables: [], externalEnums: [] };
+const filtersOf = (source: MigrationSource) => ({ externalTables: source.externalTables ?? [], externalEnums: [] });
 
 /** Applies every committed migration not yet recorded in the database; returns their names. */
 export async function applyMigrations(source: MigrationSource, adapter: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
   const migrationsList = await readMigrations(source);
   return withEngine(source, adapter, async (engine) => {
-    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: noFilters });
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: filtersOf(source) });
     return appliedMigrationNames;
   });
 }
@@ -132,7 +132,7 @@ export async function createMigration(
       to: { tag: 'schemaDatamodel', files: [{ path: source.schemaPath, content: schema }] },
       script: true,
       exitCode: null,
-      filters: noFilters,
+      filters: filtersOf(source),
     });
     return diff.stdout;
   });

@@ -70,6 +70,27 @@ describe.each(kinds)('tokens on %s', (kind) => {
     expect((await post('/auth/refresh', { refresh_token: second.refresh_token })).status).toBe(200);
   });
 
+  it("a refresh stamps the user's last activity, to the minute: within a minute of the last stamp it leaves the row alone", async () => {
+    const pair = await guest('device-last-active');
+    const { user_id: userId } = (await (await me(pair.access_token)).json()) as { user_id: string };
+    const { db } = account.services.store;
+    const stampedAgo = async (ms: number) => {
+      const at = new Date(Date.now() - ms);
+      await db.user.update({ where: { id: userId }, data: { lastActiveAt: at } });
+      return at;
+    };
+    const lastActive = async () => (await db.user.findUniqueOrThrow({ where: { id: userId }, select: { lastActiveAt: true } })).lastActiveAt.getTime();
+
+    const recent = await stampedAgo(30_000);
+    const second = (await (await post('/auth/refresh', { refresh_token: pair.refresh_token })).json()) as Pair;
+    expect(await lastActive()).toBe(recent.getTime());
+
+    const before = Date.now();
+    await stampedAgo(61_000);
+    expect((await post('/auth/refresh', { refresh_token: second.refresh_token })).status).toBe(200);
+    expect(await lastActive()).toBeGreaterThanOrEqual(before - 1_000);
+  });
+
   it('gives exactly one new pair to 20 concurrent refreshes of one token', async () => {
     const pair = await guest('device-race');
     const answers = await Promise.all(Array.from({ length: 20 }, () => post('/auth/refresh', { refresh_token: pair.refresh_token })));

@@ -212,6 +212,33 @@ describe('admin API', () => {
     expect(detail.usage.last_30_days).toMatchObject({ messages: 2, uploads: 1 });
   });
 
+  it('the usage views split model tokens by source: chat, heartbeat, task, subagent', async () => {
+    const guest = await api.guest();
+    const { user_id: userId } = await api.me(guest);
+    const budget = account.services.modelBudget;
+    const today = new Date().toISOString().slice(0, 10);
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    await budget.record(userId, { tokensIn: 100, tokensOut: 10 }, true, today, 'chat');
+    await budget.record(userId, { tokensIn: 20, tokensOut: 2 }, true, today, 'heartbeat');
+    await budget.record(userId, { tokensIn: 30, tokensOut: 3 }, true, today, 'task');
+    await budget.record(userId, { tokensIn: 40, tokensOut: 4 }, true, yesterday, 'subagent');
+    const { usage } = await api.json<{ usage: Array<{ day: string; by_source: Record<string, number> }> }>(
+      await api.get(`/admin/agents/usage?user_id=${userId}&days=2`, admin.headers),
+    );
+    expect(usage.map((row) => [row.day, row.by_source])).toEqual([
+      [today, { chat: 110, heartbeat: 22, task: 33, subagent: 0 }],
+      [yesterday, { chat: 0, heartbeat: 0, task: 0, subagent: 44 }],
+    ]);
+    const detail = await api.json<{ usage: Record<'today' | 'last_30_days', { tokens_in: number; tokens_out: number; by_source: Record<string, number> }> }>(
+      await api.get(`/admin/users/${userId}`, admin.headers),
+    );
+    expect(detail.usage.today).toMatchObject({ tokens_in: 150, tokens_out: 15, by_source: { chat: 110, heartbeat: 22, task: 33, subagent: 0 } });
+    expect(detail.usage.last_30_days.by_source).toEqual({ chat: 110, heartbeat: 22, task: 33, subagent: 44 });
+    // The user sees the same split of today on their own account.
+    const own = await api.json<{ usage: { model_tokens: { used: number; by_source: Record<string, number> } } }>(await api.get('/account', bearer(guest)));
+    expect(own.usage.model_tokens).toMatchObject({ used: 165, by_source: { chat: 110, heartbeat: 22, task: 33, subagent: 0 } });
+  });
+
   it('stop and restart an agent; the running list shows it with its user', async () => {
     const pair = await api.email(uniqueEmail('agent'));
     const { user_id: userId } = await api.me(pair);

@@ -43,7 +43,16 @@ describe('POST /chat', () => {
       ['assistant', 'first answer'],
       ['user', 'second question'],
     ]);
-    expect(request.tools!.map((t) => t.function.name).sort()).toEqual(['exec', 'list_files', 'read_file', 'send_file', 'spawn_subagent', 'write_file']);
+    expect(request.tools!.map((t) => t.function.name).sort()).toEqual([
+      'exec',
+      'list_files',
+      'read_file',
+      'schedule_task',
+      'search_history',
+      'send_file',
+      'spawn_subagent',
+      'write_file',
+    ]);
   });
 
   it('runs a tool round trip: tool_use event, result back to the model, then text', async () => {

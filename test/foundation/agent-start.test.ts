@@ -55,7 +55,9 @@ const secret = randomBytes(24).toString('hex');
 const auth = { authorization: `Bearer ${secret}` };
 
 async function start(env: Record<string, string>): Promise<RunningAgent> {
-  const config = loadAgentConfig({ AGENT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', HEARTBEAT_INTERVAL: '0', AGENT_SECRET: secret, ...env });
+  // Heartbeats on, as an agent runs by default: a start reads and stores the next one's time and
+  // asks when the next scheduled task is due, all without an ORM query.
+  const config = loadAgentConfig({ AGENT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', AGENT_SECRET: secret, ...env });
   const agent = await startAgent(config);
   running.push(agent);
   return agent;

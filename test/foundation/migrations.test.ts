@@ -18,7 +18,7 @@ async function copyOf(source: MigrationSource): Promise<MigrationSource> {
   const dir = await tempDir('prisma-copy');
   cleanup.push(dir);
   await cp(path.dirname(source.schemaPath), dir, { recursive: true });
-  return { schemaPath: path.join(dir, 'schema.prisma'), migrationsDir: path.join(dir, 'migrations') };
+  return { ...source, schemaPath: path.join(dir, 'schema.prisma'), migrationsDir: path.join(dir, 'migrations') };
 }
 
 const extraModel = '\nmodel Probe {\n  id   Int    @id @default(autoincrement())\n  note String\n\n  @@map("probes")\n}\n';

@@ -74,6 +74,29 @@ describe('with a HEARTBEAT.md and a chat', () => {
     expect((request.tools ?? []).map((t) => t.function.name)).not.toContain('spawn_subagent');
   });
 
+  it('the light context holds the memory files and the last six entries of the chat, never the older ones', async () => {
+    await writeFile(path.join(rig.agent.workspace, 'MEMORY.md'), '- The user is allergic to penicillin.');
+    rig.model.respond((request) => (isHeartbeat(request) ? { text: HEARTBEAT_OK } : { text: `reply to ${lastUserText(request)}` }));
+    for (let i = 1; i <= 6; i++) await rig.chat('newest', `turn ${i} of a long chat`);
+    const before = rig.model.requests.length;
+    expect(await runNow()).toEqual({ kind: 'ok', chatId: 'newest' });
+    expect(rig.model.requests.length).toBe(before + 1);
+    const request = rig.model.requests.at(-1)!;
+    const system = String(request.messages[0]!.content);
+    expect(system).toContain('## MEMORY.md\n- The user is allergic to penicillin.');
+    const asked = lastUserText(request);
+    // Six entries: the last three turns, each a message and its reply.
+    for (const i of [4, 5, 6]) {
+      expect(asked).toContain(`User: turn ${i} of a long chat`);
+      expect(asked).toContain(`You: reply to turn ${i} of a long chat`);
+    }
+    for (const i of [1, 2, 3]) expect(asked).not.toContain(`turn ${i} of a long chat`);
+    expect(asked).not.toContain('private chat history');
+    // The chat itself is one user message of the heartbeat's, not the chat's history replayed.
+    expect(request.messages.map((m) => m.role)).toEqual(['system', 'user']);
+    await rm(path.join(rig.agent.workspace, 'MEMORY.md'));
+  });
+
   it('an alert becomes one pending message for the most recently active chat', async () => {
     rig.model.respond(() => ({ text: ['It is Friday: ', 'call the dentist.'] }));
     expect(await runNow()).toEqual({ kind: 'alert', chatId: 'newest', content: 'It is Friday: call the dentist.' });

@@ -186,6 +186,55 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     }
   });
 
+  it("a suspended agent's heartbeat wakes it: the wake scheduler recreates its Pod and the heartbeat turn runs", async () => {
+    // The agent's heartbeat every 3 s (its command's environment: the account passes no HEARTBEAT_INTERVAL to Pods).
+    const account = await startKubeAccount({
+      AGENT_IDLE_TIMEOUT: '2',
+      AGENT_WAKE_POLL: '0.5',
+      KUBE_AGENT_COMMAND: JSON.stringify(['env', 'HEARTBEAT_INTERVAL=3', 'node', '/app/dist/agent/boot.cjs']),
+    });
+    try {
+      const user = await guest(account, 'kube-heartbeat');
+      expect(await chat(account, user, 'c', 'hello')).toBe('echo: hello');
+      const agent = await account.services.agents.registry.forUser(user.userId);
+      if (!agent) throw new Error('no agent registered');
+      const marker = `kube-heartbeat-${randomBytes(4).toString('hex')}`;
+      const form = new FormData();
+      form.append('file', new Blob([`- ${marker}`]), 'HEARTBEAT.md');
+      const upload = await fetch(`${account.url}/api/v1/agent/files/upload`, { method: 'POST', headers: bearer(user), body: form });
+      expect(upload.status).toBe(200);
+      const { path: uploaded } = (await upload.json()) as { path: string };
+      if (uploaded !== 'HEARTBEAT.md') {
+        const moved = await fetch(`${account.url}/api/v1/agent/files/move`, {
+          method: 'POST',
+          headers: { ...bearer(user), 'content-type': 'application/json' },
+          body: JSON.stringify({ from: uploaded, to: 'HEARTBEAT.md' }),
+        });
+        expect(moved.status).toBe(200);
+      }
+      const firstPod = (await pod(agent.id))?.metadata?.uid as string;
+
+      // Idle: suspended, its next heartbeat kept as the agent's wake time; nothing of it runs to call the model.
+      await eventually('suspended', async () => (await statefulSet(agent.id))?.spec?.replicas === 0 && !(await pod(agent.id)), 30_000);
+      const asleep = model.requests.length;
+      const heartbeatsSince = () => model.requests.slice(asleep).filter((request) => JSON.stringify(request).includes(marker)).length;
+
+      // Nobody asks for it: the scheduler wakes it, a new Pod runs, and the heartbeat reaches the model.
+      const woken = await eventually(
+        'woken by its heartbeat',
+        async () => {
+          const now = await pod(agent.id);
+          return now && now.metadata.uid !== firstPod && heartbeatsSince() > 0 ? now : undefined;
+        },
+        60_000,
+      );
+      expect(woken.spec.nodeName).toBeTruthy();
+      expect(heartbeatsSince()).toBeGreaterThan(0);
+    } finally {
+      await account.stop();
+    }
+  });
+
   it('stores the Pod spec the docs promise: runtime class, non-root, read-only root, no capabilities, seccomp, no token, no service links, limits, probe, grace', async () => {
     const account = await startKubeAccount();
     try {

@@ -13,17 +13,16 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { startTestAccount, startTestAgent, tempDir, type TestAccount, type TestAgent } from '../support/servers.js';
 
 /**
- * Every entry under `root` (itself included) whose mode lets anyone but its owner in. PGlite sets
- * its own files' modes (0666, 0644) whatever the umask; they are held by their directories, which
- * must be 0700 like every other.
+ * Every entry under `root` (itself included) whose mode lets anyone but its owner in. PGlite's
+ * files included (fourth security review: it set them 0666 and 0644 whatever the umask, 971 of
+ * them after a short run).
  */
 async function openToOthers(root: string): Promise<string[]> {
   const open: string[] = [];
   const visit = async (entry: string) => {
     const stats = await lstat(entry);
     if (stats.isSymbolicLink()) return;
-    const pgliteFile = stats.isFile() && path.relative(root, entry).startsWith(`account-db${path.sep}`);
-    if ((stats.mode & 0o077) !== 0 && !pgliteFile) open.push(`${path.relative(root, entry) || '.'} ${(stats.mode & 0o777).toString(8)}`);
+    if ((stats.mode & 0o077) !== 0) open.push(`${path.relative(root, entry) || '.'} ${(stats.mode & 0o777).toString(8)}`);
     if (stats.isDirectory()) for (const name of await readdir(entry)) await visit(path.join(entry, name));
   };
   await visit(root);

@@ -5,7 +5,7 @@
  * through the model's tool (a prompt that asks for hundreds of tasks), a missed recurring task run
  * once, and the weekday cron in Europe/Berlin across both DST changes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openAgentStore, type AgentStore } from '../../server/agent/store.js';
 import { checkCron, nextCronRun } from '../../server/agent/tasks/schedule.js';
 import { TaskStore } from '../../server/agent/tasks/tasks.js';
@@ -36,15 +36,17 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<{ 
 const inSeconds = (s: number) => new Date(Date.now() + s * 1000).toISOString().replace('Z', '+00:00');
 const runner = () => rig.agent.services.tasks.runner;
 
-/** Resolves with the outcome of the next task turn that ends for `taskId`. */
-function turnEnded(taskId: string): Promise<TaskOutcome> {
+/**
+ * Resolves with the next task turn that ends. Subscribed before the task is made: on a loaded
+ * machine a task due in a fraction of a second may end before its POST has answered.
+ */
+function nextTurn(): Promise<{ id: string; outcome: TaskOutcome }> {
   return new Promise((resolve) => {
     const previous = runner().onTurnEnded;
     runner().onTurnEnded = (id, outcome) => {
       previous(id, outcome);
-      if (id !== taskId) return;
       runner().onTurnEnded = previous;
-      resolve(outcome);
+      resolve({ id, outcome });
     };
   });
 }
@@ -97,12 +99,40 @@ describe('POST /tasks', () => {
   });
 });
 
+describe("the user's time zone", () => {
+  /** The account service's call (tRPC, with the agent secret; not proxied to users). */
+  const setZone = async (timezone: string, auth: Record<string, string> = rig.agent.auth) => {
+    const res = await fetch(`${rig.agent.url}/trpc/tasks.setTimezone`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { timezone } }),
+    });
+    return { status: res.status, body: (await res.json()) as { error?: { json: { data: { code: string } } } } };
+  };
+
+  it('is the zone of a task made without one; an unknown zone is refused, a caller without the secret too', async () => {
+    expect((await setZone('Europe/Berlin')).status).toBe(200);
+    const { body: task } = await call<Task>('POST', '/tasks', { prompt: 'Berlin mornings', cron: '0 9 * * 1-5' });
+    expect(task.timezone).toBe('Europe/Berlin');
+    expect(new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit' }).format(new Date(task.next_run_at!))).toBe(
+      '09:00',
+    );
+    expect((await setZone('Mars/Olympus_Mons')).status).toBe(400);
+    expect((await setZone('Asia/Tokyo', {})).status).toBe(401);
+    // Kept in agent.db: an agent started without USER_TIMEZONE still has it.
+    expect(await rig.agent.services.store.db.agentState.findUnique({ where: { key: 'user_timezone' } })).toMatchObject({ value: 'Europe/Berlin' });
+    expect((await setZone('UTC')).status).toBe(200);
+    await deleteAll();
+  });
+});
+
 describe('a one-shot task at its time', () => {
   it('runs as a turn in its chat and its answer becomes a pending message with source "task"', async () => {
     rig.model.respond((request) => ({ text: lastUserText(request).includes('Stretch') ? 'Time to stretch!' : 'ok' }));
-    const { body: task } = await call<Task>('POST', '/tasks', { prompt: 'Stretch reminder', at: inSeconds(1.5), chat_id: 'desk' });
     const before = rig.model.requests.length;
-    expect(await turnEnded(task.id)).toBe('ok');
+    const ended = nextTurn();
+    const { body: task } = await call<Task>('POST', '/tasks', { prompt: 'Stretch reminder', at: inSeconds(1.5), chat_id: 'desk' });
+    expect(await ended).toEqual({ id: task.id, outcome: 'ok' });
     expect(rig.model.requests.length).toBe(before + 1);
     expect(lastUserText(rig.model.requests.at(-1)!)).toBe(taskMessage('Stretch reminder'));
     expect(rig.model.requestHeaders.at(-1)!['x-model-source']).toBe('task');
@@ -121,12 +151,29 @@ describe('a one-shot task at its time', () => {
   });
 
   it('waits for a reply running in its chat instead of cutting it', async () => {
-    rig.model.respond((request) =>
-      lastUserText(request).startsWith('[Scheduled task]') ? { text: 'task answer' } : { text: ['slow ', 'user answer'], delayMs: 700 },
-    );
+    // The user's reply is held until the task has come due (however loaded the machine), then sent.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const isTask = (request: Parameters<typeof lastUserText>[0]) => lastUserText(request).startsWith('[Scheduled task]');
+    rig.model.respond(async (request) => {
+      if (isTask(request)) return { text: 'task answer' };
+      await held;
+      return { text: ['slow ', 'user answer'] };
+    });
+    const before = rig.model.requests.length;
     const user = rig.chat('busy', 'a question');
-    const { body: task } = await call<Task>('POST', '/tasks', { prompt: 'Ping', at: inSeconds(0.3), chat_id: 'busy' });
-    expect(await turnEnded(task.id)).toBe('ok');
+    await vi.waitFor(() => expect(rig.model.requests.slice(before).map(lastUserText)).toContain('a question'), { timeout: 10_000 });
+    const ended = nextTurn();
+    const at = inSeconds(1);
+    const created = await call<Task>('POST', '/tasks', { prompt: 'Ping', at, chat_id: 'busy' });
+    expect(created.status).toBe(201);
+    const task = created.body;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(at) - Date.now()) + 300));
+    expect(rig.model.requests.slice(before).some(isTask)).toBe(false);
+    release();
+    expect(await ended).toEqual({ id: task.id, outcome: 'ok' });
     const frames = await user;
     expect(frames.map((f) => f.data.type)).not.toContain('error');
     const history = (await call<{ messages: Array<{ content?: string }> }>('GET', '/chat/busy/history')).body.messages.map((m) => m.content);
@@ -212,9 +259,9 @@ describe('missed while asleep', () => {
     // As if the agent had slept through three days of it.
     await rig.agent.services.store.db.task.update({ where: { id: task.id }, data: { nextRunAt: new Date(Date.now() - 3 * 86_400_000) } });
     const before = rig.model.requests.length;
-    const ended = turnEnded(task.id);
+    const ended = nextTurn();
     await runner().tick();
-    expect(await ended).toBe('ok');
+    expect(await ended).toEqual({ id: task.id, outcome: 'ok' });
     await runner().tick();
     expect(rig.model.requests.length).toBe(before + 1);
     const after = (await call<{ tasks: Task[] }>('GET', '/tasks')).body.tasks[0]!;
@@ -242,7 +289,7 @@ describe('a weekday cron in Europe/Berlin across DST', () => {
     const store: AgentStore = await openAgentStore(dir);
     try {
       let now = new Date('2026-03-27T06:59:00Z');
-      const tasks = new TaskStore(store.db, { max: 10, minIntervalMs: 300_000 }, () => now);
+      const tasks = new TaskStore(store, { max: 10, minIntervalMs: 300_000 }, { clock: () => now });
       const task = await tasks.create({ prompt: 'morning', cron: weekdays8, timezone: 'Europe/Berlin' });
       expect(task.next_run_at).toBe('2026-03-27T07:00:00.000Z');
       now = new Date('2026-03-27T07:00:01Z');

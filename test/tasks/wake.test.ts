@@ -6,9 +6,13 @@
  *   message and a Telegram message to the owner; its tokens are counted under `task`;
  * - tRPC procedures and REST paths serve the same tasks; another user's task id is 404 and leaves
  *   the task alone; a guest's agent holds 3 tasks and no cron closer than an hour;
- * - a proactive turn the day's budget has no room for does not run, and says so once.
+ * - a proactive turn the day's budget has no room for does not run, and says so once (heartbeats
+ *   every second and a task together: one notice);
+ * - the user's time zone, kept on the account, reaches the agent: a running one is told when it
+ *   changes, a sleeping one is not woken for it and reads it at its next start; the model is told
+ *   the local time there, and a task it makes without a zone is read in the user's.
  */
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
@@ -93,6 +97,8 @@ async function call<T = Record<string, unknown>>(token: string, method: string, 
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }
 
+/** HH:MM of an instant in a zone. */
+const clockIn = (zone: string, iso: string) => new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
 const processes = () => (account.services.agents.provisioner as LocalProvisioner).processes().length;
 const inSeconds = (s: number) => new Date(Date.now() + s * 1000).toISOString();
 type Task = { id: string; status: string; next_run_at: string | null; prompt: string };
@@ -202,4 +208,136 @@ describe('the budget', () => {
     expect(pending[0]!.content).toMatch(/"(first|second)" did not run: today's model budget is used up/);
     expect([first.status, second.status]).toEqual([201, 201]);
   });
+});
+
+describe('missed while the account service was down', () => {
+  it('a task whose time passed while no account instance ran runs once when one comes back', async () => {
+    // One issuer across both instances, as behind one address: the user's token stays good.
+    const env = { BASE_URL: 'http://account.test', AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '1', AGENT_WAKE_POLL: '0.5', MODEL: model.modelSpec };
+    const first = await startTestAccount('pglite', env);
+    let second: TestAccount | undefined;
+    try {
+      const res = await fetch(`${first.url}/api/v1/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: testDeviceId('task-downtime') }),
+      });
+      const token = ((await res.json()) as TokenPair).access_token;
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const at = inSeconds(4);
+      const created = await fetch(`${first.url}/api/v1/agent/tasks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ prompt: 'Remind me to stretch during the outage', at, chat_id: 'main' }),
+      });
+      expect(created.status).toBe(201);
+      const before = model.requests.length;
+      // The service (and with it every local agent) stops before the task's time, and is away past it.
+      await first.stop({ keepData: true });
+      await new Promise((resolve) => setTimeout(resolve, new Date(at).getTime() - Date.now() + 2_000));
+      expect(model.requests.length).toBe(before);
+
+      second = await startTestAccount('pglite', { ...env, DATA_DIR: first.dataDir });
+      const ran = () => model.requests.slice(before).filter((r) => lastUserText(r) === taskMessage('Remind me to stretch during the outage')).length;
+      await until(() => ran() === 1, 20_000);
+      const pending = async () =>
+        ((await (await fetch(`${second!.url}/api/v1/agent/pending`, { headers })).json()) as { messages: Array<{ source: string; content: string }> }).messages;
+      expect(await pending()).toEqual([expect.objectContaining({ source: 'task', content: STRETCH })]);
+      // Once: neither a further wake nor the agent's own start runs it again.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(ran()).toBe(1);
+    } finally {
+      await second?.stop();
+      await rm(first.dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe('the budget, for heartbeats and tasks together', () => {
+  it('with the day spent, neither heartbeats nor a task reach the model, and the user is told once', async () => {
+    // An instance whose agents run a heartbeat every second (local agents take HEARTBEAT_* from its environment at start).
+    process.env.HEARTBEAT_INTERVAL = '1';
+    const fast = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_WAKE_POLL: '0.5', MODEL: model.modelSpec });
+    process.env.HEARTBEAT_INTERVAL = '3600';
+    try {
+      const first = await fetch(`${fast.url}/api/v1/auth/guest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ device_id: testDeviceId('heartbeat-spender') }),
+      });
+      const token = ((await first.json()) as TokenPair).access_token;
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const me = (await (await fetch(`${fast.url}/api/v1/auth/me`, { headers })).json()) as { user_id: string };
+      // A chat for the heartbeat to report to, while there is budget.
+      await (await fetch(`${fast.url}/api/v1/agent/chat`, { method: 'POST', headers, body: JSON.stringify({ message: 'hi', chat_id: 'main' }) })).text();
+      await fast.services.store.db.user.update({ where: { id: me.user_id }, data: { modelDailyTokens: 1_000 } });
+      await fast.services.modelBudget.record(me.user_id, { tokensIn: 1_000, tokensOut: 0 }, true);
+      const before = model.requests.length;
+      const agent = await fast.services.store.db.agent.findFirstOrThrow({ where: { userId: me.user_id } });
+      await writeFile(path.join(fast.dataDir, 'agents', agent.id, 'workspace', 'HEARTBEAT.md'), '- check the plants\n');
+      const task = await fetch(`${fast.url}/api/v1/agent/tasks`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'water them', at: inSeconds(4) }) });
+      expect(task.status).toBe(201);
+      // Several heartbeat ticks and the task's time pass.
+      await until(async () => {
+        const { tasks } = (await (await fetch(`${fast.url}/api/v1/agent/tasks`, { headers })).json()) as { tasks: Task[] };
+        return tasks.every((t) => t.status === 'done');
+      }, 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(model.requests.length).toBe(before);
+      const pending = (await (await fetch(`${fast.url}/api/v1/agent/pending`, { headers })).json()) as { messages: Array<{ content: string; source: string }> };
+      // Told once, by the first refusal: a heartbeat's (one a second), before the task's time came.
+      expect(pending.messages).toHaveLength(1);
+      expect(pending.messages[0]).toMatchObject({ source: 'heartbeat' });
+      expect(pending.messages[0]!.content).toMatch(/^The heartbeat check did not run: today's model budget is used up/);
+      const usage = (await fast.services.modelBudget.status(me.user_id)).by_source;
+      expect(usage.heartbeat + usage.task).toBe(0);
+    } finally {
+      await fast.stop();
+    }
+  }, 60_000);
+});
+
+describe("the user's time zone", () => {
+  const agentRunning = async (userId: string) => {
+    const agent = await account.services.store.db.agent.findFirst({ where: { userId } });
+    return (account.services.agents.provisioner as LocalProvisioner).processes().some((p) => p.agentId === agent?.id);
+  };
+  const toolDescription = (request: (typeof model.requests)[number]) =>
+    request.tools?.find((tool) => tool.function.name === 'schedule_task')?.function.description ?? '';
+
+  it('reaches a running agent at once and a sleeping one at its next start; a task the model makes without a zone is read in it', async () => {
+    const user = await fullUser('task-zone');
+    expect((await call(user.token, 'POST', '/agent/tasks', { prompt: 'start the agent', at: inSeconds(3600) })).status).toBe(201);
+    expect(await agentRunning(user.userId)).toBe(true);
+    expect((await call(user.token, 'PUT', '/account/timezone', { timezone: 'Europe/Berlin' })).status).toBe(204);
+
+    // "Every day at 9": the model leaves the zone out, as the tool's description tells it to.
+    model.queue({ toolCalls: [{ name: 'schedule_task', args: { action: 'create', prompt: 'Morning digest', cron: '0 9 * * *' } }] }, { text: 'Scheduled.' });
+    const before = model.requests.length;
+    const reply = await fetch(`${api}/agent/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'Every day at 9, a digest please', chat_id: 'main' }),
+    });
+    await reply.text();
+    expect(toolDescription(model.requests[before]!)).toMatch(
+      /The user's time zone is Europe\/Berlin; it is now \w+day \d{4}-\d\d-\d\d \d\d:\d\d in Europe\/Berlin \(UTC\+0[12]:00\)/,
+    );
+    const tasks = (await call<{ tasks: Array<Task & { timezone: string; cron?: string }> }>(user.token, 'GET', '/agent/tasks')).body.tasks;
+    const digest = tasks.find((task) => task.prompt === 'Morning digest');
+    expect(digest).toMatchObject({ cron: '0 9 * * *', timezone: 'Europe/Berlin' });
+    expect(clockIn('Europe/Berlin', digest!.next_run_at!)).toBe('09:00');
+
+    // Asleep: a new zone is kept on the account and does not wake the agent; its next start reads it.
+    await until(async () => !(await agentRunning(user.userId)), 15_000);
+    expect((await call(user.token, 'PUT', '/account/timezone', { timezone: 'Asia/Tokyo' })).status).toBe(204);
+    expect(await agentRunning(user.userId)).toBe(false);
+    const created = await call<Task & { timezone: string }>(user.token, 'POST', '/agent/tasks', { prompt: 'Tokyo time', cron: '30 7 * * *' });
+    expect(created.body.timezone).toBe('Asia/Tokyo');
+    expect(clockIn('Asia/Tokyo', created.body.next_run_at!)).toBe('07:30');
+    // The same zone again changes nothing and tells nobody; an unknown one is refused.
+    expect((await call(user.token, 'PUT', '/account/timezone', { timezone: 'Asia/Tokyo' })).status).toBe(204);
+    expect((await call(user.token, 'PUT', '/account/timezone', { timezone: 'Mars/Olympus_Mons' })).status).toBe(400);
+    expect((await call<{ timezone: string }>(user.token, 'GET', '/account')).body.timezone).toBe('Asia/Tokyo');
+  }, 60_000);
 });

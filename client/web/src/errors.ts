@@ -139,6 +139,16 @@ const WORDING: Record<ErrorCode, string | null> = {
   EGRESS_BUSY: null,
   EGRESS_BODY_TOO_LARGE: null,
   EGRESS_UPSTREAM_FAILED: null,
+  WEB_DISABLED: null,
+  WEB_URL_REFUSED: null,
+  WEB_ADDRESS_REFUSED: null,
+  WEB_DOMAIN_REFUSED: null,
+  WEB_DAILY_LIMIT: null,
+  WEB_TOO_MANY_REDIRECTS: null,
+  WEB_TIMEOUT: null,
+  WEB_FETCH_FAILED: null,
+  WEB_SEARCH_NOT_CONFIGURED: null,
+  WEB_SEARCH_FAILED: null,
   EGRESS_UNAUTHENTICATED: null,
 };
 

@@ -17,6 +17,7 @@ import { messengerPage } from './pages/messenger.js';
 import { secondStepPage } from './mfa/second-step.js';
 import { signInPage } from './pages/signin.js';
 import { subagentsPage } from './pages/subagents.js';
+import { memoryPage } from './pages/memory.js';
 import { tasksPage } from './pages/tasks.js';
 import { navigate, rerender, startRouter } from './router.js';
 
@@ -26,6 +27,7 @@ const PAGES: Record<string, () => HTMLElement> = {
   '/files': filesPage,
   '/subagents': subagentsPage,
   '/tasks': tasksPage,
+  '/memory': memoryPage,
   '/messenger': messengerPage,
   '/account': accountPage,
   /** Operators only: the service refuses everyone else and the page says so. */

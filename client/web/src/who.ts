@@ -80,8 +80,14 @@ export function refreshAccountInfo(): void {
   );
 }
 
-/** Keeps the browser's time zone on the account when it differs from what the account holds (the Tasks page). */
-export async function keepTimezone(zone: string): Promise<void> {
+/** The user's own zone, as the browser knows it. */
+export const browserTimezone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+
+/**
+ * Keeps the browser's time zone on the account when it differs from what the account holds (the
+ * layout, once signed in): the agent reads the user's tasks in it and is told the local time there.
+ */
+export async function keepTimezone(zone: string = browserTimezone()): Promise<void> {
   try {
     if ((await accountInfo()).timezone === zone) return;
     await api.account.setTimezone.mutate({ timezone: zone });
@@ -95,6 +101,16 @@ type ModelTokens = AccountInfo['usage']['model_tokens'];
 const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 });
 const exact = new Intl.NumberFormat('en');
 const clock = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+
+/** What spent model tokens, in the words of the Account and admin pages (docs/agent.md, "Proactive turns and the budget"). */
+export const SOURCE_NAMES = { chat: 'Chats', heartbeat: 'Heartbeats', task: 'Scheduled tasks', subagent: 'Subagents' } as const;
+
+/** "Chats 1,234 · Heartbeats 0 · Scheduled tasks 56 · Subagents 0": tokens by source, exact. */
+export function bySourceText(bySource: ModelTokens['by_source']): string {
+  return (Object.keys(SOURCE_NAMES) as Array<keyof typeof SOURCE_NAMES>)
+    .map((source) => `${SOURCE_NAMES[source]} ${exact.format(bySource[source])}`)
+    .join(' · ');
+}
 
 /**
  * The day's model budget in words: `text` short enough for the header ("1.2M of 2M model tokens

@@ -18,6 +18,8 @@ import { LocalAgentsScrape } from './agent-metrics.js';
 import type { ConnectorCalls } from './egress/connectors.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './egress/gateway.js';
 import { ModelBudget, type BudgetUser } from './egress/model-usage.js';
+import { WebTools } from './egress/web.js';
+import { webLedger } from './egress/web-ledger.js';
 import { AgentMetrics } from './metrics.js';
 import type { KubernetesProvisioner, KubernetesProvisionerOptions } from './provisioners/kubernetes/provisioner.js';
 import { AgentLauncher } from './provisioners/local/launcher.js';
@@ -31,7 +33,7 @@ import { loadSecretBox, type SecretBox } from './secrets.js';
 
 export interface AgentsDeps {
   /** The agents' settings, and where this service keeps its data and how long it waits for bodies (the agents wait as long). */
-  config: AgentsConfig & Pick<AccountConfig, 'dataDir' | 'bodyTimeouts'>;
+  config: AgentsConfig & Pick<AccountConfig, 'dataDir' | 'bodyTimeouts' | 'port' | 'baseUrl' | 'frontendUrl'>;
   log: Logger;
   store: AccountStore;
   metrics: ServiceMetrics;
@@ -41,6 +43,8 @@ export interface AgentsDeps {
   userEnv(userId: string): Promise<Record<string, string>>;
   /** The users' connector tools and calls, which their agents reach through the gateway (connectors/). */
   connectors?: ConnectorCalls;
+  /** The user's time zone as the account keeps it (user-zone.ts). */
+  userZone(userId: string): Promise<string | null>;
 }
 
 export interface Agents {
@@ -60,7 +64,7 @@ export interface Agents {
   stopWaking(): Promise<void>;
 }
 
-export async function assembleAgents({ config, log, store, metrics, budgetUser, userEnv, connectors }: AgentsDeps): Promise<Agents> {
+export async function assembleAgents({ config, log, store, metrics, budgetUser, userEnv, userZone, connectors }: AgentsDeps): Promise<Agents> {
   const modelTokens = new Counter({
     name: 'model_tokens_total',
     help: 'Model tokens spent by local agents, by direction and kind of user',
@@ -106,17 +110,21 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
       log.warn({ err: error }, 'writing the agent.crashed webhook event failed'),
     );
   };
+  const web = webTools(config, store, isGuest, metrics, log);
   const egressGateway = new EgressGateway(egressRoutes(config.egress), log, {
     meter: modelMeter,
     modelCallMaxTokens: config.modelCallMaxTokens,
     limits: config.egressLimits,
     onLimited: (limit) => egressLimited.inc({ limit }),
     connectors,
+    web,
   });
   // What every agent inherits: runtime settings and the model's (never a key: the gateway adds those).
   const agentEnv = {
     ...agentEnvironment(process.env),
     ...agentModelEnvironment(config.egress),
+    // Which web tools the agents offer their model: the gateway answers exactly these.
+    AGENT_WEB_TOOLS: web.offered.join(','),
     // The agents hold bodies to the same timeouts as this service.
     REQUEST_BODY_TIMEOUT: String(config.bodyTimeouts.requestSeconds),
     UPLOAD_IDLE_TIMEOUT_SECONDS: String(config.bodyTimeouts.uploadIdleSeconds),
@@ -147,6 +155,7 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
             egress: { gateway: egressGateway, host: config.kubernetes.egressHost, port: config.kubernetes.egressPort },
             userEnv,
             tierEnv,
+            userZone,
             onColdStart: (seconds) => agentMetrics.coldStart(seconds),
             onCrash,
           })
@@ -159,6 +168,7 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
             launcher: new AgentLauncher(config.agentLauncher, egressGateway, log),
             userEnv,
             tierEnv,
+            userZone,
             onColdStart: (seconds) => agentMetrics.coldStart(seconds),
             warmPool: { size: config.agentWarmPool, tierEnv: termsEnv('guest') },
             onCrash,
@@ -182,6 +192,44 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
       await wakes?.close();
     },
   };
+}
+
+/** The agents' web tools on the gateway: the operator's policy, this service's own addresses, each user's daily counts and activity, metrics per tool. */
+function webTools(
+  config: AgentsDeps['config'],
+  store: AccountStore,
+  isGuest: (userId: string) => Promise<boolean>,
+  metrics: ServiceMetrics,
+  log: Logger,
+): WebTools {
+  const calls = new Counter({
+    name: 'agent_web_calls_total',
+    help: "Agents' web_fetch and web_search calls through the egress gateway, by tool and outcome (ok, refused, limited, failed)",
+    labelNames: ['tool', 'outcome'],
+    registers: [metrics.registry],
+  });
+  const seconds = new Histogram({
+    name: 'agent_web_call_duration_seconds',
+    help: "Agents' web tool calls through the egress gateway, from request to the answer's end, by tool",
+    labelNames: ['tool'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [metrics.registry],
+  });
+  const { policy, keys, daily } = config.web;
+  if (policy.testPublic.length > 0)
+    log.warn({ addresses: policy.testPublic }, 'AGENT_WEB_TEST_PUBLIC: the web tools treat these non-public addresses as public (tests only)');
+  const own = {
+    ports: [config.port, config.kubernetes.egressPort],
+    hosts: [new URL(config.baseUrl).hostname, new URL(config.frontendUrl).hostname],
+  };
+  return new WebTools(policy, own, log.child({ area: 'web' }), {
+    ledger: webLedger(store.db, daily, isGuest),
+    keys,
+    observe: (tool, outcome, took) => {
+      calls.inc({ tool, outcome });
+      seconds.observe({ tool }, took);
+    },
+  });
 }
 
 /** Loaded only when configured: the Kubernetes client is large, and a local start stays fast without it. */

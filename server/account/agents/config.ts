@@ -9,6 +9,7 @@ import os from 'node:os';
 import { z } from 'zod';
 import { parseModelSpec } from '@contracts/agent/model-spec.js';
 import { httpUrl, optionalString, port } from '../../common/config.js';
+import { parseSearchSetting } from './egress/web-search.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const jsonStringArray = z.string().transform((v, ctx) => {
@@ -211,6 +212,43 @@ export const agentsEnv = {
   TELEGRAM_API_ROOT: optionalString
     .pipe(httpUrl.optional())
     .meta({ description: "the Telegram Bot API the local agents' bots reach through the gateway", default: '`https://api.telegram.org`' }),
+  // The agents' web tools (agents/egress/web.ts): what the gateway fetches and searches for them.
+  AGENT_WEB: z
+    .preprocess((v) => (v === '' || v === undefined ? 'on' : v), z.enum(['on', 'off']))
+    .describe('`off`: agents are offered neither `web_fetch` nor `web_search`, and the gateway refuses both ([security](security.md#the-web-tools))'),
+  WEB_SEARCH: optionalString.meta({
+    description:
+      'the search provider `web_search` uses; the gateway adds its key (`BRAVE_API_KEY`, `TAVILY_API_KEY`), agents never see it. A URL after `brave:` or `tavily:` replaces their API root (a proxy)',
+    default: 'unset → agents are not offered `web_search`',
+    values: '`searxng:<url>` (its JSON API), `brave`, `tavily`',
+  }),
+  BRAVE_API_KEY: optionalString.describe('the Brave Search API key for `WEB_SEARCH=brave`; added by the egress gateway'),
+  TAVILY_API_KEY: optionalString.describe('the Tavily API key for `WEB_SEARCH=tavily`; added by the egress gateway'),
+  AGENT_WEB_ALLOW_DOMAINS: optionalString.meta({
+    description: '`web_fetch` goes only to these domains and their subdomains (redirects included)',
+    default: 'unset → any domain on a public address',
+    values: 'comma-separated domains',
+  }),
+  AGENT_WEB_DENY_DOMAINS: optionalString.meta({
+    description: '`web_fetch` never goes to these domains or their subdomains (redirects included); wins over the allow list',
+    values: 'comma-separated domains',
+  }),
+  AGENT_WEB_DAILY_FETCHES: intSetting(200, { min: 0, max: 1_000_000 }).describe(
+    "pages a full account's agent may fetch per UTC day (429 `WEB_DAILY_LIMIT` past it); `0`: no ceiling",
+  ),
+  AGENT_WEB_DAILY_FETCHES_GUEST: intSetting(20, { min: 0, max: 1_000_000 }).describe("the same for a guest's agent"),
+  AGENT_WEB_DAILY_SEARCHES: intSetting(100, { min: 0, max: 1_000_000 }).describe("searches a full account's agent may make per UTC day; `0`: no ceiling"),
+  AGENT_WEB_DAILY_SEARCHES_GUEST: intSetting(10, { min: 0, max: 1_000_000 }).describe("the same for a guest's agent"),
+  AGENT_WEB_TIMEOUT: z
+    .preprocess((v) => (v === '' || v === undefined ? 20 : v), z.coerce.number().min(0.1).max(600))
+    .describe('seconds a web fetch (redirects and body included) or a search may take; a page still arriving then is cut'),
+  AGENT_WEB_MAX_REDIRECTS: intSetting(5, { min: 0, max: 20 }).describe('redirects a web fetch follows, each checked as the first URL'),
+  AGENT_WEB_TEST_PUBLIC: optionalString.meta({
+    description:
+      "`address:port` pairs the web tools treat as public although they are not. Tests and development on one machine only: never on a deployment (cloud-metadata addresses and this service's own ports stay refused)",
+    internal: true,
+    values: 'comma-separated `127.0.0.1:8080`, `[::1]:8080`',
+  }),
   AGENT_SECRETS_KEY: optionalString
     .pipe(
       z
@@ -230,6 +268,15 @@ type AgentsEnv = z.output<z.ZodObject<typeof agentsEnv>>;
 /** Config errors of the agents' settings, as [variable, message]. */
 export function agentsProblems(env: AgentsEnv): Array<[keyof AgentsEnv, string]> {
   const problems: Array<[keyof AgentsEnv, string]> = [];
+  if (env.WEB_SEARCH) {
+    try {
+      const provider = parseSearchSetting(env.WEB_SEARCH);
+      if (provider.kind === 'brave' && !env.BRAVE_API_KEY) problems.push(['BRAVE_API_KEY', 'is required with WEB_SEARCH=brave']);
+      if (provider.kind === 'tavily' && !env.TAVILY_API_KEY) problems.push(['TAVILY_API_KEY', 'is required with WEB_SEARCH=tavily']);
+    } catch (error) {
+      problems.push(['WEB_SEARCH', (error as Error).message]);
+    }
+  }
   for (const name of ['MODEL', 'HEARTBEAT_MODEL', 'TASK_MODEL'] as const) {
     const spec = env[name];
     if (!spec) continue;
@@ -241,6 +288,14 @@ export function agentsProblems(env: AgentsEnv): Array<[keyof AgentsEnv, string]>
   }
   return problems;
 }
+
+const listSetting = (value: string | undefined) =>
+  (value ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+/** Domains as the web policy compares them: lower case, no trailing dot. */
+const domainList = (value: string | undefined) => listSetting(value).map((domain) => domain.toLowerCase().replace(/\.+$/, ''));
 
 /** The agents' part of the account's configuration. */
 export type AgentsConfig = ReturnType<typeof agentsConfig>;
@@ -305,10 +360,24 @@ export function agentsConfig(env: AgentsEnv) {
       anthropicApiKey: env.ANTHROPIC_API_KEY,
       anthropicBaseUrl: env.ANTHROPIC_BASE_URL,
       telegramApiRoot: env.TELEGRAM_API_ROOT ?? 'https://api.telegram.org',
-      allow: (env.AGENT_EGRESS_ALLOW ?? '')
-        .split(',')
-        .map((entry) => entry.trim())
-        .filter(Boolean),
+      allow: listSetting(env.AGENT_EGRESS_ALLOW),
+    },
+    /** The agents' web tools (agents/egress/web.ts, web-ledger.ts). */
+    web: {
+      policy: {
+        enabled: env.AGENT_WEB === 'on',
+        allowDomains: domainList(env.AGENT_WEB_ALLOW_DOMAINS),
+        denyDomains: domainList(env.AGENT_WEB_DENY_DOMAINS),
+        search: env.WEB_SEARCH ? parseSearchSetting(env.WEB_SEARCH) : undefined,
+        timeoutMs: env.AGENT_WEB_TIMEOUT * 1000,
+        maxRedirects: env.AGENT_WEB_MAX_REDIRECTS,
+        testPublic: listSetting(env.AGENT_WEB_TEST_PUBLIC),
+      },
+      keys: { brave: env.BRAVE_API_KEY, tavily: env.TAVILY_API_KEY },
+      daily: {
+        account: { fetch: env.AGENT_WEB_DAILY_FETCHES, search: env.AGENT_WEB_DAILY_SEARCHES },
+        guest: { fetch: env.AGENT_WEB_DAILY_FETCHES_GUEST, search: env.AGENT_WEB_DAILY_SEARCHES_GUEST },
+      },
     },
     /** Bounds on each agent's tunnels and requests through its gateway (agents/egress/gateway.ts). */
     egressLimits: {

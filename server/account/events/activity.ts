@@ -1,7 +1,8 @@
 /**
  * The security activity log a user sees (docs/api.md, "Account self-service"): sign-ins with
  * their method, a refresh-token reuse and the session it ended, identities linked and unlinked,
- * sessions revoked, logout everywhere, passkeys added, second factors added, removed and passed.
+ * sessions revoked, logout everywhere, passkeys added, second factors added, removed and passed;
+ * and what the user's agent did on the web (each page fetched, each search).
  *
  * Each event is written by the statement or transaction that does what it records (tokens/sessions.ts,
  * users/identities.ts, users/account.ts, passkeys), so the log never claims what did not happen nor misses
@@ -23,6 +24,9 @@ export const ACTIVITY_TYPES = [
   'mfa_enabled',
   'mfa_disabled',
   'mfa_verified',
+  /** The user's agent fetched a page (`detail.url`) or searched the web (`detail.query`, `detail.provider`): agents/egress/web-ledger.ts. */
+  'web_fetch',
+  'web_search',
 ] as const;
 export type ActivityType = (typeof ACTIVITY_TYPES)[number];
 

@@ -5,7 +5,8 @@
  *
  * `recordAudit` takes the transaction of the change it records when there is one, so the log
  * never claims what did not happen. The table is append-only: no API edits or deletes a row, and
- * a trigger (migration `admin_access`) refuses UPDATE and DELETE from any statement.
+ * triggers (migrations `admin_access`, `audit_chain`) refuse UPDATE, DELETE and TRUNCATE from any
+ * statement and chain every new row to the one before (audit-chain.ts checks the chain).
  */
 import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/account/client.js';

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { notFound } from '../../common/errors.js';
 import { listSessions, revokeOwnSession } from '../tokens/sessions.js';
-import { rateLimited, router, userProcedure, type AccountContext } from '../trpc.js';
+import { rateLimited, requestLog, router, userProcedure, type AccountContext } from '../trpc.js';
+import { zoneChanged } from '../agents/user-zone.js';
 import type { AccessClaims } from '../tokens/jwt.js';
 import { listActivity } from '../events/activity.js';
 import { getAccount, setTimezone, unlinkIdentity, utc } from '../users/account.js';
@@ -44,7 +45,11 @@ export const accountRouter = router({
     })
     .input(TimezoneInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => setTimezone(ctx.services.store.db, ctx.user.userId, input.timezone)),
+    .mutation(async ({ ctx, input }) => {
+      // A running agent is told at once: the next task its model schedules is read in the new zone.
+      if (await setTimezone(ctx.services.store.db, ctx.user.userId, input.timezone))
+        await zoneChanged(ctx.services.agents.provisioner, ctx.user.userId, input.timezone, requestLog(ctx));
+    }),
 
   sessions: reading
     .meta({ openapi: { method: 'GET', path: '/account/sessions', summary: 'Where the account is signed in, newest first' } })

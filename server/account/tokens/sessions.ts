@@ -93,7 +93,18 @@ export interface Rotation {
 
 export type RotationOutcome = { ok: true; generation: number; guest: boolean; metadata: unknown; aal: Aal | null } | { ok: false };
 
-/** One statement: bump the generation if (and only if) the presented token is the current one; the user was active now. */
+/**
+ * How fresh a user's `last_active_at` a refresh leaves alone: the column is indexed (the admin
+ * list sorts by it), so each write is a new row version with new index entries, and a client
+ * refreshing every few minutes across several devices would rewrite it each time. To the minute
+ * is what the list needs.
+ */
+const LAST_ACTIVE_RESOLUTION_MS = 60_000;
+
+/**
+ * One statement: bump the generation if (and only if) the presented token is the current one; the
+ * user was active now (stamped unless it already was within LAST_ACTIVE_RESOLUTION_MS).
+ */
 export async function rotateSession({ sql }: SessionStore, rotation: Rotation, now = new Date()): Promise<RotationOutcome> {
   const { sessionId, userId, generation, presented, next } = rotation;
   if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false };
@@ -107,7 +118,8 @@ export async function rotateSession({ sql }: SessionStore, rotation: Rotation, n
          AND s.revoked_at IS NULL AND s.expires_at > ${now}
       RETURNING u.id, u.tier <> 'full' AS guest, u.metadata, s.aal
     ), touched AS (
-      UPDATE users SET last_active_at = ${now} WHERE id IN (SELECT id FROM rotated)
+      UPDATE users SET last_active_at = ${now}
+       WHERE id IN (SELECT id FROM rotated) AND last_active_at < ${new Date(now.getTime() - LAST_ACTIVE_RESOLUTION_MS)}
     )
     SELECT guest, metadata, aal FROM rotated`;
   const row = rows[0];

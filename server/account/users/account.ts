@@ -60,14 +60,20 @@ export async function getAccount(db: AccountDb, userId: string) {
   };
 }
 
-/** Keeps the user's time zone (an IANA name the runtime knows; 400 otherwise). */
-export async function setTimezone(db: AccountDb, userId: string, timezone: string): Promise<void> {
+/** Keeps the user's time zone (an IANA name the runtime knows; 400 otherwise); true when it changed. */
+export async function setTimezone(db: AccountDb, userId: string, timezone: string): Promise<boolean> {
   try {
     new Intl.DateTimeFormat('en', { timeZone: timezone });
   } catch {
     throw badRequest(`Unknown time zone: ${timezone}`);
   }
-  await db.user.updateMany({ where: { id: userId }, data: { timezone } });
+  const { count } = await db.user.updateMany({ where: { id: userId, OR: [{ timezone: null }, { timezone: { not: timezone } }] }, data: { timezone } });
+  return count === 1;
+}
+
+/** The user's time zone as kept (null until the web client reported one). */
+export async function timezoneOf(db: AccountDb, userId: string): Promise<string | null> {
+  return (await db.user.findUnique({ where: { id: userId }, select: { timezone: true } }))?.timezone ?? null;
 }
 
 /**

@@ -3,6 +3,8 @@
  * History entries are user text (`name: 'user'`), assistant text (no name; `cut` when a run was
  * interrupted), `tool_use`, `file` with only its path, and `error` for the one marker a run
  * leaves behind when it was stopped on request (`content: 'stopped'`, after the partial reply).
+ * A `compaction` row holds the model's summary of every entry up to `covers_to` (compaction.ts):
+ * the model reads the summary instead of those entries, which stay stored and are shown under it.
  *
  * The list of chats (`chats` table) is kept in the same transactions: a user message adds its
  * chat (titled after it) or moves it to the top; deleting a chat's history removes it.
@@ -18,7 +20,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Database, Statement } from 'better-sqlite3';
 import type { ContextMessage, HistoryEntry } from './loop.js';
 import { titleFrom } from '@contracts/agent/chat-limits.js';
-import type { ChatEvent } from '@contracts/agent/chat.js';
+import type { ChatEvent, StoredChatEvent } from '@contracts/agent/chat.js';
 
 /** A row of the chat list, timestamps as stored (ISO 8601). */
 export interface ChatRow {
@@ -31,7 +33,27 @@ export interface ChatRow {
 /** What a run writes: the loop's entries, plus the marker of a run stopped on request. */
 export type StoredEntry = HistoryEntry | { type: 'error'; content: string };
 
+/** A turn of the model's context: one role's consecutive text entries, from the entry `firstId`. */
+export interface ContextTurn {
+  firstId: number;
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+/** What the model reads of a chat: the latest compaction's summary, then the turns after what it covers. */
+export interface ChatContext {
+  summary?: string;
+  turns: ContextTurn[];
+}
+
+/**
+ * Entries read for the model's context at most. Compaction keeps a chat's context far below this;
+ * the bound only matters when compaction cannot run (no summary from the model).
+ */
+const CONTEXT_MAX_ROWS = 2_000;
+
 type Row = {
+  id: number;
   type: string;
   name: string | null;
   content: string | null;
@@ -45,13 +67,14 @@ type Row = {
 interface NewRow {
   chatId: string;
   runId: string;
-  type: 'text' | 'tool_use' | 'file' | 'error';
+  type: 'text' | 'tool_use' | 'file' | 'error' | 'compaction';
   name: string | null;
   content: string | null;
   toolName: string | null;
   input: string | null;
   path: string | null;
   cut: 0 | 1;
+  coversTo: number | null;
   /** As Prisma writes `DateTime` to SQLite. */
   createdAt: string;
 }
@@ -78,12 +101,13 @@ function newRow(chatId: string, runId: string, fields: Partial<NewRow> & Pick<Ne
     input: null,
     path: null,
     cut: 0,
+    coversTo: null,
     createdAt: new Date().toISOString().replace('Z', '+00:00'),
     ...fields,
   };
 }
 
-function toEvent(row: Row): ChatEvent | undefined {
+function toEvent(row: Row): StoredChatEvent | undefined {
   switch (row.type) {
     case 'text':
       if (row.name === 'user') return { type: 'text', content: row.content ?? '', name: 'user', ...(row.runId ? { message_id: row.runId } : {}) };
@@ -99,6 +123,19 @@ function toEvent(row: Row): ChatEvent | undefined {
   }
 }
 
+/** Text entries (oldest first) as turns: consecutive entries of one role merged, from the first user message. */
+function mergeTurns(rows: Array<Pick<Row, 'id' | 'name' | 'content' | 'cut'>>): ContextTurn[] {
+  const turns: ContextTurn[] = [];
+  for (const row of rows) {
+    const role = row.name === 'user' ? 'user' : 'assistant';
+    const content = row.cut ? `${row.content} …(interrupted)` : (row.content ?? '');
+    const last = turns.at(-1);
+    if (last?.role === role) last.content += `\n\n${content}`;
+    else if (turns.length || role === 'user') turns.push({ firstId: row.id, role, content });
+  }
+  return turns;
+}
+
 /**
  * The history of every chat. Writes are batched: rows queued while the previous batch is
  * written (or within the same turn of the event loop) go to SQLite together in one transaction,
@@ -108,6 +145,9 @@ function toEvent(row: Row): ChatEvent | undefined {
 export class ChatHistory {
   private readonly insertRows: (rows: NewRow[]) => void;
   private readonly lastRowsOf: Statement<[string, number], Row>;
+  private readonly lastEntriesOf: Statement<[string, number], Row>;
+  private readonly compactionOf: Statement<[string], { content: string; coversTo: number }>;
+  private readonly textAfter: Statement<[string, number, number], { id: number; name: string | null; content: string; cut: 0 | 1 }>;
   private readonly anyRowOf: Statement<[string], { one: 1 }>;
   private readonly chatsByActivity: Statement<[number], ChatRow>;
   private readonly chatOf: Statement<[string], ChatRow>;
@@ -119,8 +159,8 @@ export class ChatHistory {
 
   constructor(sql: Database) {
     const insert = sql.prepare<NewRow>(
-      `INSERT INTO chat_messages (chat_id, run_id, type, name, content, tool_name, input, path, cut, created_at)
-       VALUES (@chatId, @runId, @type, @name, @content, @toolName, @input, @path, @cut, @createdAt)`,
+      `INSERT INTO chat_messages (chat_id, run_id, type, name, content, tool_name, input, path, cut, covers_to, created_at)
+       VALUES (@chatId, @runId, @type, @name, @content, @toolName, @input, @path, @cut, @coversTo, @createdAt)`,
     );
     // A chat joins the list with its first user message; later ones only move it up.
     const touchChat = sql.prepare<{ chatId: string; title: string; at: string }>(
@@ -150,8 +190,14 @@ export class ChatHistory {
     this.chatsByActivity = sql.prepare(`SELECT ${columns} FROM chats ORDER BY updated_at DESC, rowid DESC LIMIT ?`);
     this.chatOf = sql.prepare(`SELECT ${columns} FROM chats WHERE chat_id = ?`);
     this.retitle = sql.prepare('UPDATE chats SET title = ? WHERE chat_id = ?');
-    this.lastRowsOf = sql.prepare(
-      `SELECT type, name, content, tool_name AS toolName, input, path, cut, run_id AS runId FROM chat_messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?`,
+    const rowColumns = 'id, type, name, content, tool_name AS toolName, input, path, cut, run_id AS runId';
+    this.lastRowsOf = sql.prepare(`SELECT ${rowColumns} FROM chat_messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?`);
+    this.lastEntriesOf = sql.prepare(`SELECT ${rowColumns} FROM chat_messages WHERE chat_id = ? AND type != 'compaction' ORDER BY id DESC LIMIT ?`);
+    this.compactionOf = sql.prepare(
+      `SELECT content, covers_to AS coversTo FROM chat_messages WHERE chat_id = ? AND type = 'compaction' ORDER BY id DESC LIMIT 1`,
+    );
+    this.textAfter = sql.prepare(
+      `SELECT id, name, content, cut FROM chat_messages WHERE chat_id = ? AND type = 'text' AND id > ? AND content != '' ORDER BY id DESC LIMIT ?`,
     );
     const deleteMessages = sql.prepare<[string]>('DELETE FROM chat_messages WHERE chat_id = ?');
     const deleteListed = sql.prepare<[string]>('DELETE FROM chats WHERE chat_id = ?');
@@ -195,11 +241,35 @@ export class ChatHistory {
     }
   }
 
-  /** The last `limit` entries, oldest first. */
+  /**
+   * The last `limit` entries, oldest first. Entries the latest compaction covers are returned
+   * inside it (`messages`), in the compaction's place, so a client shows the summary and can
+   * expand it to them; older compactions are covered by the latest and not listed.
+   */
   read(chatId: string, limit: number): ChatEvent[] {
-    return this.lastRows(chatId, limit)
-      .map(toEvent)
-      .filter((e): e is ChatEvent => e !== undefined);
+    const rows = this.lastEntriesOf.all(chatId, limit).reverse();
+    const events = (list: Row[]) => list.map(toEvent).filter((e): e is StoredChatEvent => e !== undefined);
+    const compaction = this.compactionOf.get(chatId);
+    const covered = compaction ? rows.filter((row) => row.id <= compaction.coversTo) : [];
+    if (!compaction || !covered.length) return events(rows);
+    return [{ type: 'compaction', content: compaction.content, messages: events(covered) }, ...events(rows.slice(covered.length))];
+  }
+
+  /**
+   * The model's view of the chat: the latest compaction's summary, then the user and assistant
+   * text after it, consecutive entries of one role merged, starting at a user message. Tool calls
+   * are not replayed (their results are not kept); the assistant's text around them carries what
+   * matters.
+   */
+  context(chatId: string): ChatContext {
+    const compaction = this.compactionOf.get(chatId);
+    const turns = mergeTurns(this.textAfter.all(chatId, compaction?.coversTo ?? 0, CONTEXT_MAX_ROWS).reverse());
+    return compaction ? { summary: compaction.content, turns } : { turns };
+  }
+
+  /** Saves the model's summary of every entry up to `coversTo` (an entry id of this chat). */
+  saveCompaction(chatId: string, runId: string, summary: string, coversTo: number): Promise<void> {
+    return this.write(newRow(chatId, runId, { type: 'compaction', content: summary, coversTo }));
   }
 
   /** Deletes the chat's entries and takes it off the list; how many entries there were. */
@@ -221,21 +291,12 @@ export class ChatHistory {
   }
 
   /**
-   * The model's view of the recent history: user and assistant text, consecutive entries of one
-   * role merged, starting at a user message. Tool calls are not replayed (their results are not
-   * kept); the assistant's text around them carries what matters.
+   * The last `entries` entries as context, as `context` merges them, with no summary: a
+   * heartbeat's light look at a chat.
    */
-  modelContext(chatId: string, entries: number): ContextMessage[] {
-    const messages: ContextMessage[] = [];
-    for (const row of this.lastRows(chatId, Math.max(1, entries))) {
-      if (row.type !== 'text' || !row.content) continue;
-      const role = row.name === 'user' ? 'user' : 'assistant';
-      const content = row.cut ? `${row.content} …(interrupted)` : row.content;
-      const last = messages.at(-1);
-      if (last?.role === role) last.content += `\n\n${content}`;
-      else if (messages.length || role === 'user') messages.push({ role, content });
-    }
-    return messages;
+  recent(chatId: string, entries: number): ContextMessage[] {
+    const texts = this.lastRows(chatId, Math.max(1, entries)).filter((row) => row.type === 'text' && row.content);
+    return mergeTurns(texts).map(({ role, content }) => ({ role, content }));
   }
 
   private lastRows(chatId: string, limit: number): Row[] {

@@ -4,8 +4,9 @@
  * streams chat events (REST SSE, tRPC, later the messenger) reads from them.
  *
  * A run: cancel the chat's previous run (and wait for it to settle), save the user message,
- * then in the background build the prompt, run the model loop with the workspace tools under
- * a timeout, save each completed entry, and end with `done` once history is written.
+ * then in the background build the prompt (compacting the chat first when it nears the model's
+ * window, compaction.ts), run the model loop with the workspace tools under a timeout, save each
+ * completed entry, and end with `done` once history is written.
  *
  * `startRun` + `stream` is the same as `send`, split so that the message can travel in a POST
  * body (a mutation) while the reply is followed by a subscription that carries only ids.
@@ -20,6 +21,7 @@ import type { AgentConfig } from '../config.js';
 import { workspaceTools } from '../tools/index.js';
 import type { AgentToolSet } from '../tools/types.js';
 import type { ChatHistory, ChatRow, StoredEntry } from './history.js';
+import { compact, contextMessages, contextWindowOf, turnsToCompact } from './compaction.js';
 import { runModelLoop } from './loop.js';
 import type { ChatModel } from '../model/chat-model.js';
 import { configuredModel, NO_MODEL_REPLY } from '../model/configured.js';
@@ -91,6 +93,8 @@ export class ChatRuntime {
   private readonly registry: RunRegistry;
   private readonly model: ChatModel | null;
   private readonly tools: AgentToolSet;
+  /** The context window compaction keeps chats within (tokens). */
+  private readonly window: number;
   /** Per-chat serialisation of run starts and deletes. */
   private readonly locks = new Map<string, Promise<unknown>>();
   private closed = false;
@@ -101,6 +105,7 @@ export class ChatRuntime {
     this.model =
       deps.model !== undefined ? deps.model : chat.model ? configuredModel(chat.model, { apiKey: chat.modelApiKey, egress: deps.config.egress }) : null;
     this.tools = deps.tools ?? workspaceTools(deps.config);
+    this.window = contextWindowOf(chat.model, chat.contextTokens);
   }
 
   private get keepaliveMs(): number {
@@ -177,15 +182,36 @@ export class ChatRuntime {
         emit({ type: 'text', content: NO_MODEL_REPLY });
         persist({ type: 'text', content: NO_MODEL_REPLY });
       } else {
-        const messages = history.modelContext(run.chatId, chat.historyContext + 1);
+        const source = run.proactive?.source ?? 'chat';
         const system = await buildSystemPrompt({ name: config.name, workspace: config.workspace, toolNames: Object.keys(tools), contact: run.contact });
+        let context = history.context(run.chatId);
+        const covered = turnsToCompact(system, context, this.window);
+        if (covered.length) {
+          context = await compact({
+            chatId: run.chatId,
+            runId: run.id,
+            model,
+            system,
+            context,
+            covered,
+            // The owner's tools, not the contact's: the flush is the runtime's turn (and skipped for contacts).
+            tools: this.tools,
+            flush: !run.contact,
+            source,
+            maxSteps: chat.maxSteps,
+            maxRetries: chat.modelRetries,
+            signal: run.signal,
+            history,
+            log,
+          });
+        }
         const result = await runModelLoop({
           model,
           system,
-          messages,
+          messages: contextMessages(context),
           tools,
           signal: run.signal,
-          source: run.proactive?.source ?? 'chat',
+          source,
           maxSteps: chat.maxSteps,
           maxRetries: chat.modelRetries,
           onEvent: emit,

@@ -53,7 +53,7 @@ export interface HeartbeatDeps {
   tools: AgentToolSet;
   /** Whether the budget has room for a proactive turn (proactive/budget.ts). */
   gate: Pick<ProactiveBudgetGate, 'admit'>;
-  /** The last `entries` history entries of a chat as context (ChatHistory.modelContext). */
+  /** The last `entries` history entries of a chat as context (ChatHistory.recent). */
   recent(chatId: string, entries: number): ContextMessage[];
   now?: () => Date;
 }

@@ -26,6 +26,11 @@ export const tasksRouter = router({
     .output(Task)
     .mutation(({ input, ctx }) => ctx.services.tasks.store.update(input)),
 
+  // The account service's call when the user's zone changes while the agent runs (not proxied to users).
+  setTimezone: agentRoute('tasks.setTimezone', { summary: "Keep the user's time zone: the default of new tasks' `timezone`", errors: ['INVALID_SCHEDULE'] })
+    .output(z.void())
+    .mutation(({ input, ctx }) => ctx.services.tasks.zone.set(input.timezone)),
+
   delete: agentRoute('tasks.delete', { summary: 'Delete a task (204)', rest: { kind: 'empty' }, errors: ['TASK_NOT_FOUND'] })
     .output(z.void())
     .mutation(({ input, ctx }) => ctx.services.tasks.store.delete(input.id)),

@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { AppError } from '../../common/errors.js';
 import type { Task, TaskCreateInput, TaskPatchInput, TaskStatus } from '@contracts/agent/tasks.js';
-import type { AgentDb } from '../store.js';
+import type { AgentStore } from '../store.js';
 import { checkAt, checkCron, isKnownZone, nextCronRun } from './schedule.js';
 
 export interface TaskLimits {
@@ -64,11 +64,28 @@ export class TaskStore {
   /** Told whenever what is due next may have changed (the runner re-arms its timer). */
   onChange: () => void = () => undefined;
 
+  private readonly db: AgentStore['db'];
+  /**
+   * Whether any task is active, asked on the store's plain connection: most agents have none, and
+   * the runner's questions at start and on every re-arm then make no ORM query, which would load
+   * Prisma's query compiler on an agent's start path (server/agent/store.ts).
+   */
+  private readonly anyActive: () => boolean;
+  private readonly clock: () => Date;
+  /** The zone of a task made without one: the user's (zone.ts). */
+  private readonly zone: () => string;
+
   constructor(
-    private readonly db: AgentDb,
+    store: Pick<AgentStore, 'db' | 'sql'>,
     private readonly limits: TaskLimits,
-    private readonly clock: () => Date = () => new Date(),
-  ) {}
+    opts: { zone?: () => string; clock?: () => Date } = {},
+  ) {
+    this.db = store.db;
+    const active = store.sql.prepare("SELECT 1 FROM tasks WHERE status = 'active' LIMIT 1");
+    this.anyActive = () => active.get() !== undefined;
+    this.clock = opts.clock ?? (() => new Date());
+    this.zone = opts.zone ?? (() => 'UTC');
+  }
 
   create(input: TaskCreateInput): Promise<Task> {
     const turn = this.creating.then(() => this.createNow(input));
@@ -78,7 +95,7 @@ export class TaskStore {
 
   private async createNow(input: TaskCreateInput): Promise<Task> {
     const now = this.clock();
-    const timezone = input.timezone ?? 'UTC';
+    const timezone = input.timezone ?? this.zone();
     const nextRunAt = input.cron !== undefined ? await checkCron(input.cron, timezone, now, this.limits.minIntervalMs) : checkAt(input.at ?? '', now);
     // A one-shot task's zone is only a label (its `at` carries the offset), but a wrong one is refused all the same.
     if (!isKnownZone(timezone)) throw new AppError(400, 'INVALID_SCHEDULE', `Unknown time zone: ${timezone}`);
@@ -148,6 +165,7 @@ export class TaskStore {
 
   /** When the next active task is due; undefined when none is. */
   async nextDueAt(): Promise<Date | undefined> {
+    if (!this.anyActive()) return undefined;
     const row = await this.db.task.findFirst({
       where: { status: 'active', nextRunAt: { not: null } },
       orderBy: { nextRunAt: 'asc' },
@@ -161,6 +179,7 @@ export class TaskStore {
    * conditional update; the ones this call moved are returned, each to run once.
    */
   async claimDue(now: Date = this.clock()): Promise<TaskRow[]> {
+    if (!this.anyActive()) return [];
     const due = await this.db.task.findMany({ where: { status: 'active', nextRunAt: { lte: now } }, orderBy: { nextRunAt: 'asc' } });
     const claimed: TaskRow[] = [];
     for (const task of due) {

@@ -260,6 +260,8 @@ interface ContainerRuntime {
   probeFail: number;
   probeTimer?: NodeJS.Timeout;
   backoffTimer?: NodeJS.Timeout;
+  /** An init container's: it runs once (`Never`), whatever the pod's restartPolicy. */
+  restartPolicy?: 'Never';
   backoffMs: number;
   logs: string;
 }
@@ -833,7 +835,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
       c.terminated = terminated;
       return;
     }
-    const policy = (p.pod.spec.restartPolicy ?? 'Always') as string;
+    const policy = (c.restartPolicy ?? p.pod.spec.restartPolicy ?? 'Always') as string;
     if (policy === 'Never' || (policy === 'OnFailure' && exitCode === 0)) {
       c.terminated = terminated;
       if (p.containers.every((x) => !x.running && x.terminated)) {
@@ -859,19 +861,19 @@ export async function startKubelet(opts: KubeletOptions): Promise<TestKubelet> {
     for (const spec of (p.pod.spec.initContainers ?? []) as KubeObject[]) {
       for (let attempt = 0; ; attempt++) {
         if (p.terminating || p.gone || stopped) throw new Error('pod is going away');
-        const c = newContainer(spec);
+        // Run once, then look at its exit. The policy is the container's own: `p.pod` is replaced
+        // by every status write's answer, so a pod spec changed for the run could be the API's
+        // again when the command exits (then a finished init container was taken for a crashed
+        // one and restarted with backoff: wakes of 20–60 s on a loaded machine).
+        const c: ContainerRuntime = { ...newContainer(spec), restartPolicy: 'Never' };
         p.env?.set(spec.name, await resolveEnv(p, spec));
-        // Run it like a container whose restartPolicy is Never, then look at its exit.
-        const policy = p.pod.spec.restartPolicy;
-        p.pod.spec.restartPolicy = 'Never';
         const saved = p.containers;
         p.containers = [c];
         launch(p, c);
         await c.exited;
         p.containers = saved;
-        p.pod.spec.restartPolicy = policy;
         if (c.terminated?.exitCode === 0) break;
-        if (policy === 'Never') throw new Error(`init container ${spec.name} failed (exit ${c.terminated?.exitCode})`);
+        if (p.pod.spec.restartPolicy === 'Never') throw new Error(`init container ${spec.name} failed (exit ${c.terminated?.exitCode})`);
         await sleep(Math.min(backoffInitial * 2 ** attempt, backoffMax));
       }
     }

@@ -12,7 +12,10 @@
  * user message (in place: the page sends the new text as a replacement of that message and
  * everything after it), Regenerate on the last reply, and "Show more" on a long message. User
  * messages carry their `message_id` (`data-message-id`), which a replacement names. Subagent
- * results (pending messages from `subagent`) are cards in the chat that started them.
+ * results (pending messages from `subagent`) are cards in the chat that started them; so are the
+ * pages the agent read and the searches it made (web-card.ts). A compaction (history only: older
+ * messages the model summarised in a long chat) is one entry, "Earlier messages summarised", that
+ * expands to the summary and the original messages.
  */
 import { STOPPED } from '@contracts/agent/chat-limits.js';
 import { h } from '../dom.js';
@@ -23,6 +26,7 @@ import { renderMarkdown } from './markdown.js';
 import { collapseIfLong, copyButton, toolButton } from './message-tools.js';
 import { subagentCard } from './subagent-card.js';
 import type { ChatEvent, PendingMessage } from './types.js';
+import { webCard } from './web-card.js';
 
 /** What the page does for a message's Edit and the last reply's Regenerate. */
 export interface TranscriptActions {
@@ -32,6 +36,40 @@ export interface TranscriptActions {
   regenerate(): void;
   /** Whether a message may be replaced now (not while a reply streams or a message is on its way). */
   canReplace(): boolean;
+}
+
+/** A compaction: the summary the agent now works from, and the stored messages it replaced, collapsed. */
+function compactionEntry(event: Extract<ChatEvent, { type: 'compaction' }>): HTMLElement {
+  const originals = event.messages.map((message) => {
+    switch (message.type) {
+      case 'text':
+        return message.name === 'user'
+          ? h('li', { class: 'msg user', 'data-role': 'user' }, h('span', { class: 'who' }, 'You'), h('p', { class: 'body' }, message.content))
+          : h(
+              'li',
+              { class: 'msg assistant', 'data-role': 'assistant' },
+              h('span', { class: 'who' }, 'Agent'),
+              h('div', { class: 'body markdown' }, renderMarkdown(message.content)),
+            );
+      case 'tool_use':
+        return h('li', { class: 'msg tool', 'data-role': 'tool' }, `Tool: ${message.name}`);
+      case 'file':
+        return h('li', { class: 'msg tool', 'data-role': 'file' }, `File: ${message.path}`);
+      default:
+        return h('li', { class: 'msg error', 'data-role': 'error' }, `Error: ${message.content}`);
+    }
+  });
+  return h(
+    'li',
+    { class: 'msg compaction', 'data-role': 'compaction', 'data-testid': 'compaction' },
+    h(
+      'details',
+      {},
+      h('summary', {}, `Earlier messages summarised (${event.messages.length})`),
+      h('div', { class: 'body markdown', 'aria-label': 'Summary' }, renderMarkdown(event.content)),
+      h('ol', { class: 'messages originals', 'aria-label': 'The original messages' }, ...originals),
+    ),
+  );
 }
 
 /** How close to the bottom (px) still counts as reading the newest event. */
@@ -131,14 +169,21 @@ export class Transcript {
     this.placeRegenerate();
   }
 
-  /** A proactive message: a subagent's result as a card, anything else as a note. */
+  /**
+   * A proactive message: a subagent's result as a card, anything else as a note. Shown once: the
+   * poll can hand over a message while the chat's history loads, after which the load adds the
+   * stored ones (that message among them).
+   */
   note(message: PendingMessage): void {
+    const key = `${message.created_at} ${message.source} ${message.content}`;
+    if ([...this.el.children].some((li) => (li as HTMLElement).dataset.pendingKey === key)) return;
     this.endTurn();
-    if (message.source === 'subagent') {
-      this.add(subagentCard(message));
-      return;
-    }
-    this.add(h('li', { class: 'msg note', 'data-role': 'pending' }, h('span', { class: 'who' }, `Agent (${message.source})`), h('p', {}, message.content)));
+    const item =
+      message.source === 'subagent'
+        ? subagentCard(message)
+        : h('li', { class: 'msg note', 'data-role': 'pending' }, h('span', { class: 'who' }, `Agent (${message.source})`), h('p', {}, message.content));
+    item.dataset.pendingKey = key;
+    this.add(item);
   }
 
   /** Renders one chat event (live or from history). */
@@ -157,6 +202,11 @@ export class Transcript {
         return;
       case 'tool_use': {
         this.endTurn();
+        const web = webCard(event.name, event.input);
+        if (web) {
+          this.add(web);
+          return;
+        }
         let input = event.input;
         try {
           input = JSON.stringify(JSON.parse(event.input), null, 2);
@@ -177,6 +227,10 @@ export class Transcript {
           return;
         }
         this.add(h('li', { class: 'msg error', role: 'alert', 'data-role': 'error' }, `Error: ${event.content}`));
+        return;
+      case 'compaction':
+        this.endTurn();
+        this.add(compactionEntry(event));
         return;
       case 'stream_meta':
       case 'keepalive':

@@ -1,6 +1,6 @@
 /**
  * The Account page: sign-in methods (link e-mail, a provider, a wallet or a passkey; rename a
- * passkey; remove a method), two-step verification (mfa/enrol.ts), sessions (this device, sign out another), recent security activity,
+ * passkey; remove a method), today's model tokens by source, two-step verification (mfa/enrol.ts), sessions (this device, sign out another), recent security activity,
  * and deleting the account after a confirmation. Everything goes through `api.account.*`.
  */
 import { api, errorCode } from '../api.js';
@@ -14,7 +14,7 @@ import { describeDevice } from '../device.js';
 import { addPasskeyForm } from '../signin/passkey.js';
 import { secondFactorSection } from '../mfa/enrol.js';
 import { walletMethod } from '../signin/wallet.js';
-import { forgetMe } from '../who.js';
+import { bySourceText, forgetMe, SOURCE_NAMES } from '../who.js';
 import { signedOut, signOut } from './layout.js';
 
 type AccountView = Awaited<ReturnType<typeof api.account.get.query>>;
@@ -190,6 +190,29 @@ async function activitySection(): Promise<HTMLElement> {
   );
 }
 
+/**
+ * Today's model tokens and what spent them: the user's chats, and what the agent did on its own
+ * (heartbeats, scheduled tasks, subagents), so that proactive turns are never a hidden cost.
+ */
+function usageSection(tokens: AccountView['usage']['model_tokens']): HTMLElement {
+  const exact = new Intl.NumberFormat('en');
+  const total =
+    tokens.limit === null ? `${exact.format(tokens.used)} model tokens` : `${exact.format(tokens.used)} of ${exact.format(tokens.limit)} model tokens`;
+  return h(
+    'section',
+    { 'aria-labelledby': 'usage-title' },
+    h('h2', { id: 'usage-title' }, 'Usage today'),
+    h('p', { 'data-testid': 'usage-total' }, `${total} used today.`),
+    h(
+      'ul',
+      { class: 'usage-sources', 'aria-label': `By source: ${bySourceText(tokens.by_source)}` },
+      ...(Object.keys(SOURCE_NAMES) as Array<keyof typeof SOURCE_NAMES>).map((source) =>
+        h('li', { 'data-testid': `usage-${source}` }, `${SOURCE_NAMES[source]}: ${exact.format(tokens.by_source[source])}`),
+      ),
+    ),
+  );
+}
+
 function deleteSection(): HTMLElement {
   const alert = alertBox();
   const confirmInput = h('input', { type: 'text', id: 'delete-confirm', autocomplete: 'off' });
@@ -252,6 +275,7 @@ export function accountPage(): HTMLElement {
       body.replaceChildren(
         summary,
         accountIdDetails(view.user_id),
+        usageSection(view.usage.model_tokens),
         methodsSection(view, alert, reload),
         await secondFactorSection(view.tier === 'full', reload),
         await sessionsSection(alert, reload),

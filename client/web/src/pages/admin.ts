@@ -6,6 +6,7 @@
  */
 import { api } from '../api.js';
 import { alertBox, h, pageHeading } from '../dom.js';
+import { bySourceText } from '../who.js';
 
 type Users = Awaited<ReturnType<typeof api.admin.users.list.query>>;
 
@@ -59,6 +60,8 @@ function userPage(id: string, back: () => void): HTMLElement {
           {},
           `Sessions: ${user.sessions.length} · today: ${user.usage.today.tokens_in + user.usage.today.tokens_out} model tokens, ${user.usage.today.messages} messages, ${user.usage.today.uploads} uploads`,
         ),
+        h('p', { 'data-testid': 'admin-user-sources' }, `Model tokens by source today: ${bySourceText(user.usage.today.by_source)}`),
+        h('p', {}, `Last 30 days: ${bySourceText(user.usage.last_30_days.by_source)}`),
         h('div', { class: 'row' }, ...(user.ban ? [] : [reason]), ban, remove),
         alert.el,
       );

@@ -8,13 +8,14 @@ import { h } from '../dom.js';
 import { go, navigate, onLeave } from '../router.js';
 import { clearTokens, forgetAccountData } from '../session.js';
 import { oauthButtons } from '../signin/oauth.js';
-import { accountInfo, accountSummary, budgetSummary, forgetMe, me, onAccountRefresh } from '../who.js';
+import { accountInfo, accountSummary, budgetSummary, forgetMe, keepTimezone, me, onAccountRefresh } from '../who.js';
 
 const PAGES: Array<{ path: string; label: string }> = [
   { path: '/', label: 'Chat' },
   { path: '/files', label: 'Files' },
   { path: '/subagents', label: 'Subagents' },
   { path: '/tasks', label: 'Tasks' },
+  { path: '/memory', label: 'Memory' },
   { path: '/messenger', label: 'Messenger' },
   { path: '/account', label: 'Account' },
 ];
@@ -100,6 +101,7 @@ export function layout(page: () => HTMLElement): HTMLElement {
     (user) => {
       who.dataset.userId = user.user_id;
       showAccount();
+      void keepTimezone();
       if (user.guest) {
         guestBanner.hidden = false;
         // The sentence ends where it is complete: the ways to keep the account follow it as

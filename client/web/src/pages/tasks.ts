@@ -1,7 +1,7 @@
 /**
  * Scheduled tasks (`agent.tasks.*` over tRPC, docs/web-client.md "Tasks"): each task with what it
- * does, its schedule and its next run in the user's own time zone (the browser's, kept on the
- * account so that the agent's answers can use it too), and buttons to pause, resume and delete.
+ * does, its schedule and its next run in the user's own time zone (the browser's, which the layout
+ * keeps on the account for the agent: who.ts `keepTimezone`), and buttons to pause, resume and delete.
  * Tasks are made in a chat ("remind me at 9 tomorrow"): the page says so when there are none.
  * Icons are inline SVG (no icon font, no image requests).
  */
@@ -9,10 +9,7 @@ import type { Task } from '@contracts/agent/tasks.js';
 import { api } from '../api.js';
 import { alertBox, h, pageHeading } from '../dom.js';
 import { icon } from '../icons.js';
-import { keepTimezone } from '../who.js';
-
-/** The user's own zone, as the browser knows it. */
-export const browserTimezone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+import { browserTimezone } from '../who.js';
 
 function inZone(iso: string, zone: string): string {
   return new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short', timeZone: zone }).format(new Date(iso));
@@ -27,7 +24,6 @@ export function tasksPage(): HTMLElement {
   const alert = alertBox();
   const zone = browserTimezone();
   const listBox = h('div', { 'data-testid': 'tasks' }, h('p', {}, 'Loading…'));
-  void keepTimezone(zone);
 
   async function act(button: HTMLButtonElement, action: () => Promise<unknown>, done: string): Promise<void> {
     button.disabled = true;

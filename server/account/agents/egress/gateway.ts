@@ -26,6 +26,10 @@
  * 413) or cuts the connection, so a hostile tenant cannot hold the account service's sockets,
  * memory or upstream connections.
  *
+ * On its own host (`GATEWAY_SELF_HOST`) the gateway answers for itself: the budget check, and the
+ * agents' web tools (web.ts: `web_fetch` and `web_search`, fetched here under the address rules
+ * so the agent never opens a connection of its own).
+ *
  * Calls to the model are metered (model-usage.ts): each reserves what it may cost before it is
  * forwarded (refused with 429 while the owner's daily budget is spent or held by calls in flight),
  * and settles with the usage read from its answer as it passes.
@@ -43,6 +47,7 @@ import { generationEndpoint } from './model-routes.js';
 import { GATEWAY_BUDGET_PATH, GATEWAY_SELF_HOST, MODEL_SOURCE_HEADER, ModelSource, type ProactiveBudget } from '@contracts/agent/model-source.js';
 import { modelCall, UsageScanner, type ModelCall, type TokenUsage } from './model-usage.js';
 import { answerConnectors, isConnectorPath, type ConnectorCalls } from './connectors.js';
+import type { WebTools } from './web.js';
 
 export interface EgressRoute {
   /** `https://api.openai.com`, `http://127.0.0.1:11434` … */
@@ -101,6 +106,8 @@ export interface EgressGatewayOptions {
   onLimited?: (limit: EgressLimit) => void;
   /** The owners' connector tools and calls (connectors.ts); unset: none. */
   connectors?: ConnectorCalls;
+  /** The agents' web tools, answered on the gateway's own host (web.ts); unset: not offered. */
+  web?: WebTools;
 }
 
 /** One agent's gateway sockets: its own (credentials added) and, with AGENT_EXEC_NETWORK=allowlist, its exec relay's (none added). */
@@ -232,6 +239,7 @@ export class EgressGateway {
   private readonly limits: EgressLimits;
   private readonly onLimited: (limit: EgressLimit) => void;
   private readonly connectors?: ConnectorCalls;
+  private readonly web?: WebTools;
 
   constructor(
     routes: EgressRoute[],
@@ -243,6 +251,7 @@ export class EgressGateway {
     this.limits = options.limits;
     this.onLimited = options.onLimited ?? (() => {});
     this.connectors = options.connectors;
+    this.web = options.web;
     // First route wins: the model's credentials are not replaced by an AGENT_EGRESS_ALLOW entry for the same origin.
     for (const route of routes) if (!this.routes.has(hostKey(route.origin))) this.routes.set(hostKey(route.origin), route);
   }
@@ -432,12 +441,21 @@ export class EgressGateway {
     }
   }
 
+  /** `web_fetch` and `web_search` (web.ts), within the agent's slots like any request it sends out. */
+  private async answerWeb(req: http.IncomingMessage, res: http.ServerResponse, caller: Caller): Promise<void> {
+    const release = this.slot(caller, GATEWAY_SELF_HOST);
+    if (!release) return deny(res, 503, 'EGRESS_BUSY', 'Too many connections through the egress gateway at once');
+    res.once('close', release);
+    await this.web?.answer(req, res, caller.owner.userId);
+  }
+
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, caller: Caller): Promise<void> {
     const { owner } = caller;
     const { agentId } = owner;
     if (owner.unclaimed) return deny(res, 403, 'EGRESS_DENIED', UNCLAIMED_DETAIL);
     if (!caller.exec && req.headers.host?.toLowerCase().replace(/:80$/, '') === GATEWAY_SELF_HOST) {
       if (owner.userId && isConnectorPath(req.url?.split('?')[0])) return this.answerConnectors(req, res, caller, owner.userId);
+      if (this.web?.handles(req.url)) return this.answerWeb(req, res, caller);
       return this.answerBudget(req, res, owner);
     }
     // Origin form from the agent itself (destination in Host); absolute form from exec's proxy clients.

@@ -36,6 +36,8 @@ export interface SleepingAgents extends AgentProvisioner {
   restart(userId: string, opts: { start: boolean }): Promise<void>;
   /** Starts the user's agent for its schedule unless it runs. */
   wake(userId: string): Promise<void>;
+  /** The user's agent if it runs now (a start under way is awaited); never starts one: whom to tell a changed setting. */
+  awakeAgentOf(userId: string): Promise<AgentEndpoint | undefined>;
   /**
    * After a sign-in: starts a returning user's sleeping agent ahead of the first message.
    * `created`: the sign-in made the account, so it has no agent yet (nothing to look up).

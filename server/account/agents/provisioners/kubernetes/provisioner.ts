@@ -82,6 +82,8 @@ export interface KubernetesProvisionerOptions {
   userEnv?: (userId: string) => Promise<Record<string, string>>;
   /** The settings that follow the account tier (workspace quota, task limits), into the Pod's environment. */
   tierEnv?: (userId: string) => Promise<Record<string, string>>;
+  /** The user's time zone as the account keeps it: USER_TIMEZONE at start. */
+  userZone?: (userId: string) => Promise<string | null>;
   onColdStart?: (seconds: number) => void;
   onCrash?: (userId: string, exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
 }
@@ -252,6 +254,8 @@ export class KubernetesProvisioner implements SleepingAgents {
     const env: Record<string, string> = {};
     for (const [name, value] of Object.entries(userEnv ?? {})) (SECRET_SETTING.test(name) ? secrets : env)[name] = value;
     Object.assign(env, await this.options.tierEnv?.(userId));
+    const zone = await this.options.userZone?.(userId);
+    if (zone) env.USER_TIMEZONE = zone;
     if (!wasRunning) {
       // A heartbeat that fell due while it slept runs right after start.
       const nextWake = await this.registry.nextWake(agent.id);
@@ -505,6 +509,16 @@ export class KubernetesProvisioner implements SleepingAgents {
       await this.podGone(agent.id);
     }
     if (opts.start || running) await this.agentFor(userId);
+  }
+
+  /** The user's agent if its Pod serves (a start under way is awaited); never starts one. */
+  async awakeAgentOf(userId: string): Promise<AgentEndpoint | undefined> {
+    const agent = await this.registry.forUser(userId);
+    if (!agent) return undefined;
+    const starting = this.starting.get(agent.id);
+    if (starting) return starting.catch(() => undefined);
+    const pod = this.servingPod(agent.id);
+    return pod && replicasOf(this.setOf(agent.id)) > 0 ? { ...agent, url: podUrl(pod) } : undefined;
   }
 
   /** Wakes the user's agent for its schedule unless it runs. */

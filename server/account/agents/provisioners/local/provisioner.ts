@@ -31,6 +31,7 @@ import type { AgentLauncher, LaunchedAgent } from './launcher.js';
 import { agentFetch, releaseAgentConnections } from '../../transport.js';
 import { agentClient } from '../../client.js';
 import type { LifecycleReport } from '@contracts/agent/lifecycle.js';
+import { tellZone } from '../../user-zone.js';
 import { agentUnavailable, CAPACITY_RETRY_AFTER_SECONDS, type AgentStats, type RunningAgentInfo, type SleepingAgents } from '../provisioner.js';
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
@@ -100,6 +101,8 @@ export interface LocalProvisionerOptions {
   userEnv?: (userId: string) => Promise<Record<string, string>>;
   /** The settings that follow the user's account tier (workspace quota, task limits; guests get less); unset: the agent's defaults. */
   tierEnv?: (userId: string) => Promise<Record<string, string>>;
+  /** The user's time zone as the account keeps it (USER_TIMEZONE at start; told to a claimed warm-pool agent). */
+  userZone?: (userId: string) => Promise<string | null>;
   startTimeoutMs?: number;
   /** Each start that became healthy: seconds from spawn to the first healthy answer. */
   onColdStart?: (seconds: number) => void;
@@ -352,8 +355,10 @@ export class LocalProvisioner implements SleepingAgents {
     // A heartbeat that fell due while it slept runs right after start.
     const nextWake = userId ? await this.registry.nextWake(agent.id) : null;
     const tierEnv = userId ? await this.options.tierEnv?.(userId) : this.options.warmPool?.tierEnv;
+    const zone = userId ? await this.options.userZone?.(userId) : null;
     return {
       ...(nextWake ? { HEARTBEAT_NEXT_AT: nextWake.toISOString() } : {}),
+      ...(zone ? { USER_TIMEZONE: zone } : {}),
       ...(this.options.userEnv && userId ? await this.options.userEnv(userId) : {}),
       ...this.options.agentEnv,
       AGENT_SECRET: agent.secret,
@@ -477,6 +482,9 @@ export class LocalProvisioner implements SleepingAgents {
     }
     running.launched.claim(userId);
     await rm(path.join(this.agentDirOf(agent.id), UNCLAIMED_MARKER), { force: true });
+    // Started before anyone's zone was known: told it now, as a running agent is when it changes.
+    const zone = await this.options.userZone?.(userId);
+    if (zone) await tellZone(agent, zone, this.log);
     this.poolClaims++;
     this.log.info({ agent: agent.name, agentId: agent.id }, 'new user served by a warm-pool agent');
     // A second later: a flood's first sign-ups are not yet a flood.
@@ -569,6 +577,15 @@ export class LocalProvisioner implements SleepingAgents {
     const running = agent && this.running.get(agent.id);
     if (agent && running) await this.stop(agent.id, running);
     if (opts.start || running) await this.agentFor(userId);
+  }
+
+  /** The user's agent if it runs (a start under way is awaited); never starts one. */
+  async awakeAgentOf(userId: string): Promise<AgentEndpoint | undefined> {
+    const starting = this.starting.get(userId);
+    if (starting) return starting.catch(() => undefined);
+    const agent = await this.registry.forUser(userId);
+    const running = agent && this.running.get(agent.id);
+    return agent && running?.ready ? { ...agent, url: running.url } : undefined;
   }
 
   /** Starts the user's agent for its schedule unless it runs (it then lives by the idle rule). */

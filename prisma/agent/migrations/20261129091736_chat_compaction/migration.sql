@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "chat_messages" ADD COLUMN "covers_to" INTEGER;
