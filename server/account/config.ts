@@ -10,6 +10,7 @@ import { httpUrl, logLevel, logPretty, optionalString, otlpEndpoint, parseConfig
 import { oauthConfig, oauthEnv } from './auth/oauth/config.js';
 import { captchaConfig, captchaEnv, captchaProblems } from './captcha/config.js';
 import { agentsConfig, agentsEnv, agentsProblems } from './agents/config.js';
+import { connectorsConfig, connectorsEnv, connectorsProblems } from './connectors/config.js';
 
 const count = (fallback: number, min: number, max: number) =>
   z.preprocess((v) => (v === '' || v === undefined ? fallback : v), z.coerce.number().int().min(min).max(max));
@@ -216,6 +217,7 @@ export const accountEnv = z.object({
   LOG_PRETTY: logPretty,
   ...oauthEnv,
   ...captchaEnv,
+  ...connectorsEnv,
 });
 
 const schema = accountEnv
@@ -225,7 +227,8 @@ const schema = accountEnv
       ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'is not allowed when NODE_ENV=production' });
     if (env.DEV_OUTBOX === '1' && env.SMTP_URL)
       ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'lists the local outbox, which is not used when SMTP_URL is set' });
-    for (const [name, message] of [...captchaProblems(env), ...agentsProblems(env)]) ctx.addIssue({ code: 'custom', path: [name], message });
+    for (const [name, message] of [...captchaProblems(env), ...agentsProblems(env), ...connectorsProblems(env)])
+      ctx.addIssue({ code: 'custom', path: [name], message });
   })
   .transform((env) => {
     const baseUrl = (env.BASE_URL ?? `http://${env.HOST === '0.0.0.0' ? '127.0.0.1' : env.HOST}:${env.PORT}`).replace(/\/$/, '');
@@ -256,6 +259,8 @@ const schema = accountEnv
       walletAccounts: env.WALLET_ACCOUNTS,
       /** Unset: no CAPTCHA (captcha/). */
       captcha: captchaConfig(env),
+      /** Users' own MCP servers (connectors/). */
+      connectors: connectorsConfig(env),
       /** How long a request body may take; uploads must progress instead (common/http.ts, BodyTimeouts); local agents get the same. */
       bodyTimeouts: { requestSeconds: env.REQUEST_BODY_TIMEOUT, uploadIdleSeconds: env.UPLOAD_IDLE_TIMEOUT_SECONDS },
       ...agentsConfig(env),

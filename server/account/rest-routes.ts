@@ -10,7 +10,7 @@ import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
 import { proxyToOwnAgent, type ProxyServices } from './agents/proxy/http-proxy.js';
 import type { AccountServices } from './services.js';
-import { notFound } from '../common/errors.js';
+import { AppError, notFound } from '../common/errors.js';
 import { jsonBody } from '../common/http.js';
 import { mountJsonProcedures } from '../../rest-bridge/json.js';
 import { mountApiDocs } from '../../rest-bridge/api-docs.js';
@@ -31,7 +31,7 @@ const ACCOUNT_ERRORS: ServiceErrorCodes = {
 
 export function mountAccountBridge(
   api: IRouter,
-  services: ProxyServices & Pick<AccountServices, 'bots'>,
+  services: ProxyServices & Pick<AccountServices, 'bots' | 'connectors' | 'config'>,
   contextFor: (req: Request) => AccountContext,
   baseUrl: string,
 ): void {
@@ -64,6 +64,8 @@ export function mountAccountBridge(
     { errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_SECRET', 'BAD_REQUEST', 'AGENT_UNAVAILABLE'] },
   );
 
+  mountConnectorSignIn(table, services);
+
   let document: Promise<unknown> | undefined;
   table.add('get', '/openapi.json', [
     async (_req, res) => {
@@ -73,4 +75,58 @@ export function mountAccountBridge(
   ]);
   mountApiDocs(table, 'Account API');
   table.finish();
+}
+
+/** The name of the cookie that ties a connector sign-in to the browser that started it (connectors/connectors.ts `openTicket`). */
+const SIGN_IN_COOKIE = 'connector_sign_in';
+
+/**
+ * The browser's part of a connector's sign-in: the one-time link sends it to the provider, the
+ * provider sends it back to the callback, which stores the tokens and sends it to the Connectors
+ * page. Failures land on that page too, with the reason.
+ */
+function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices, 'connectors' | 'config'>): void {
+  const { connectors, config } = services;
+  const page = (params: Record<string, string>) => `${config.frontendUrl}/connectors?${new URLSearchParams(params)}`;
+  const secure = config.baseUrl.startsWith('https://');
+  table.add(
+    'get',
+    '/connectors/{id}/authorize',
+    [
+      async (req, res) => {
+        try {
+          const { location, browser } = await connectors.openTicket(String(req.params.id), String(req.query.ticket ?? ''));
+          res.cookie(SIGN_IN_COOKIE, browser, { httpOnly: true, sameSite: 'lax', secure, path: '/api/v1/connectors/callback', maxAge: 10 * 60_000 });
+          res.redirect(302, location);
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          res.redirect(302, page({ error: error.message }));
+        }
+      },
+    ],
+    undefined,
+    { errors: ['CONNECTOR_SIGN_IN_FAILED'] },
+  );
+  table.add('get', '/connectors/callback', [
+    async (req, res) => {
+      const query = Object.fromEntries(
+        ['state', 'code', 'error', 'error_description'].flatMap((name) => (typeof req.query[name] === 'string' ? [[name, req.query[name] as string]] : [])),
+      );
+      const browser = /(?:^|;\s*)connector_sign_in=([\w-]+)/.exec(req.get('cookie') ?? '')?.[1];
+      res.clearCookie(SIGN_IN_COOKIE, { path: '/api/v1/connectors/callback' });
+      try {
+        res.redirect(302, (await connectors.finishSignIn(query, browser)).location);
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        res.redirect(302, page({ error: error.message }));
+      }
+    },
+  ]);
+  // The client ID metadata document authorization servers may fetch instead of registering us (https services only).
+  table.add('get', '/connectors/client-metadata.json', [
+    (_req, res) => {
+      if (!connectors.clientMetadataUrl) throw notFound('This service is not on https: it registers with each server instead', 'ROUTE_NOT_FOUND');
+      res.json(connectors.clientMetadataDocument());
+    },
+  ]);
 }

@@ -5,6 +5,7 @@ import { authRouter } from './auth/router.js';
 import { tokensRouter } from './tokens/router.js';
 import { accountRouter as selfServiceRouter } from './me/router.js';
 import { botProcedures } from './messenger/router.js';
+import { connectorsRouter } from './connectors/router.js';
 import { publicProcedure, router } from './trpc.js';
 
 export const accountRouter = router({
@@ -14,6 +15,8 @@ export const accountRouter = router({
   account: selfServiceRouter,
   /** The signed-in user's own agent (agents/proxy/router.ts), and their own bot beside its messenger (messenger/router.ts). */
   agent: router({ ...agentForwards, messenger: { ...agentForwards.messenger, ...botProcedures } }),
+  /** The signed-in user's own MCP servers (connectors/router.ts, docs/connectors.md). */
+  connectors: connectorsRouter,
   /** Operators: admins and API keys (admin/router.ts, docs/admin.md). */
   admin: adminRouter,
   /** `GET /api/v1` sends people (and tools) to the API's description. */

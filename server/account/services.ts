@@ -29,6 +29,7 @@ import { Captcha } from './captcha/siteverify.js';
 import type { AccountConfig } from './config.js';
 import { pruneActivity } from './events/activity.js';
 import { MessengerBots } from './messenger/bots.js';
+import { Connectors } from './connectors/connectors.js';
 import { RateLimits } from './ratelimit/limits.js';
 import { openAccountStore, type AccountStore } from './store.js';
 import { loadSigningKeys } from './tokens/keys.js';
@@ -47,6 +48,8 @@ export interface AccountServices {
   agents: { registry: AgentRegistry; provisioner: AgentProvisioner };
   /** Users' own Telegram bots (local agents only). */
   bots: MessengerBots | undefined;
+  /** Users' own MCP servers (connectors/); their tools reach agents through the egress gateway. */
+  connectors: Connectors;
   /** Outgoing mail: SMTP_URL, or the local outbox. */
   mail: MailQueue;
   email: EmailSignIn;
@@ -116,6 +119,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
   };
   // Bound below: the bots need the agents, the agents ask them for an agent's bot settings.
   let bots: MessengerBots | undefined;
+  let connectors: Connectors | undefined;
   const agents = await assembleAgents({
     config,
     log,
@@ -123,9 +127,23 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     metrics,
     budgetUser,
     userEnv: async (userId) => (bots ? bots.agentEnv(userId) : {}),
+    connectors: {
+      tools: async (userId) => (connectors ? connectors.agentTools(userId) : []),
+      call: async (userId, call, signal) =>
+        connectors
+          ? connectors.call(userId, call.name, call.arguments, signal)
+          : { content: [{ type: 'text', text: 'Connectors are not ready' }], is_error: true },
+    },
     userZone: (userId) => timezoneOf(store.db, userId),
   });
   const { registry, provisioner, sleeping, box } = agents;
+  connectors = new Connectors(store.db, box, log.child({ area: 'connectors' }), {
+    ...config.connectors,
+    baseUrl: config.baseUrl,
+    frontendUrl: config.frontendUrl,
+  });
+  if (config.connectors.allowPrivate)
+    log.warn('CONNECTORS_ALLOW_PRIVATE=1: connectors may be on loopback and private addresses (unsafe outside development and tests)');
   // After a sign-in's answer, a returning user's sleeping agent starts, a new one's comes from the warm pool: ready before the first message.
   if (sleeping) {
     tokens.signedIn = ({ userId, created }) => void sleeping.warmUp(userId, { created });
@@ -185,6 +203,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
     rateLimits,
     agents: { registry, provisioner },
     bots,
+    connectors,
     metrics,
     authMetrics,
     adminAccess: new AdminAccess(store.db, tokens, metrics.registry, config.adminRequire2fa),
@@ -211,6 +230,7 @@ export async function createAccountServices(config: AccountConfig, log: Logger):
       await guestRetention?.stop();
       await webhookWorker.close();
       await provisioner.close();
+      await connectors?.close();
       await tokens.close();
       await mail.close();
       await rateLimits.close();

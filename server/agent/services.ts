@@ -24,6 +24,7 @@ import { SubagentRegistry } from './subagents/registry.js';
 import { spawnSubagentTool } from './subagents/tool.js';
 import { WorkspaceQuota } from './files/quota.js';
 import { workspaceTools } from './tools/index.js';
+import { ConnectorTools } from './tools/connectors.js';
 import { RequestActivity } from './lifecycle.js';
 import { createAgentMetrics, type AgentMetrics } from './metrics.js';
 
@@ -82,6 +83,8 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     tools: backgroundTools,
   });
   await subagents.start();
+  // The user's connector tools, asked of the gateway at each chat run's start (none without a gateway).
+  const connectorTools = config.egress ? new ConnectorTools(config.egress, config.workspace, quota, log.child({ area: 'connectors' })) : undefined;
   const userRunListeners = new Set<(chatId: string) => void>();
   const metrics = createAgentMetrics();
   // Chat runs are depth 0: they get spawn_subagent, schedule_task and search_history; subagents (depth 1) and heartbeats do not.
@@ -92,7 +95,8 @@ export async function createAgentServices(config: AgentConfig, log: Logger): Pro
     log,
     tools,
     history,
-    runTools: (chatId) => ({
+    runTools: async (chatId) => ({
+      ...(await connectorTools?.tools()),
       ...spawnSubagentTool(subagents, { chatId, depth: 0 }),
       ...scheduleTaskTool(taskStore, { chatId, zone }),
       ...searchHistoryTool(search, { chatId }),

@@ -4,7 +4,7 @@
  * static or Kubernetes, egress/ and proxy/ beside it), the egress gateway with the model budgets,
  * the proxy's per-user slots, and the agents' metrics. What it needs of the other areas comes in
  * as functions: whether a user is on guest terms (users/), their agent's extra environment (their
- * bot's settings, messenger/), so that no other area is imported here.
+ * bot's settings, messenger/), their connector calls (connectors/), so that no other area is imported here.
  */
 import type { ModelSource } from '@contracts/agent/model-source.js';
 import { Counter, Histogram } from 'prom-client';
@@ -15,6 +15,7 @@ import type { AgentsConfig } from './config.js';
 import { emitEvent } from '../events/outbox.js';
 import type { AccountStore } from '../store.js';
 import { LocalAgentsScrape } from './agent-metrics.js';
+import type { ConnectorCalls } from './egress/connectors.js';
 import { EgressGateway, agentModelEnvironment, egressRoutes } from './egress/gateway.js';
 import { ModelBudget, type BudgetUser } from './egress/model-usage.js';
 import { WebTools } from './egress/web.js';
@@ -40,6 +41,8 @@ export interface AgentsDeps {
   budgetUser(userId: string): Promise<BudgetUser>;
   /** Added to the environment of a user's agent when it starts (their own bot's settings). */
   userEnv(userId: string): Promise<Record<string, string>>;
+  /** The users' connector tools and calls, which their agents reach through the gateway (connectors/). */
+  connectors?: ConnectorCalls;
   /** The user's time zone as the account keeps it (user-zone.ts). */
   userZone(userId: string): Promise<string | null>;
 }
@@ -61,7 +64,7 @@ export interface Agents {
   stopWaking(): Promise<void>;
 }
 
-export async function assembleAgents({ config, log, store, metrics, budgetUser, userEnv, userZone }: AgentsDeps): Promise<Agents> {
+export async function assembleAgents({ config, log, store, metrics, budgetUser, userEnv, userZone, connectors }: AgentsDeps): Promise<Agents> {
   const modelTokens = new Counter({
     name: 'model_tokens_total',
     help: 'Model tokens spent by local agents, by direction and kind of user',
@@ -113,6 +116,7 @@ export async function assembleAgents({ config, log, store, metrics, budgetUser, 
     modelCallMaxTokens: config.modelCallMaxTokens,
     limits: config.egressLimits,
     onLimited: (limit) => egressLimited.inc({ limit }),
+    connectors,
     web,
   });
   // What every agent inherits: runtime settings and the model's (never a key: the gateway adds those).

@@ -90,6 +90,8 @@ const jsonSchemas = new WeakMap<z.ZodType, LanguageModelV3FunctionTool['inputSch
 
 function toolDefinitions(tools: AgentToolSet): LanguageModelV3FunctionTool[] {
   return Object.entries(tools).map(([name, tool]) => {
+    if (tool.jsonSchema)
+      return { type: 'function', name, description: tool.description, inputSchema: tool.jsonSchema as LanguageModelV3FunctionTool['inputSchema'] };
     let inputSchema = jsonSchemas.get(tool.inputSchema);
     if (!inputSchema) {
       inputSchema = z.toJSONSchema(tool.inputSchema, {

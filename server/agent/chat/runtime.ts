@@ -61,7 +61,7 @@ export interface ChatRuntimeDeps {
   /** Overrides the tool set (subagents compose their own). */
   tools?: AgentToolSet;
   /** Tools added per run that need the chat (e.g. `spawn_subagent`, depth 0 only). */
-  runTools?: (chatId: string) => AgentToolSet;
+  runTools?: (chatId: string) => AgentToolSet | Promise<AgentToolSet>;
   /** Called when a user's run becomes active in a chat (the heartbeat gives way to it). */
   onRunStart?: (chatId: string) => void;
   /** Runs by outcome and tool calls (GET /metrics). */
@@ -175,7 +175,7 @@ export class ChatRuntime {
     const timer = setTimeout(() => run.cancel(new RunTimedOut()), chat.runTimeoutMs);
     timer.unref();
     const model = run.proactive?.model ?? this.model;
-    const tools = run.contact ? this.contactTools() : this.deps.runTools ? { ...this.tools, ...this.deps.runTools(run.chatId) } : this.tools;
+    const tools = run.contact ? this.contactTools() : this.deps.runTools ? { ...this.tools, ...(await this.deps.runTools(run.chatId)) } : this.tools;
     let outcome: RunOutcome = 'completed';
     try {
       if (!model) {

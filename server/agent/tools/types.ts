@@ -19,6 +19,8 @@ export interface ToolContext {
 export interface AgentTool<I = unknown> {
   description: string;
   inputSchema: z.ZodType<I>;
+  /** The JSON schema the model is given, when it comes from elsewhere (a connector's server); else made from `inputSchema`. */
+  jsonSchema?: Record<string, unknown>;
   /** The returned value goes back to the model as the tool result; a throw becomes a tool error. */
   execute(input: I, ctx: ToolContext): Promise<unknown>;
 }

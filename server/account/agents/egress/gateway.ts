@@ -46,6 +46,7 @@ import type { ErrorCode } from '@contracts/errors.js';
 import { generationEndpoint } from './model-routes.js';
 import { GATEWAY_BUDGET_PATH, GATEWAY_SELF_HOST, MODEL_SOURCE_HEADER, ModelSource, type ProactiveBudget } from '@contracts/agent/model-source.js';
 import { modelCall, UsageScanner, type ModelCall, type TokenUsage } from './model-usage.js';
+import { answerConnectors, isConnectorPath, type ConnectorCalls } from './connectors.js';
 import type { WebTools } from './web.js';
 
 export interface EgressRoute {
@@ -103,6 +104,8 @@ export interface EgressGatewayOptions {
   modelCallMaxTokens?: number;
   /** Each refusal or cut by a limit. */
   onLimited?: (limit: EgressLimit) => void;
+  /** The owners' connector tools and calls (connectors.ts); unset: none. */
+  connectors?: ConnectorCalls;
   /** The agents' web tools, answered on the gateway's own host (web.ts); unset: not offered. */
   web?: WebTools;
 }
@@ -235,6 +238,7 @@ export class EgressGateway {
   private readonly modelCallMaxTokens: number;
   private readonly limits: EgressLimits;
   private readonly onLimited: (limit: EgressLimit) => void;
+  private readonly connectors?: ConnectorCalls;
   private readonly web?: WebTools;
 
   constructor(
@@ -246,6 +250,7 @@ export class EgressGateway {
     this.modelCallMaxTokens = options.modelCallMaxTokens ?? 4096;
     this.limits = options.limits;
     this.onLimited = options.onLimited ?? (() => {});
+    this.connectors = options.connectors;
     this.web = options.web;
     // First route wins: the model's credentials are not replaced by an AGENT_EGRESS_ALLOW entry for the same origin.
     for (const route of routes) if (!this.routes.has(hostKey(route.origin))) this.routes.set(hostKey(route.origin), route);
@@ -422,6 +427,20 @@ export class EgressGateway {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
   }
 
+  /** A connector call or tool list (connectors.ts), holding one of the agent's slots while it runs. */
+  private async answerConnectors(req: http.IncomingMessage, res: http.ServerResponse, caller: Caller, userId: string): Promise<void> {
+    const release = this.slot(caller, GATEWAY_SELF_HOST);
+    if (!release) return deny(res, 503, 'EGRESS_BUSY', 'Too many connections through the egress gateway at once');
+    res.once('close', release);
+    try {
+      await answerConnectors(req, res, userId, this.connectors);
+    } catch (error) {
+      this.log.error({ err: error, agentId: caller.owner.agentId }, 'connector request failed');
+      if (!res.headersSent) deny(res, 502, 'EGRESS_UPSTREAM_FAILED', 'The connector call failed');
+      else res.destroy();
+    }
+  }
+
   /** `web_fetch` and `web_search` (web.ts), within the agent's slots like any request it sends out. */
   private async answerWeb(req: http.IncomingMessage, res: http.ServerResponse, caller: Caller): Promise<void> {
     const release = this.slot(caller, GATEWAY_SELF_HOST);
@@ -435,6 +454,7 @@ export class EgressGateway {
     const { agentId } = owner;
     if (owner.unclaimed) return deny(res, 403, 'EGRESS_DENIED', UNCLAIMED_DETAIL);
     if (!caller.exec && req.headers.host?.toLowerCase().replace(/:80$/, '') === GATEWAY_SELF_HOST) {
+      if (owner.userId && isConnectorPath(req.url?.split('?')[0])) return this.answerConnectors(req, res, caller, owner.userId);
       if (this.web?.handles(req.url)) return this.answerWeb(req, res, caller);
       return this.answerBudget(req, res, owner);
     }

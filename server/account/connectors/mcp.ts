@@ -1,0 +1,133 @@
+/**
+ * The connector client, on `@modelcontextprotocol/sdk`: connects over streamable HTTP and falls
+ * back to the older HTTP+SSE transport when the server does not speak it; lists tools; calls one
+ * and turns its result into the shape the agent gets (contracts/agent/connectors.ts). Everything
+ * it sends goes through the fetch it is given (network.ts: checked addresses) and is authorized
+ * by the provider it is given (oauth.ts). scripts/mcp-conformance-client.ts runs it against the
+ * official conformance suite.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ConnectorCallResult, ConnectorContent } from '@contracts/agent/connectors.js';
+
+export interface McpConnection {
+  client: Client;
+  /** `streamable-http` or `sse`. */
+  transport: 'streamable-http' | 'sse';
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  fetch?: typeof fetch;
+  authProvider?: OAuthClientProvider;
+  /** How long the handshake may take. */
+  timeoutMs: number;
+  /** A transport failure after connecting (the server went away): the connection is dead. */
+  onBroken?: (error: Error) => void;
+  /**
+   * What to answer a server that asks the user for input (elicitation): `decline` when no person is
+   * at hand (a tool call of an agent); `defaults` accepts the form with the defaults it offers.
+   */
+  elicitation?: 'decline' | 'defaults';
+}
+
+/** The statuses an old HTTP+SSE server answers a streamable POST with. */
+const NOT_STREAMABLE = new Set([400, 404, 405]);
+
+function newClient(elicitation: ConnectOptions['elicitation'] = 'decline'): Client {
+  const client = new Client({ name: 'agent-accounts', version: '1.0.0' }, { capabilities: { elicitation: { form: { applyDefaults: true } } } });
+  // Never left waiting: the SDK fills an accepted form's omitted fields with the schema's defaults.
+  client.setRequestHandler(ElicitRequestSchema, async () =>
+    elicitation === 'defaults' ? { action: 'accept' as const, content: {} } : { action: 'decline' as const },
+  );
+  return client;
+}
+
+/** Connects to an MCP server; an `UnauthorizedError` means the provider holds a URL for the user to sign in at. */
+export async function connectMcp(url: URL, options: ConnectOptions): Promise<McpConnection> {
+  const common = { fetch: options.fetch, authProvider: options.authProvider };
+  const streamable = new StreamableHTTPClientTransport(url, {
+    ...common,
+    // A dropped stream is retried briefly; then the call fails instead of hanging (the server is gone).
+    reconnectionOptions: { initialReconnectionDelay: 250, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
+  });
+  const client = newClient(options.elicitation);
+  try {
+    await client.connect(streamable, { timeout: options.timeoutMs });
+    return watched(client, 'streamable-http', streamable, options.onBroken);
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    if (!(error instanceof StreamableHTTPError && error.code !== undefined && NOT_STREAMABLE.has(error.code))) throw error;
+  }
+  const sse = new SSEClientTransport(url, common);
+  const legacy = newClient(options.elicitation);
+  try {
+    await legacy.connect(sse, { timeout: options.timeoutMs });
+  } catch (error) {
+    await legacy.close().catch(() => undefined);
+    throw error;
+  }
+  return watched(legacy, 'sse', sse, options.onBroken);
+}
+
+function watched(
+  client: Client,
+  kind: McpConnection['transport'],
+  transport: { onerror?: (error: Error) => void },
+  onBroken?: (error: Error) => void,
+): McpConnection {
+  const sdkHandler = transport.onerror;
+  transport.onerror = (error) => {
+    sdkHandler?.(error);
+    onBroken?.(error);
+  };
+  return { client, transport: kind, close: () => client.close() };
+}
+
+export interface ListedTool {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+/** The server's tools, page by page up to `max`. */
+export async function listMcpTools(client: Client, max: number, timeoutMs: number): Promise<ListedTool[]> {
+  const tools: ListedTool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : {}, { timeout: timeoutMs });
+    for (const tool of page.tools) {
+      if (tools.length >= max) return tools;
+      tools.push({ name: tool.name, description: tool.description ?? tool.title ?? '', input_schema: tool.inputSchema as Record<string, unknown> });
+    }
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools;
+}
+
+/** An MCP tool result as the agent gets it; unknown content kinds become a note. */
+export function toConnectorResult(result: CallToolResult): ConnectorCallResult {
+  const content: ConnectorContent[] = (result.content ?? []).map((item): ConnectorContent => {
+    switch (item.type) {
+      case 'text':
+        return { type: 'text', text: item.text };
+      case 'image':
+        return { type: 'image', data: item.data, mime_type: item.mimeType };
+      case 'audio':
+        return { type: 'audio', data: item.data, mime_type: item.mimeType };
+      case 'resource': {
+        const resource = item.resource as { uri: string; mimeType?: string; text?: string; blob?: string };
+        return { type: 'resource', uri: resource.uri, mime_type: resource.mimeType, text: resource.text, blob: resource.blob };
+      }
+      case 'resource_link':
+        return { type: 'resource_link', uri: item.uri, name: item.name, description: item.description };
+      default:
+        return { type: 'text', text: `[content of type ${(item as { type: string }).type} left out]` };
+    }
+  });
+  const structured = result.structuredContent as Record<string, unknown> | undefined;
+  return { content, ...(structured ? { structured } : {}), is_error: result.isError === true };
+}

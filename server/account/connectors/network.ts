@@ -1,0 +1,86 @@
+/**
+ * Where connectors may be, and the one way this service reaches them: a fetch whose every
+ * connection (the MCP server, its authorization server, each redirect) is checked at connect.
+ * Names are resolved once and the answer checked and used as is (addresses.ts `checkedLookup`, no
+ * DNS rebinding between the check and the connect); IP literals, which need no lookup, are checked
+ * before connecting. Cloud metadata addresses are refused always; other non-public addresses
+ * unless CONNECTORS_ALLOW_PRIVATE=1 (development and tests).
+ */
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
+import { checkedLookup, classifyAddress, describeAddress, RefusedAddress } from '../../common/addresses.js';
+import { AppError } from '../../common/errors.js';
+import type { ConnectorsConfig } from './config.js';
+
+export type AddressRules = Pick<ConnectorsConfig, 'allowPrivate' | 'allowOrigins'> & {
+  /** This service's own origin (BASE_URL): never a connector. */
+  selfOrigin: string;
+};
+
+/** Whether the rules let a connection go to `address`. */
+export function addressAllowed(address: string, allowPrivate: boolean): boolean {
+  const verdict = classifyAddress(address).class;
+  if (verdict === 'cloud-metadata') return false;
+  return allowPrivate || verdict === 'public';
+}
+
+const refused = (detail: string) => new AppError(400, 'CONNECTOR_URL_REFUSED', detail);
+
+/**
+ * The URL a user gave, checked before anything is stored: http(s) only (https unless private
+ * addresses are allowed: the token travels in it), no credentials in it, on an allowed origin, not
+ * this service, and its host resolving to allowed addresses only. Answers the normalised URL.
+ */
+export async function checkConnectorUrl(text: string, rules: AddressRules): Promise<URL> {
+  const url = URL.parse(text);
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) throw refused('A connector is an http(s) URL');
+  if (url.protocol === 'http:' && !rules.allowPrivate) throw refused('A connector must be an https URL (its token travels in each request)');
+  if (url.username || url.password) throw refused('A connector URL carries no user name or password');
+  url.hash = '';
+  if (rules.allowOrigins.length > 0 && !rules.allowOrigins.includes(url.origin))
+    throw refused(`${url.origin} is not among the origins this service allows connectors at`);
+  if (url.origin === rules.selfOrigin) throw refused('A connector cannot be this service itself');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const addresses = isIP(host)
+    ? [host]
+    : await lookup(host, { all: true, verbatim: true }).then(
+        (found) => found.map((entry) => entry.address),
+        () => {
+          throw refused(`${host} does not resolve`);
+        },
+      );
+  const bad = addresses.find((address) => !addressAllowed(address, rules.allowPrivate));
+  if (bad !== undefined) throw refused(`${describeAddress(bad, host)}, not a public address`);
+  return url;
+}
+
+/**
+ * A fetch for everything a connector makes this service send. Each connection is checked where it
+ * is made, so a redirect or an authorization server the connector names cannot lead elsewhere.
+ */
+export function connectorFetch(allowPrivate: boolean, connectTimeoutMs = 10_000): typeof fetch {
+  const allowed = (address: string) => addressAllowed(address, allowPrivate);
+  const connect = buildConnector({ timeout: connectTimeoutMs, lookup: checkedLookup(allowed) } as buildConnector.BuildOptions);
+  const dispatcher = new Agent({
+    connect: (options, callback) => {
+      const host = options.hostname.replace(/^\[|\]$/g, '');
+      if (isIP(host) && !allowed(host)) return callback(new RefusedAddress(host, host), null);
+      connect(options, callback);
+    },
+    // Idle upstream connections are kept briefly: a tool call reuses the last one's (bench/connectors.ts).
+    keepAliveTimeout: 10_000,
+  });
+  return ((input: string | URL | Request, init?: RequestInit) =>
+    undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher })) as unknown as typeof fetch;
+}
+
+/** A fetch failure in words: the refused address when that was the cause. */
+export function describeFetchError(error: unknown): string {
+  let cause: unknown = error;
+  for (let depth = 0; cause && depth < 5; depth++) {
+    if (cause instanceof RefusedAddress) return cause.message;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return error instanceof Error ? error.message.split('\n')[0]!.slice(0, 300) : String(error);
+}

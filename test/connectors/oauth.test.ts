@@ -1,0 +1,135 @@
+/**
+ * A connector that needs a sign-in, end to end over HTTP: the account service finds the server's
+ * authorization server from its 401 (RFC 9728, RFC 8414), registers itself (RFC 7591), and hands
+ * back a one-time link; the "browser" (fetch, following redirects by hand and keeping the cookie)
+ * opens it, is sent to the provider with PKCE, state and `resource`, comes back to the callback, and
+ * lands on the Connectors page; the agent's tool call then answers with the server's view of the
+ * token. The links are single use and tied to the browser that opened them; afterwards the token
+ * is found in no process environment, no agent workspace and no file of the account's data
+ * directory (it is stored sealed).
+ */
+import { randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accountApi, bearer, uniqueEmail, type Pair } from '../support/account-api.js';
+import { startOAuthMcpServer, type OAuthMcpServer } from '../support/mcp-oauth-server.js';
+import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { startTestAccount, type TestAccount } from '../support/servers.js';
+
+/** Every file under `dir` that contains `needle` (as text). */
+async function filesContaining(dir: string, needle: string): Promise<string[]> {
+  const found: string[] = [];
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    const content = await readFile(file).catch(() => Buffer.alloc(0));
+    if (content.includes(needle)) found.push(file);
+  }
+  return found;
+}
+
+/** Processes of this user whose environment or command line carries `needle`. */
+async function processesContaining(needle: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
+    for (const part of ['environ', 'cmdline']) {
+      const content = await readFile(`/proc/${pid}/${part}`).catch(() => undefined);
+      if (content?.includes(needle)) found.push(`${pid}/${part}`);
+    }
+  }
+  return found;
+}
+
+describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
+  let server: OAuthMcpServer;
+  let model: ScriptedModel;
+  let account: TestAccount;
+  let api: ReturnType<typeof accountApi>;
+  let user: Pair;
+
+  beforeAll(async () => {
+    server = await startOAuthMcpServer();
+    model = await startScriptedModel({
+      responder: (request) =>
+        request.messages.at(-1)?.role === 'tool'
+          ? { text: `the tool said: ${String(request.messages.at(-1)?.content)}` }
+          : { toolCalls: [{ name: 'secure__whoami', args: {} }] },
+    });
+    account = await startTestAccount('pglite', { AGENT_PROVISIONER: 'local', AGENT_IDLE_TIMEOUT: '0', MODEL: model.modelSpec, CONNECTORS_ALLOW_PRIVATE: '1' });
+    api = accountApi(account);
+    user = await api.email(uniqueEmail('oauth'));
+  }, 120_000);
+  afterAll(async () => {
+    await account?.stop();
+    await model?.close();
+    await server?.close();
+  });
+
+  it('signs in through the browser redirects, refuses replays and other browsers, and the agent never holds the token', async () => {
+    const created = await api.json<{ id: string; status: string; authorize_url?: string }>(
+      await api.post('/connectors', { name: 'secure', url: server.url }, bearer(user)),
+      201,
+    );
+    expect(created.status).toBe('needs_auth');
+    expect(created.authorize_url).toMatch(new RegExp(`^${account.url}/api/v1/connectors/${created.id}/authorize\\?ticket=`));
+
+    // The browser opens the link: a cookie, and on to the provider with PKCE S256, state and the resource.
+    const opened = await fetch(created.authorize_url ?? '', { redirect: 'manual' });
+    expect(opened.status).toBe(302);
+    const cookie = opened.headers.get('set-cookie')?.split(';')[0] ?? '';
+    expect(cookie).toMatch(/^connector_sign_in=/);
+    const toProvider = new URL(opened.headers.get('location') ?? '');
+    expect(toProvider.origin).toBe(server.issuer);
+    expect(toProvider.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(toProvider.searchParams.get('resource')).toBe(server.url);
+    expect(toProvider.searchParams.get('redirect_uri')).toBe(`${account.url}/api/v1/connectors/callback`);
+    // The link is used up.
+    const again = await fetch(created.authorize_url ?? '', { redirect: 'manual' });
+    expect(again.headers.get('location')).toContain('/connectors?error=');
+
+    // The provider approves and sends the browser back with the code.
+    const approved = await fetch(toProvider, { redirect: 'manual' });
+    const callback = approved.headers.get('location') ?? '';
+    expect(callback).toContain('/api/v1/connectors/callback?code=');
+    // Another browser (no cookie) cannot finish it; the one that started it can, once.
+    const stranger = await fetch(callback, { redirect: 'manual' });
+    expect(stranger.headers.get('location')).toContain('error=');
+    const finished = await fetch(callback, { redirect: 'manual', headers: { cookie } });
+    expect(finished.headers.get('location')).toBe(`${account.url}/connectors?connector=${created.id}&status=connected`);
+    const replay = await fetch(callback, { redirect: 'manual', headers: { cookie } });
+    expect(replay.headers.get('location')).toContain('error=');
+
+    const list = await api.json<{ connectors: Array<{ status: string; tools: Array<{ name: string }> }> }>(await api.get('/connectors', bearer(user)));
+    expect(list.connectors[0]).toMatchObject({ status: 'connected', tools: [{ name: 'whoami' }] });
+
+    // The agent calls the tool; the gateway's side adds the bearer, the server knows the client.
+    const res = await api.post('/agent/chat', { message: 'who am I there?', chat_id: `c-${randomUUID()}` }, bearer(user));
+    const stream = await res.text();
+    expect(stream).toContain('"type":"tool_use"');
+    expect(String(model.requests.at(-1)?.messages.at(-1)?.content)).toMatch(/signed in as client \S+/);
+
+    const token = server.issued.at(-1) ?? '';
+    expect(token.length).toBeGreaterThan(20);
+    expect(await processesContaining(token)).toEqual([]);
+    expect(await filesContaining(account.dataDir, token)).toEqual([]);
+  });
+
+  it('a provider that refuses sends the browser back to the page with the reason', async () => {
+    const created = await api.json<{ id: string; authorize_url?: string }>(
+      await api.post('/connectors', { name: 'refused', url: server.url }, bearer(user)),
+      201,
+    );
+    const opened = await fetch(created.authorize_url ?? '', { redirect: 'manual' });
+    const cookie = opened.headers.get('set-cookie')?.split(';')[0] ?? '';
+    const state = new URL(opened.headers.get('location') ?? '').searchParams.get('state') ?? '';
+    const back = await fetch(`${account.url}/api/v1/connectors/callback?error=access_denied&state=${encodeURIComponent(state)}`, {
+      redirect: 'manual',
+      headers: { cookie },
+    });
+    expect(back.headers.get('location')).toContain(`connector=${created.id}&error=access_denied`);
+    const list = await api.json<{ connectors: Array<{ name: string; status: string }> }>(await api.get('/connectors', bearer(user)));
+    expect(list.connectors.find((c) => c.name === 'refused')?.status).toBe('needs_auth');
+  });
+});
