@@ -3,7 +3,7 @@
  * `DELETE /memory/{name}`): read, replace, delete; and the refusals: any other name (a path, a
  * traversal, `.env`), a body too large, a symbolic link out of the workspace, a full quota.
  */
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAgent, tempDir, type TestAgent } from '../support/servers.js';
@@ -48,6 +48,30 @@ describe('memory files', () => {
     const again = await call('DELETE', '/memory/MEMORY.md');
     expect(again.status).toBe(404);
     expect(await again.json()).toMatchObject({ code: 'FILE_NOT_FOUND' });
+  });
+
+  it('writes, deletes and reads racing each other answer 200, 204 or 404, never a 500', async () => {
+    const statuses = new Set<number>();
+    for (let round = 0; round < 30; round++) {
+      const answers = await Promise.all([
+        call('PATCH', '/memory/USER.md', { content: `round ${round}` }),
+        call('DELETE', '/memory/USER.md'),
+        call('PATCH', '/memory/USER.md', { content: `round ${round} again` }),
+        call('GET', '/memory'),
+      ]);
+      for (const answer of answers) statuses.add(answer.status);
+    }
+    expect([...statuses].filter((status) => ![200, 204, 404].includes(status))).toEqual([]);
+    await call('DELETE', '/memory/USER.md');
+  });
+
+  it('a directory the model made under the name is 400 NOT_A_FILE to a write, and stays', async () => {
+    await mkdir(path.join(agent.workspace, 'USER.md', 'inside'), { recursive: true });
+    const res = await call('PATCH', '/memory/USER.md', { content: 'x' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'NOT_A_FILE' });
+    expect((await stat(path.join(agent.workspace, 'USER.md', 'inside'))).isDirectory()).toBe(true);
+    await rm(path.join(agent.workspace, 'USER.md'), { recursive: true });
   });
 
   it.each(['..%2F.env', '.env', 'notes.md', 'memory.md', 'MEMORY.md%00', 'agent.db'])('refuses the name %s (400)', async (name) => {

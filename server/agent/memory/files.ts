@@ -25,7 +25,12 @@ async function readOne(workspace: string, name: MemoryFileName): Promise<MemoryF
   const absolute = resolved?.absolute;
   const info = absolute ? await stat(absolute).catch(() => undefined) : undefined;
   if (!absolute || !info?.isFile()) return absent;
-  const handle = await open(absolute, 'r');
+  // Deleted between the two (the page's delete, or the model's) reads as no file too.
+  const handle = await open(absolute, 'r').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (!handle) return absent;
   try {
     const buffer = Buffer.alloc(Math.min(info.size, READ_MAX_BYTES));
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
@@ -48,7 +53,11 @@ export async function writeMemoryFile(workspace: string, quota: WorkspaceQuota, 
   const temp = path.join(path.dirname(absolute), `.${name}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     await writeFile(temp, content, { encoding: 'utf8', flag: 'wx' });
-    await rename(temp, absolute);
+    await rename(temp, absolute).catch((error: NodeJS.ErrnoException) => {
+      // The model may have made a directory of that name.
+      if (error.code === 'EISDIR' || error.code === 'ENOTEMPTY' || error.code === 'EEXIST') throw badRequest(`${name} is a directory`, 'NOT_A_FILE');
+      throw error;
+    });
   } finally {
     await unlink(temp).catch(() => undefined);
     reservation.commit();

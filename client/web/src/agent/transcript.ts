@@ -15,7 +15,7 @@
  * results (pending messages from `subagent`) are cards in the chat that started them; so are the
  * pages the agent read and the searches it made (web-card.ts). A compaction (history only: older
  * messages the model summarised in a long chat) is one entry, "Earlier messages summarised", that
- * expands to the summary and the original messages.
+ * expands to the summary and the original messages (compaction-entry.ts).
  */
 import { STOPPED } from '@contracts/agent/chat-limits.js';
 import { h } from '../dom.js';
@@ -24,6 +24,7 @@ import { editInPlace } from './edit-message.js';
 import { fileCard } from './file-card.js';
 import { renderMarkdown } from './markdown.js';
 import { collapseIfLong, copyButton, toolButton } from './message-tools.js';
+import { compactionEntry } from './compaction-entry.js';
 import { subagentCard } from './subagent-card.js';
 import type { ChatEvent, PendingMessage } from './types.js';
 import { webCard } from './web-card.js';
@@ -36,40 +37,6 @@ export interface TranscriptActions {
   regenerate(): void;
   /** Whether a message may be replaced now (not while a reply streams or a message is on its way). */
   canReplace(): boolean;
-}
-
-/** A compaction: the summary the agent now works from, and the stored messages it replaced, collapsed. */
-function compactionEntry(event: Extract<ChatEvent, { type: 'compaction' }>): HTMLElement {
-  const originals = event.messages.map((message) => {
-    switch (message.type) {
-      case 'text':
-        return message.name === 'user'
-          ? h('li', { class: 'msg user', 'data-role': 'user' }, h('span', { class: 'who' }, 'You'), h('p', { class: 'body' }, message.content))
-          : h(
-              'li',
-              { class: 'msg assistant', 'data-role': 'assistant' },
-              h('span', { class: 'who' }, 'Agent'),
-              h('div', { class: 'body markdown' }, renderMarkdown(message.content)),
-            );
-      case 'tool_use':
-        return h('li', { class: 'msg tool', 'data-role': 'tool' }, `Tool: ${message.name}`);
-      case 'file':
-        return h('li', { class: 'msg tool', 'data-role': 'file' }, `File: ${message.path}`);
-      default:
-        return h('li', { class: 'msg error', 'data-role': 'error' }, `Error: ${message.content}`);
-    }
-  });
-  return h(
-    'li',
-    { class: 'msg compaction', 'data-role': 'compaction', 'data-testid': 'compaction' },
-    h(
-      'details',
-      {},
-      h('summary', {}, `Earlier messages summarised (${event.messages.length})`),
-      h('div', { class: 'body markdown', 'aria-label': 'Summary' }, renderMarkdown(event.content)),
-      h('ol', { class: 'messages originals', 'aria-label': 'The original messages' }, ...originals),
-    ),
-  );
 }
 
 /** How close to the bottom (px) still counts as reading the newest event. */
