@@ -63,7 +63,8 @@ test('the web client links to the API reference', async ({ page }) => {
 
 // An agent's document needs its secret: the page asks for it, then renders the agent's operations.
 test("an agent's API reference asks for its secret, then renders", async ({ page }) => {
-  const port = Number(process.env.E2E_PORT_BASE ?? 3900) + 14;
+  // The first port after those of playwright.config.ts's servers (+10 to +14).
+  const port = Number(process.env.E2E_PORT_BASE ?? 3900) + 15;
   const secret = randomBytes(24).toString('hex');
   const workspace = await mkdtemp(path.join(tmpdir(), 'e2e-docs-agent-'));
   const agent: ChildProcess = spawn(process.execPath, ['dist/agent/boot.cjs'], {
