@@ -33,9 +33,6 @@ const providerEnv = {
   // not refuse the next spec's mail.
   TRUST_PROXY: 'loopback',
   WEBAUTHN_ORIGIN: `http://localhost:${accountPort}`,
-  // The browser suite makes more new guests from this one address than a day's allowance (30); the
-  // allowance itself is tested in test/security (new accounts nothing vouches for).
-  GUEST_SIGNUPS_PER_DAY: '1000',
   // e2e/admin.spec.ts registers a webhook endpoint on this machine (refused by default: docs/admin.md).
   WEBHOOK_ALLOW_PRIVATE: '1',
   // e2e/web-tools.spec.ts: the agents search the fake SearXNG and may fetch from its port, as if it were public.
