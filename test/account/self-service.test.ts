@@ -289,6 +289,21 @@ describe.each(kinds)('account self-service on %s', (kind) => {
       expect((await activity(alice)).map((e) => e.type)).toEqual(['sign_in']);
     });
 
+    it("an agent's 600 web fetches after a sign-in do not push the sign-in out of view: the newest 100 web calls beside the account's events", async () => {
+      const pair = await api.email(uniqueEmail('busy-agent'));
+      const userId = (await api.me(pair)).user_id;
+      const later = Date.now() + 1000;
+      await account.services.store.db.activityEvent.createMany({
+        data: Array.from({ length: 600 }, (_, i) => ({ userId, type: 'web_fetch', at: new Date(later + i), detail: { url: `https://example.com/${i}` } })),
+      });
+      const events = await activity(pair);
+      expect(events.filter((e) => e.type === 'web_fetch')).toHaveLength(100);
+      expect(events.filter((e) => e.type === 'web_fetch')[0]).toMatchObject({ detail: { url: 'https://example.com/599' } });
+      expect(events.at(-1)).toMatchObject({ type: 'sign_in' });
+      const times = events.map((e) => e.at);
+      expect([...times].sort().reverse()).toEqual(times);
+    });
+
     it('keeps 90 days: older events are pruned and never shown', async () => {
       const pair = await api.email(uniqueEmail('prune'));
       const userId = (await api.me(pair)).user_id;

@@ -22,6 +22,9 @@ import { utcOrNull } from './views.js';
 import { utc } from '../users/account.js';
 import { usageFigures, type UsageColumn } from './agents.js';
 
+/** The user view's activity: the newest 50 account events and the newest 20 web calls of their agent. */
+const ADMIN_ACTIVITY_WINDOWS = { account: 50, web: 20 };
+
 type Services = Pick<AccountServices, 'store' | 'tokens' | 'agents' | 'bots' | 'email' | 'modelBudget' | 'config'>;
 
 /** An admin never bans, deletes or demotes their own account: the last admin would lock everyone out. */
@@ -142,7 +145,7 @@ export async function userDetail(services: Services, userId: string, now = new D
   if (!user) throw noSuchUser();
   const [sessions, activity, usage, budget] = await Promise.all([
     listSessions(db, userId, now),
-    listActivity(db, userId, now),
+    listActivity(db, userId, ADMIN_ACTIVITY_WINDOWS, now),
     db.modelUsage.findMany({ where: { scope: userId, day: { gte: dayOf(new Date(now.getTime() - 29 * DAY_MS)) } } }),
     services.modelBudget.status(userId),
   ]);
@@ -162,7 +165,7 @@ export async function userDetail(services: Services, userId: string, now = new D
       last_used_at: utcOrNull(i.lastUsedAt),
     })),
     sessions: sessions.map((s) => ({ id: s.id, created_at: utc(s.createdAt), last_used_at: utc(s.lastUsedAt), ip: s.ip, user_agent: s.userAgent })),
-    activity: activity.slice(0, 50).map((e) => ({ type: e.type, at: utc(e.at), ip: e.ip, detail: e.detail as Record<string, unknown> })),
+    activity: activity.map((e) => ({ type: e.type, at: utc(e.at), ip: e.ip, detail: e.detail as Record<string, unknown> })),
     usage: {
       today: usageFigures((key) => Number(today?.[key] ?? 0)),
       last_30_days: usageFigures(sum),

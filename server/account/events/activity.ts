@@ -59,20 +59,43 @@ export const activityRow = (userId: string, event: ActivityEvent, client: Client
   detail: event.detail ?? {},
 });
 
-export async function listActivity(db: AccountDb, userId: string, now = new Date()) {
-  const rows = await db.activityEvent.findMany({
-    where: { userId, at: { gt: new Date(now.getTime() - ACTIVITY_RETENTION_MS) } },
-    orderBy: [{ at: 'desc' }, { id: 'asc' }],
-    take: 500,
-    select: { type: true, at: true, ip: true, userAgent: true, detail: true },
-  });
-  return rows.map((row) => ({
-    type: row.type as ActivityType,
-    at: row.at,
-    ip: row.ip,
-    user_agent: row.userAgent,
-    detail: (row.detail ?? {}) as Record<string, string>,
-  }));
+/** What the agent did on the web, apart from what happened to the account. */
+const WEB_TYPES: ActivityType[] = ['web_fetch', 'web_search'];
+
+/** How many of each kind `listActivity` shows: the account's own events, and the agent's web calls. */
+export interface ActivityWindows {
+  account: number;
+  web: number;
+}
+
+/** The user's view (GET /account/activity); the admin's user view shows fewer (admin/users.ts). */
+export const USER_ACTIVITY_WINDOWS: ActivityWindows = { account: 500, web: 100 };
+
+/**
+ * The newest events of the last 90 days, newest first: the account's own events and the agent's
+ * web calls in windows of their own, merged. One window for both let a busy agent (or a page
+ * that talks it into fetching 500 URLs) push a sign-in out of the view its user checks for
+ * sign-ins they did not make.
+ */
+export async function listActivity(db: AccountDb, userId: string, windows: ActivityWindows, now = new Date()) {
+  const since = { gt: new Date(now.getTime() - ACTIVITY_RETENTION_MS) };
+  const newest = (type: Prisma.StringFilter<'ActivityEvent'>, take: number) =>
+    db.activityEvent.findMany({
+      where: { userId, at: since, type },
+      orderBy: [{ at: 'desc' }, { id: 'asc' }],
+      take,
+      select: { id: true, type: true, at: true, ip: true, userAgent: true, detail: true },
+    });
+  const [account, web] = await Promise.all([newest({ notIn: WEB_TYPES }, windows.account), newest({ in: WEB_TYPES }, windows.web)]);
+  return [...account, ...web]
+    .sort((a, b) => b.at.getTime() - a.at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map((row) => ({
+      type: row.type as ActivityType,
+      at: row.at,
+      ip: row.ip,
+      user_agent: row.userAgent,
+      detail: (row.detail ?? {}) as Record<string, string>,
+    }));
 }
 
 export async function pruneActivity(db: AccountDb, now = new Date()): Promise<number> {

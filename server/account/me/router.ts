@@ -5,7 +5,7 @@ import { listSessions, revokeOwnSession } from '../tokens/sessions.js';
 import { rateLimited, requestLog, router, userProcedure, type AccountContext } from '../trpc.js';
 import { zoneChanged } from '../agents/user-zone.js';
 import type { AccessClaims } from '../tokens/jwt.js';
-import { listActivity } from '../events/activity.js';
+import { listActivity, USER_ACTIVITY_WINDOWS } from '../events/activity.js';
 import { getAccount, setTimezone, unlinkIdentity, utc } from '../users/account.js';
 import { deleteAccount } from '../users/delete.js';
 import { renamePasskey } from '../auth/passkey/service.js';
@@ -123,5 +123,7 @@ export const accountRouter = router({
     .meta({ openapi: { method: 'GET', path: '/account/activity', summary: 'Security activity of the last 90 days, newest first' } })
     .input(z.void())
     .output(Activity)
-    .query(async ({ ctx }) => ({ events: (await listActivity(ctx.services.store.db, ctx.user.userId)).map((e) => ({ ...e, at: utc(e.at) })) })),
+    .query(async ({ ctx }) => ({
+      events: (await listActivity(ctx.services.store.db, ctx.user.userId, USER_ACTIVITY_WINDOWS)).map((e) => ({ ...e, at: utc(e.at) })),
+    })),
 });
