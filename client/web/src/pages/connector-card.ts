@@ -155,7 +155,7 @@ function renameForm(connector: Connector, ctx: CardContext, panel: HTMLElement, 
 }
 
 function confirmRemoval(connector: Connector, ctx: CardContext, panel: HTMLElement, opener: HTMLButtonElement): void {
-  const yes = h('button', { type: 'button', class: 'danger' }, `Remove ${connector.name}`);
+  const yes = h('button', { type: 'button', class: 'danger' }, `Yes, remove ${connector.name}`);
   const no = h('button', { type: 'button' }, 'Cancel');
   no.onclick = closer(panel, opener);
   yes.onclick = async () => {
