@@ -38,6 +38,9 @@ const providerEnv = {
   // e2e/web-tools.spec.ts: the agents search the fake SearXNG and may fetch from its port, as if it were public.
   WEB_SEARCH: `searxng:http://127.0.0.1:${webPort}`,
   AGENT_WEB_TEST_PUBLIC: `127.0.0.1:${webPort}`,
+  // e2e/connectors.spec.ts adds MCP servers (and their authorization server) it starts on loopback
+  // (refused by default: docs/connectors.md).
+  CONNECTORS_ALLOW_PRIVATE: '1',
   // e2e/admin.spec.ts and e2e/axe-pages.spec.ts sign in as these addresses and are admins at once
   // (each enrols its own authenticator app: ADMIN_REQUIRE_2FA).
   ADMIN_EMAILS: 'operator@e2e.example,auditor@e2e.example',

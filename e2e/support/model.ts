@@ -17,6 +17,8 @@
  * - `start a list helper`: spawns a subagent whose result is a Markdown list (the card test);
  * - `read the tides page`: calls web_fetch on the page of e2e/support/web.ts, then tells the high water it read there;
  * - `search the web for …`: calls web_search, then names the first result it got;
+ * - `use <connector> <tool> [words]`: calls the connector's tool `<connector>__<tool>` (echo with the
+ *   words as its message), then says what came back (e2e/connectors.spec.ts);
  * - anything else: a short greeting in a few chunks.
  */
 import { XSS_CORPUS, XSS_FILE } from './xss.js';
@@ -80,6 +82,13 @@ function respond(request: ModelRequest, index: number): ScriptedStep {
     // The result as the tool gave it (a JSON string on the wire, its line breaks escaped).
     const first = /1\. ([^\n\\]+)/.exec(found)?.[1];
     return { text: first ? `The first result is “${first}”.` : `The search failed: ${found.slice(0, 200)}` };
+  }
+  const use = /^use ([A-Za-z0-9-]+) ([\w-]+)(?: (.+))?$/.exec(text);
+  if (use) {
+    // The last message, not any tool result: earlier turns of the same chat carry theirs.
+    const last = request.messages.at(-1);
+    if (last?.role !== 'tool') return { toolCalls: [{ name: `${use[1]}__${use[2]}`, args: use[2] === 'echo' ? { message: use[3] ?? '' } : {} }] };
+    return { text: `The connector answered: ${String(last.content).slice(0, 200)}` };
   }
   if (text === 'spend the budget') return { text: 'That was expensive.', usage: { prompt_tokens: 100_000, completion_tokens: 200_000 } };
   if (text === 'count to three') return { text: 'one, two, three' };

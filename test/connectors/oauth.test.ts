@@ -9,38 +9,12 @@
  * directory (it is stored sealed).
  */
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountApi, bearer, uniqueEmail, type Pair } from '../support/account-api.js';
 import { startOAuthMcpServer, type OAuthMcpServer } from '../support/mcp-oauth-server.js';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { filesContaining, processesContaining } from '../support/secret-search.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
-
-/** Every file under `dir` that contains `needle` (as text). */
-async function filesContaining(dir: string, needle: string): Promise<string[]> {
-  const found: string[] = [];
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  for (const entry of entries) {
-    if (!entry.isFile()) continue;
-    const file = path.join(entry.parentPath, entry.name);
-    const content = await readFile(file).catch(() => Buffer.alloc(0));
-    if (content.includes(needle)) found.push(file);
-  }
-  return found;
-}
-
-/** Processes of this user whose environment or command line carries `needle`. */
-async function processesContaining(needle: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
-    for (const part of ['environ', 'cmdline']) {
-      const content = await readFile(`/proc/${pid}/${part}`).catch(() => undefined);
-      if (content?.includes(needle)) found.push(`${pid}/${part}`);
-    }
-  }
-  return found;
-}
 
 describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
   let server: OAuthMcpServer;

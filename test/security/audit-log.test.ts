@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AuditActor, recordAudit } from '../../server/account/events/audit.js';
-import { auditRowHash, type ChainAnchor, verifyAuditChain } from '../../server/account/events/audit-chain.js';
+import { auditRowHash, type ChainAnchor, type ChainVerdict, verifyAuditChain } from '../../server/account/events/audit-chain.js';
 import type { AccountDb } from '../../server/account/store.js';
 import { cliEntry } from '../support/entries.js';
 import { postgresReachable } from '../support/postgres.js';
@@ -227,6 +227,11 @@ describe.each(stores)('the audit log cannot be emptied or edited unseen (%s)', (
     await asOwner(db, `INSERT INTO "audit_events" ("id", "actor_type", "action") VALUES ('${id}', 'cli', 'user.grant')`);
     expect(await verifyAuditChain(db)).toMatchObject({ intact: false, problem: expect.stringMatching(/have no place in the chain/) });
     await asOwner(db, `DELETE FROM "audit_events" WHERE "id" = '${id}'`);
+    // One given a place past the head: not taken for a row written while verify runs.
+    const { seq } = await intactHead(db);
+    await asOwner(db, `INSERT INTO "audit_events" ("id", "actor_type", "action", "seq") VALUES ('${id}', 'cli', 'user.grant', ${seq + 1})`);
+    expect(await verifyAuditChain(db)).toMatchObject({ intact: false, seq, problem: expect.stringMatching(/head was rewritten/) });
+    await asOwner(db, `DELETE FROM "audit_events" WHERE "id" = '${id}'`);
     await intactHead(db);
   });
 
@@ -247,6 +252,34 @@ describe.each(stores)('the audit log cannot be emptied or edited unseen (%s)', (
     expect(head.rows).toBe(rows + writers);
     const seqs = await db.$queryRaw<Array<{ seq: number }>>`SELECT "seq" FROM "audit_events" WHERE "seq" IS NOT NULL ORDER BY "seq"`;
     expect(seqs.map((row) => row.seq)).toEqual(Array.from({ length: head.rows }, (_, n) => n + 1));
+  });
+
+  it('rows written while verify runs are left to the next run, not taken for a removed end', async () => {
+    const { rows } = await intactHead(db);
+    let verifying = true;
+    let written = 0;
+    // Bounded: at most 300 rows, whether or not the verifies are done.
+    const writer = (async () => {
+      while (verifying && written < 300) {
+        await recordAudit(db, { actor, action: 'user.update', target: { type: 'user', id: String(written) } });
+        written += 1;
+      }
+    })();
+    const verdicts: ChainVerdict[] = [];
+    try {
+      for (let n = 0; n < 20; n += 1) verdicts.push(await verifyAuditChain(db));
+    } finally {
+      verifying = false;
+      await writer;
+    }
+    expect(written).toBeGreaterThan(0);
+    expect(verdicts.filter((verdict) => !verdict.intact)).toEqual([]);
+    // Each verdict covers the rows up to some moment of the writing, later verdicts more of them.
+    const covered = verdicts.map((verdict) => (verdict.intact ? verdict.rows : 0));
+    expect(covered).toEqual([...covered].sort((a, b) => a - b));
+    expect(Math.min(...covered)).toBeGreaterThanOrEqual(rows);
+    expect(Math.max(...covered)).toBeLessThanOrEqual(rows + written);
+    expect((await intactHead(db)).rows).toBe(rows + written);
   });
 
   it('npm run admin -- audit verify: "intact, N rows" and the head to keep; the first broken link and exit code 2 otherwise', async () => {

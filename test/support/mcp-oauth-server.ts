@@ -2,14 +2,15 @@
  * A protected MCP server with its own OAuth authorization server, on one loopback port, made of
  * the SDK's server pieces: `mcpAuthRouter` (RFC 8414 metadata, RFC 7591 registration, PKCE
  * authorization and token endpoints, RFC 9728 protected resource metadata) over the SDK's demo
- * provider, which approves every authorization request at once (the user "clicks through"), and
- * `requireBearerAuth` in front of a streamable-HTTP MCP server with one tool, `whoami`. Every
+ * provider, which approves every authorization request at once (the user "clicks through") or,
+ * with `consent`, first shows a page asking the user to Allow or Deny (what a browser test clicks),
+ * and `requireBearerAuth` in front of a streamable-HTTP MCP server with one tool, `whoami`. Every
  * access token it issues is kept in `issued`, so a test can search for them where they must not be.
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express from 'express';
+import express, { type Express } from 'express';
 import { DemoInMemoryAuthProvider } from '@modelcontextprotocol/sdk/examples/server/demoInMemoryOAuthProvider.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import { getOAuthProtectedResourceMetadataUrl, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
@@ -26,7 +27,37 @@ export interface OAuthMcpServer {
   close(): Promise<void>;
 }
 
-export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
+/** Authorization requests wait for the user's answer on a page of the provider's own; Deny sends `access_denied` back. */
+function askFirst(app: Express, provider: DemoInMemoryAuthProvider): void {
+  const approve = provider.authorize.bind(provider);
+  const waiting = new Map<string, { client: Parameters<typeof approve>[0]; params: Parameters<typeof approve>[1] }>();
+  provider.authorize = async (client, params, res) => {
+    const id = randomUUID();
+    waiting.set(id, { client, params });
+    const who = (client.client_name ?? client.client_id).replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`);
+    res
+      .type('html')
+      .send(
+        `<!doctype html><html lang="en"><head><title>Sign in · oauth-test</title></head><body><main><h1>Allow access?</h1>` +
+          `<p>${who} asks to use your tools on oauth-test.</p><form method="post" action="/consent"><input type="hidden" name="id" value="${id}">` +
+          '<button name="answer" value="allow">Allow</button> <button name="answer" value="deny">Deny</button></form></main></body></html>',
+      );
+  };
+  app.post('/consent', express.urlencoded({ extended: false }), async (req, res) => {
+    const id = String(req.body?.id ?? '');
+    const request = waiting.get(id);
+    waiting.delete(id);
+    if (!request) return void res.status(400).send('This request is unknown or was answered already.');
+    const { client, params } = request;
+    if (req.body?.answer === 'allow') return approve(client, params, res);
+    const back = new URL(params.redirectUri);
+    back.searchParams.set('error', 'access_denied');
+    if (params.state !== undefined) back.searchParams.set('state', params.state);
+    res.redirect(back.href);
+  });
+}
+
+export async function startOAuthMcpServer(options: { consent?: boolean } = {}): Promise<OAuthMcpServer> {
   const app = express();
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
@@ -42,6 +73,7 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
     issued.push(tokens.access_token);
     return tokens;
   };
+  if (options.consent) askFirst(app, provider);
   app.use((req, _res, next) => {
     if (req.path === '/authorize') authorizations.push(new URLSearchParams(req.url.split('?')[1] ?? ''));
     next();

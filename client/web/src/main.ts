@@ -9,6 +9,7 @@ import { awaitingSecondFactor, onSecondStepNeeded, onSessionLost, signedIn } fro
 import { busyNotice } from './busy.js';
 import { h } from './dom.js';
 import { chatPage } from './pages/chat.js';
+import { connectorsPage } from './pages/connectors.js';
 import { filesPage } from './pages/files.js';
 import { accountPage } from './pages/account.js';
 import { adminPage } from './pages/admin.js';
@@ -29,6 +30,7 @@ const PAGES: Record<string, () => HTMLElement> = {
   '/tasks': tasksPage,
   '/memory': memoryPage,
   '/messenger': messengerPage,
+  '/connectors': connectorsPage,
   '/account': accountPage,
   /** Operators only: the service refuses everyone else and the page says so. */
   '/admin': adminPage,

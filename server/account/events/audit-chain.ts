@@ -65,21 +65,39 @@ export function auditRowHash(prevHash: string, row: Omit<ChainRow, 'prev_hash' |
 
 const PAGE = 1_000;
 
+/** `seq` is an `integer` column: the bound of a walk that has no head to stop at. */
+const MAX_SEQ = 2_147_483_647;
+
+interface ChainHead {
+  seq: number;
+  hash: string;
+  unchained: number;
+}
+
+const readHead = async (db: AccountDb): Promise<ChainHead | undefined> =>
+  (await db.$queryRaw<ChainHead[]>`SELECT "seq", "hash", "unchained" FROM "audit_chain_head" WHERE "id" = 1`)[0];
+
 /**
  * Walks the chain from its first row and answers the first broken link: a row whose content no
  * longer gives its hash (altered), a row whose `prev_hash` is not the hash of the row before (that
  * one altered and re-hashed, or replaced), a gap in `seq` (rows removed), a head that does not end
  * where the rows do (the tail removed), a different number of rows from before the chain, or an
  * `anchor` the chain no longer passes through.
+ *
+ * It reads the head first and walks only up to it: the trigger moves the head in the same
+ * transaction as the row, so every row up to the head it read is committed, and a row written
+ * while verify runs lands beyond it, left to the next run instead of reading as a removed end.
  */
 export async function verifyAuditChain(db: AccountDb, anchor?: ChainAnchor): Promise<ChainVerdict> {
+  const head = await readHead(db);
+  const through = head?.seq ?? MAX_SEQ;
   let expected = 1;
   let previous = GENESIS_HASH;
   for (;;) {
     const rows = await db.$queryRaw<ChainRow[]>`
       SELECT "seq", "id"::text AS "id", "at", "actor_type", "actor_id", "actor_label", "action", "target_type", "target_id", "ip",
              "before"::text AS "before", "after"::text AS "after", "prev_hash", "hash"
-        FROM "audit_events" WHERE "seq" >= ${expected} ORDER BY "seq" LIMIT ${PAGE}`;
+        FROM "audit_events" WHERE "seq" BETWEEN ${expected} AND ${through} ORDER BY "seq" LIMIT ${PAGE}`;
     for (const row of rows) {
       const broken = (problem: string): ChainVerdict => ({ intact: false, seq: row.seq, id: row.id, problem });
       if (row.seq !== expected) {
@@ -101,14 +119,16 @@ export async function verifyAuditChain(db: AccountDb, anchor?: ChainAnchor): Pro
     if (rows.length < PAGE) break;
   }
   const last = expected - 1;
-  const [head] = await db.$queryRaw<Array<{ seq: number; hash: string; unchained: number }>>`
-    SELECT "seq", "hash", "unchained" FROM "audit_chain_head" WHERE "id" = 1`;
   if (!head) return { intact: false, seq: last + 1, id: null, problem: 'the chain head (audit_chain_head) is gone' };
   if (head.seq > last) {
     const missing = head.seq === last + 1 ? `row ${head.seq} is` : `rows ${last + 1} to ${head.seq} are`;
     return { intact: false, seq: last + 1, id: null, problem: `${missing} missing: the end of the log was removed` };
   }
-  if (head.seq !== last || head.hash !== previous) {
+  const [beyond] = (await db.$queryRaw<Array<{ unchained: number; top: number | null }>>`
+    SELECT count(*) FILTER (WHERE "seq" IS NULL)::int AS "unchained", max("seq") AS "top" FROM "audit_events"`) as [{ unchained: number; top: number | null }];
+  // Rows past the head read first are new ones only if the head has moved past them since (read after them).
+  const headRewritten = head.hash !== previous || (beyond.top !== null && beyond.top > last && beyond.top > ((await readHead(db))?.seq ?? 0));
+  if (headRewritten) {
     return { intact: false, seq: last, id: null, problem: 'the chain head does not match the last row: the head was rewritten' };
   }
   if (anchor && anchor.seq > last) {
@@ -119,18 +139,15 @@ export async function verifyAuditChain(db: AccountDb, anchor?: ChainAnchor): Pro
       problem: `the anchored row ${anchor.seq} is missing: the log was cut back to ${last} rows and its head rewritten`,
     };
   }
-  const [{ count }] = (await db.$queryRaw<Array<{ count: number }>>`SELECT count(*)::int AS "count" FROM "audit_events" WHERE "seq" IS NULL`) as [
-    { count: number },
-  ];
-  if (count !== head.unchained) {
+  if (beyond.unchained !== head.unchained) {
     return {
       intact: false,
       seq: 0,
       id: null,
-      problem: `${count} rows have no place in the chain, where ${head.unchained} were written before it began: rows were added or removed with the chain trigger off`,
+      problem: `${beyond.unchained} rows have no place in the chain, where ${head.unchained} were written before it began: rows were added or removed with the chain trigger off`,
     };
   }
-  return { intact: true, rows: last, unchained: count, head: { seq: last, hash: previous } };
+  return { intact: true, rows: last, unchained: beyond.unchained, head: { seq: last, hash: previous } };
 }
 
 /** `SEQ:HASH`, as verify prints a head. */

@@ -17,6 +17,7 @@ const PAGES: Array<{ path: string; label: string }> = [
   { path: '/tasks', label: 'Tasks' },
   { path: '/memory', label: 'Memory' },
   { path: '/messenger', label: 'Messenger' },
+  { path: '/connectors', label: 'Connectors' },
   { path: '/account', label: 'Account' },
 ];
 
