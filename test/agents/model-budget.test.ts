@@ -6,7 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UsageScanner } from '../../server/account/agents/egress/model-usage.js';
+import { ModelBudget, UsageScanner } from '../../server/account/agents/egress/model-usage.js';
+import type { HotSql } from '../../server/account/hot-sql.js';
+import { ProactiveBudget } from '@contracts/agent/model-source.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
@@ -130,6 +132,28 @@ describe('daily budgets, through the proxy to real agents', () => {
     expect(text).toContain('"type":"tool_use"');
     expect(text).toMatch(/"type":"error","content":"[^"]*BUDGET_EXCEEDED/);
     expect(text).toContain('"type":"done"');
+  });
+
+  it("an agent's ask before a proactive turn reads today's usage once, its own and all guests' together, and answers the contract's shape", async () => {
+    let reads = 0;
+    const sql: HotSql = (strings, ...values) => {
+      reads += 1;
+      return account.services.store.sql(strings, ...values);
+    };
+    const userId = randomUUID();
+    const guestBudget = (guestsTotal: number) => new ModelBudget(sql, { account: 1000, guest: 15, guestsTotal }, async () => ({ guest: true }));
+    await guestBudget(0).record(userId, { tokensIn: 5, tokensOut: 3 }, true);
+    const resets = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1)).toISOString();
+
+    reads = 0;
+    const fits = await guestBudget(1_000_000).proactive(userId, 7);
+    expect(reads).toBe(1);
+    expect(fits).toStrictEqual(ProactiveBudget.parse(fits));
+    expect(fits).toStrictEqual({ allowed: true, used: 8, limit: 15, resets_at: resets });
+    // A turn of 8 more tokens would take the guest to 16 of 15; all guests' ceiling of 1 token is spent.
+    expect(await guestBudget(1_000_000).proactive(userId, 8)).toStrictEqual({ allowed: false, used: 8, limit: 15, resets_at: resets });
+    expect(await guestBudget(1).proactive(userId, 1)).toStrictEqual({ allowed: false, used: 8, limit: 15, resets_at: resets });
+    expect(reads).toBe(3);
   });
 });
 

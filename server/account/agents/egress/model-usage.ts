@@ -16,7 +16,7 @@
  * admitted only when all it may cost fits under the ceiling, so proactive turns never take the
  * budget past it; and an agent asks (`proactive`) before such a turn whether one may start at all.
  */
-import { PROACTIVE_SOURCES, type ModelSource } from '@contracts/agent/model-source.js';
+import { PROACTIVE_SOURCES, type ModelSource, type ProactiveBudget } from '@contracts/agent/model-source.js';
 import { AppError } from '../../../common/errors.js';
 import type { HotSql } from '../../hot-sql.js';
 import type { GenerationEndpoint } from './model-routes.js';
@@ -103,14 +103,6 @@ export interface BudgetStatus {
   by_source: TokensBySource;
 }
 
-/** Whether a proactive turn may start now (the agent asks its gateway, contracts/agent/model-source.ts). */
-export interface ProactiveAnswer {
-  allowed: boolean;
-  used: number;
-  limit: number | null;
-  resets_at: string;
-}
-
 const GUESTS = 'guests';
 const dayOf = (now: Date) => now.toISOString().slice(0, 10);
 const nextMidnight = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
@@ -170,16 +162,16 @@ export class ModelBudget {
    * every ceiling that applies, with what calls in flight hold (a turn that would cross the budget
    * does not start; docs/agent.md, "Proactive turns and the budget").
    */
-  async proactive(userId: string, tokens: number): Promise<ProactiveAnswer> {
+  async proactive(userId: string, tokens: number): Promise<ProactiveBudget> {
     const now = this.clock();
     const day = dayOf(now);
     const user = await this.budgetUser(userId);
-    let allowed = true;
-    for (const { scope, limit } of this.scopes(userId, user)) {
-      if ((await this.used(scope, day)) + (this.held.get(`${scope}|${day}`) ?? 0) + tokens > limit) allowed = false;
-    }
-    const limit = this.ownLimit(user);
-    return { allowed, used: await this.used(userId, day), limit: limit || null, resets_at: nextMidnight(now).toISOString() };
+    // One read for every scope the answer needs: the user's own, and all guests' for a guest.
+    const rows = await this.sql<{ scope: string; used: string | number }>`
+      SELECT scope, tokens_in + tokens_out AS used FROM model_usage WHERE day = ${day} AND scope IN (${userId}, ${user.guest ? GUESTS : userId})`;
+    const used = (scope: string) => Number(rows.find((row) => row.scope === scope)?.used ?? 0);
+    const allowed = this.scopes(userId, user).every(({ scope, limit }) => used(scope) + (this.held.get(`${scope}|${day}`) ?? 0) + tokens <= limit);
+    return { allowed, used: used(userId), limit: this.ownLimit(user) || null, resets_at: nextMidnight(now).toISOString() };
   }
 
   /**
