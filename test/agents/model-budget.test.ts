@@ -155,6 +155,38 @@ describe('daily budgets, through the proxy to real agents', () => {
     expect(await guestBudget(1).proactive(userId, 1)).toStrictEqual({ allowed: false, used: 8, limit: 15, resets_at: resets });
     expect(reads).toBe(3);
   });
+
+  it('an agent asking in a loop costs the store one read a second, and a spend shows in the next answer', async () => {
+    let reads = 0;
+    let lookups = 0;
+    const sql: HotSql = (strings, ...values) => {
+      reads += 1;
+      return account.services.store.sql(strings, ...values);
+    };
+    const budget = new ModelBudget(sql, { account: 1000, guest: 15, guestsTotal: 0 }, async () => {
+      lookups += 1;
+      return { guest: false };
+    });
+    const userId = randomUUID();
+    const started = Date.now();
+    const answers = await Promise.all(Array.from({ length: 100 }, () => budget.proactive(userId, 10)));
+    for (let n = 0; n < 100; n += 1) answers.push(await budget.proactive(userId, 10));
+    const seconds = Math.ceil((Date.now() - started) / 1000);
+    expect(answers.every((answer) => answer.allowed && answer.used === 0)).toBe(true);
+    // 200 asks: one read of each kind per second they took, and not one per ask.
+    expect(reads).toBeLessThanOrEqual(seconds + 1);
+    expect(lookups).toBeLessThanOrEqual(seconds + 1);
+
+    // A call's usage recorded here is in the very next answer, within the second.
+    await budget.record(userId, { tokensIn: 600, tokensOut: 395 }, false);
+    expect(await budget.proactive(userId, 10)).toMatchObject({ allowed: false, used: 995 });
+    expect(await budget.proactive(userId, 5)).toMatchObject({ allowed: true, used: 995 });
+    // A call in flight holds its tokens at once.
+    const call = await budget.reserve(userId, 3, 'task');
+    expect(await budget.proactive(userId, 5)).toMatchObject({ allowed: false, used: 995 });
+    await call.settle({ tokensIn: 0, tokensOut: 0 });
+    expect(await budget.proactive(userId, 5)).toMatchObject({ allowed: true });
+  });
 });
 
 describe('the service-wide guest budget', () => {
