@@ -156,7 +156,7 @@ export const accountEnv = z.object({
     .describe(
       '`1` serves `GET /dev/outbox` (and `/dev/outbox.json`) listing the local outbox to callers on this machine only (loopback, no proxy); refused with `NODE_ENV=production` or with `SMTP_URL`',
     ),
-  NODE_ENV: optionalString.describe('`production` refuses development-only settings (`DEV_OUTBOX`)'),
+  NODE_ENV: optionalString.describe('`production` refuses development- and test-only settings (`DEV_OUTBOX`, `AGENT_WEB_TEST_PUBLIC`)'),
   RATE_LIMIT_MULTIPLIER: z
     .preprocess((v) => (v === '' || v === undefined ? 1 : v), z.coerce.number().int().min(1).max(100_000))
     .describe('scales every rate limit (the abuse limits too); for load tests and development only'),
@@ -225,6 +225,9 @@ const schema = accountEnv
     // The outbox page shows every sign-in link and code: never where real people sign in.
     if (env.DEV_OUTBOX === '1' && env.NODE_ENV === 'production')
       ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'is not allowed when NODE_ENV=production' });
+    // It lets the agents' web tools reach addresses that are not public, this machine's loopback included.
+    if (env.AGENT_WEB_TEST_PUBLIC && env.NODE_ENV === 'production')
+      ctx.addIssue({ code: 'custom', path: ['AGENT_WEB_TEST_PUBLIC'], message: 'is for tests only: not allowed when NODE_ENV=production' });
     if (env.DEV_OUTBOX === '1' && env.SMTP_URL)
       ctx.addIssue({ code: 'custom', path: ['DEV_OUTBOX'], message: 'lists the local outbox, which is not used when SMTP_URL is set' });
     for (const [name, message] of [...captchaProblems(env), ...agentsProblems(env), ...connectorsProblems(env)])

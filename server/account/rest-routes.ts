@@ -89,6 +89,13 @@ function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices,
   const { connectors, config } = services;
   const page = (params: Record<string, string>) => `${config.frontendUrl}/connectors?${new URLSearchParams(params)}`;
   const secure = config.baseUrl.startsWith('https://');
+  // Under BASE_URL's path: behind a proxy that serves the service at a prefix, the browser sends it to the callback there.
+  const cookie = {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure,
+    path: `${new URL(config.baseUrl).pathname.replace(/\/$/, '')}/api/v1/connectors/callback`,
+  } as const;
   table.add(
     'get',
     '/connectors/{id}/authorize',
@@ -96,7 +103,7 @@ function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices,
       async (req, res) => {
         try {
           const { location, browser } = await connectors.openTicket(String(req.params.id), String(req.query.ticket ?? ''));
-          res.cookie(SIGN_IN_COOKIE, browser, { httpOnly: true, sameSite: 'lax', secure, path: '/api/v1/connectors/callback', maxAge: 10 * 60_000 });
+          res.cookie(SIGN_IN_COOKIE, browser, { ...cookie, maxAge: 10 * 60_000 });
           res.redirect(302, location);
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
@@ -113,7 +120,7 @@ function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices,
         ['state', 'code', 'error', 'error_description'].flatMap((name) => (typeof req.query[name] === 'string' ? [[name, req.query[name] as string]] : [])),
       );
       const browser = /(?:^|;\s*)connector_sign_in=([\w-]+)/.exec(req.get('cookie') ?? '')?.[1];
-      res.clearCookie(SIGN_IN_COOKIE, { path: '/api/v1/connectors/callback' });
+      res.clearCookie(SIGN_IN_COOKIE, cookie);
       try {
         res.redirect(302, (await connectors.finishSignIn(query, browser)).location);
       } catch (error) {

@@ -6,7 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UsageScanner } from '../../server/account/agents/egress/model-usage.js';
+import { ModelBudget, UsageScanner } from '../../server/account/agents/egress/model-usage.js';
+import type { HotSql } from '../../server/account/hot-sql.js';
+import { ProactiveBudget } from '@contracts/agent/model-source.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
@@ -130,6 +132,60 @@ describe('daily budgets, through the proxy to real agents', () => {
     expect(text).toContain('"type":"tool_use"');
     expect(text).toMatch(/"type":"error","content":"[^"]*BUDGET_EXCEEDED/);
     expect(text).toContain('"type":"done"');
+  });
+
+  it("an agent's ask before a proactive turn reads today's usage once, its own and all guests' together, and answers the contract's shape", async () => {
+    let reads = 0;
+    const sql: HotSql = (strings, ...values) => {
+      reads += 1;
+      return account.services.store.sql(strings, ...values);
+    };
+    const userId = randomUUID();
+    const guestBudget = (guestsTotal: number) => new ModelBudget(sql, { account: 1000, guest: 15, guestsTotal }, async () => ({ guest: true }));
+    await guestBudget(0).record(userId, { tokensIn: 5, tokensOut: 3 }, true);
+    const resets = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1)).toISOString();
+
+    reads = 0;
+    const fits = await guestBudget(1_000_000).proactive(userId, 7);
+    expect(reads).toBe(1);
+    expect(fits).toStrictEqual(ProactiveBudget.parse(fits));
+    expect(fits).toStrictEqual({ allowed: true, used: 8, limit: 15, resets_at: resets });
+    // A turn of 8 more tokens would take the guest to 16 of 15; all guests' ceiling of 1 token is spent.
+    expect(await guestBudget(1_000_000).proactive(userId, 8)).toStrictEqual({ allowed: false, used: 8, limit: 15, resets_at: resets });
+    expect(await guestBudget(1).proactive(userId, 1)).toStrictEqual({ allowed: false, used: 8, limit: 15, resets_at: resets });
+    expect(reads).toBe(3);
+  });
+
+  it('an agent asking in a loop costs the store one read a second, and a spend shows in the next answer', async () => {
+    let reads = 0;
+    let lookups = 0;
+    const sql: HotSql = (strings, ...values) => {
+      reads += 1;
+      return account.services.store.sql(strings, ...values);
+    };
+    const budget = new ModelBudget(sql, { account: 1000, guest: 15, guestsTotal: 0 }, async () => {
+      lookups += 1;
+      return { guest: false };
+    });
+    const userId = randomUUID();
+    const started = Date.now();
+    const answers = await Promise.all(Array.from({ length: 100 }, () => budget.proactive(userId, 10)));
+    for (let n = 0; n < 100; n += 1) answers.push(await budget.proactive(userId, 10));
+    const seconds = Math.ceil((Date.now() - started) / 1000);
+    expect(answers.every((answer) => answer.allowed && answer.used === 0)).toBe(true);
+    // 200 asks: one read of each kind per second they took, and not one per ask.
+    expect(reads).toBeLessThanOrEqual(seconds + 1);
+    expect(lookups).toBeLessThanOrEqual(seconds + 1);
+
+    // A call's usage recorded here is in the very next answer, within the second.
+    await budget.record(userId, { tokensIn: 600, tokensOut: 395 }, false);
+    expect(await budget.proactive(userId, 10)).toMatchObject({ allowed: false, used: 995 });
+    expect(await budget.proactive(userId, 5)).toMatchObject({ allowed: true, used: 995 });
+    // A call in flight holds its tokens at once.
+    const call = await budget.reserve(userId, 3, 'task');
+    expect(await budget.proactive(userId, 5)).toMatchObject({ allowed: false, used: 995 });
+    await call.settle({ tokensIn: 0, tokensOut: 0 });
+    expect(await budget.proactive(userId, 5)).toMatchObject({ allowed: true });
   });
 });
 

@@ -16,6 +16,18 @@ import { startScriptedModel, type ScriptedModel } from '../support/scripted-mode
 import { filesContaining, processesContaining } from '../support/secret-search.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 
+/** A Set-Cookie header's attributes, lower-cased names (`httponly: ''` for a flag). */
+const cookieAttributes = (header: string | null): Record<string, string> =>
+  Object.fromEntries(
+    (header ?? '')
+      .split(';')
+      .slice(1)
+      .map((part) => {
+        const [name = '', value = ''] = part.trim().split('=');
+        return [name.toLowerCase(), value];
+      }),
+  );
+
 describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
   let server: OAuthMcpServer;
   let model: ScriptedModel;
@@ -54,6 +66,10 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
     expect(opened.status).toBe(302);
     const cookie = opened.headers.get('set-cookie')?.split(';')[0] ?? '';
     expect(cookie).toMatch(/^connector_sign_in=/);
+    // Sent to the callback only, out of scripts' reach, on the way back from the provider's site, for ten minutes; plain http: not Secure.
+    const attributes = cookieAttributes(opened.headers.get('set-cookie'));
+    expect(attributes).toMatchObject({ path: '/api/v1/connectors/callback', httponly: '', samesite: 'Lax', 'max-age': '600' });
+    expect(attributes).not.toHaveProperty('secure');
     const toProvider = new URL(opened.headers.get('location') ?? '');
     expect(toProvider.origin).toBe(server.issuer);
     expect(toProvider.searchParams.get('code_challenge_method')).toBe('S256');
@@ -105,5 +121,40 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
     expect(back.headers.get('location')).toContain(`connector=${created.id}&error=access_denied`);
     const list = await api.json<{ connectors: Array<{ name: string; status: string }> }>(await api.get('/connectors', bearer(user)));
     expect(list.connectors.find((c) => c.name === 'refused')?.status).toBe('needs_auth');
+  });
+});
+
+describe('a connector sign-in behind a path prefix (BASE_URL with a path), on https', () => {
+  it("the sign-in cookie's Path is the callback under the prefix, and Secure; the callback clears it there", async () => {
+    const server = await startOAuthMcpServer();
+    const base = 'https://accounts.example.test/prefix';
+    const account = await startTestAccount('pglite', { CONNECTORS_ALLOW_PRIVATE: '1', BASE_URL: base });
+    try {
+      const api = accountApi(account);
+      const user = await api.email(uniqueEmail('prefix'));
+      const created = await api.json<{ id: string; authorize_url?: string }>(
+        await api.post('/connectors', { name: 'prefixed', url: server.url }, bearer(user)),
+        201,
+      );
+      const link = new URL(created.authorize_url ?? '');
+      expect(link.href.startsWith(`${base}/api/v1/connectors/${created.id}/authorize?ticket=`)).toBe(true);
+      // The proxy in front takes the prefix off: the link as it reaches the service.
+      const opened = await fetch(`${account.url}${link.pathname.slice('/prefix'.length)}${link.search}`, { redirect: 'manual' });
+      expect(opened.status).toBe(302);
+      expect(new URL(opened.headers.get('location') ?? '').searchParams.get('redirect_uri')).toBe(`${base}/api/v1/connectors/callback`);
+      expect(cookieAttributes(opened.headers.get('set-cookie'))).toMatchObject({
+        path: '/prefix/api/v1/connectors/callback',
+        httponly: '',
+        secure: '',
+        samesite: 'Lax',
+        'max-age': '600',
+      });
+      const back = await fetch(`${account.url}/api/v1/connectors/callback?error=access_denied&state=unknown`, { redirect: 'manual' });
+      expect(back.status).toBe(302);
+      expect(cookieAttributes(back.headers.get('set-cookie'))).toMatchObject({ path: '/prefix/api/v1/connectors/callback', httponly: '', secure: '' });
+    } finally {
+      await account.stop();
+      await server.close();
+    }
   });
 });

@@ -31,12 +31,21 @@ describe('configuration', () => {
     expect(stderr.trim()).toMatch(/^account: Invalid configuration: PORT: /);
   });
 
+  it('the account service refuses a test-only setting in production at start', async () => {
+    const { code, stderr } = await run('account', { AGENT_WEB_TEST_PUBLIC: '127.0.0.1:8080', NODE_ENV: 'production', DATA_DIR: '/tmp/never-used' });
+    expect(code).toBe(2);
+    expect(stderr.trim()).toMatch(/^account: Invalid configuration: AGENT_WEB_TEST_PUBLIC: is for tests only/);
+    // Outside production it is taken.
+    expect(loadAccountConfig({ AGENT_WEB_TEST_PUBLIC: '127.0.0.1:8080' }).web.policy.testPublic).toEqual(['127.0.0.1:8080']);
+  });
+
   it.each([
     [{ PORT: '70000' }, 'PORT'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ BASE_URL: 'ftp://x' }, 'BASE_URL'],
     [{ REDIS_URL: 'nope' }, 'REDIS_URL'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ AGENT_WEB_TEST_PUBLIC: '127.0.0.1:8080', NODE_ENV: 'production' }, 'AGENT_WEB_TEST_PUBLIC'],
   ])('rejects %o naming %s', (env, name) => {
     expect(() => loadAccountConfig(env)).toThrow(ConfigError);
     expect(() => loadAccountConfig(env)).toThrow(new RegExp(`${name}: `));

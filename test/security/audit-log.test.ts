@@ -8,14 +8,12 @@
  * limit is shown too: a removed tail whose head was rewritten is found only with an anchor kept
  * elsewhere. On PGlite and PostgreSQL.
  */
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AuditActor, recordAudit } from '../../server/account/events/audit.js';
-import { auditRowHash, type ChainAnchor, type ChainVerdict, verifyAuditChain } from '../../server/account/events/audit-chain.js';
+import { auditRowHash, type ChainAnchor, type ChainRow, type ChainVerdict, chainRows, verifyAuditChain } from '../../server/account/events/audit-chain.js';
 import type { AccountDb } from '../../server/account/store.js';
-import { cliEntry } from '../support/entries.js';
+import { adminCli } from '../support/admin-api.js';
 import { postgresReachable } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 
@@ -48,30 +46,13 @@ async function asOwner(db: AccountDb, ...statements: string[]): Promise<void> {
   ]);
 }
 
-interface StoredRow {
-  seq: number;
-  id: string;
-  at: Date;
-  actor_type: string;
-  actor_id: string | null;
-  actor_label: string | null;
-  action: string;
-  target_type: string | null;
-  target_id: string | null;
-  ip: string | null;
-  before: string | null;
-  after: string | null;
-  prev_hash: string;
-  hash: string;
-}
+/** A row the trigger chained: its chain columns are set. */
+type StoredRow = ChainRow & { prev_hash: string; hash: string };
 
 async function chainRow(db: AccountDb, seq: number): Promise<StoredRow> {
-  const [row] = await db.$queryRaw<StoredRow[]>`
-    SELECT "seq", "id"::text AS "id", "at", "actor_type", "actor_id", "actor_label", "action", "target_type", "target_id", "ip",
-           "before"::text AS "before", "after"::text AS "after", "prev_hash", "hash"
-      FROM "audit_events" WHERE "seq" = ${seq}`;
-  if (!row) throw new Error(`no audit row ${seq}`);
-  return row;
+  const [row] = await chainRows(db, seq, seq);
+  if (!row?.prev_hash || !row.hash) throw new Error(`no chained audit row ${seq}`);
+  return row as StoredRow;
 }
 
 const literal = (value: string | null): string => (value === null ? 'NULL' : `'${value.replaceAll("'", "''")}'`);
@@ -291,15 +272,7 @@ describe.each(stores)('the audit log cannot be emptied or edited unseen (%s)', (
       stopped = true;
     }
     const cli = (...args: string[]) =>
-      promisify(execFile)(process.execPath, [...cliEntry('admin'), 'audit', 'verify', ...args], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '',
-          DATABASE_URL: account.services.config.databaseUrl,
-          DATA_DIR: account.dataDir,
-          LOG_LEVEL: 'silent',
-        },
-      }).then(
+      adminCli(account, 'audit', 'verify', ...args).then(
         ({ stdout }) => ({ code: 0, stdout }),
         (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
       );

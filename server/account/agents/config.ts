@@ -245,7 +245,7 @@ export const agentsEnv = {
   AGENT_WEB_MAX_REDIRECTS: intSetting(5, { min: 0, max: 20 }).describe('redirects a web fetch follows, each checked as the first URL'),
   AGENT_WEB_TEST_PUBLIC: optionalString.meta({
     description:
-      "`address:port` pairs the web tools treat as public although they are not. Tests and development on one machine only: never on a deployment (cloud-metadata addresses and this service's own ports stay refused)",
+      "`address:port` pairs the web tools treat as public although they are not. Tests and development on one machine only: never on a deployment (refused with `NODE_ENV=production`; cloud-metadata addresses and this service's own ports stay refused)",
     internal: true,
     values: 'comma-separated `127.0.0.1:8080`, `[::1]:8080`',
   }),

@@ -22,7 +22,8 @@ export type ChainVerdict =
   | { intact: true; rows: number; unchained: number; head: ChainAnchor }
   | { intact: false; seq: number; id: string | null; problem: string };
 
-interface ChainRow {
+/** A row as the trigger saw it (docs/security.md, "The audit log's hash chain"). */
+export interface ChainRow {
   seq: number;
   id: string;
   at: Date;
@@ -65,6 +66,13 @@ export function auditRowHash(prevHash: string, row: Omit<ChainRow, 'prev_hash' |
 
 const PAGE = 1_000;
 
+/** The chained rows with `seq` from `from` to `through`, in order, at most a page of them. */
+export const chainRows = (db: AccountDb, from: number, through: number): Promise<ChainRow[]> =>
+  db.$queryRaw<ChainRow[]>`
+    SELECT "seq", "id"::text AS "id", "at", "actor_type", "actor_id", "actor_label", "action", "target_type", "target_id", "ip",
+           "before"::text AS "before", "after"::text AS "after", "prev_hash", "hash"
+      FROM "audit_events" WHERE "seq" BETWEEN ${from} AND ${through} ORDER BY "seq" LIMIT ${PAGE}`;
+
 /** `seq` is an `integer` column: the bound of a walk that has no head to stop at. */
 const MAX_SEQ = 2_147_483_647;
 
@@ -94,10 +102,7 @@ export async function verifyAuditChain(db: AccountDb, anchor?: ChainAnchor): Pro
   let expected = 1;
   let previous = GENESIS_HASH;
   for (;;) {
-    const rows = await db.$queryRaw<ChainRow[]>`
-      SELECT "seq", "id"::text AS "id", "at", "actor_type", "actor_id", "actor_label", "action", "target_type", "target_id", "ip",
-             "before"::text AS "before", "after"::text AS "after", "prev_hash", "hash"
-        FROM "audit_events" WHERE "seq" BETWEEN ${expected} AND ${through} ORDER BY "seq" LIMIT ${PAGE}`;
+    const rows = await chainRows(db, expected, through);
     for (const row of rows) {
       const broken = (problem: string): ChainVerdict => ({ intact: false, seq: row.seq, id: row.id, problem });
       if (row.seq !== expected) {

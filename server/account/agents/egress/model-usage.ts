@@ -16,7 +16,7 @@
  * admitted only when all it may cost fits under the ceiling, so proactive turns never take the
  * budget past it; and an agent asks (`proactive`) before such a turn whether one may start at all.
  */
-import { PROACTIVE_SOURCES, type ModelSource } from '@contracts/agent/model-source.js';
+import { PROACTIVE_SOURCES, type ModelSource, type ProactiveBudget } from '@contracts/agent/model-source.js';
 import { AppError } from '../../../common/errors.js';
 import type { HotSql } from '../../hot-sql.js';
 import type { GenerationEndpoint } from './model-routes.js';
@@ -103,15 +103,16 @@ export interface BudgetStatus {
   by_source: TokensBySource;
 }
 
-/** Whether a proactive turn may start now (the agent asks its gateway, contracts/agent/model-source.ts). */
-export interface ProactiveAnswer {
-  allowed: boolean;
-  used: number;
-  limit: number | null;
-  resets_at: string;
-}
-
 const GUESTS = 'guests';
+
+/** How long a proactive ask's read of the user and their usage is reused. */
+const PROACTIVE_READ_MS = 1_000;
+
+interface ProactiveRead {
+  user: BudgetUser;
+  /** Today's tokens by scope (the user's id, `guests`). */
+  used: Map<string, number>;
+}
 const dayOf = (now: Date) => now.toISOString().slice(0, 10);
 const nextMidnight = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
 
@@ -134,6 +135,8 @@ export class ModelBudget {
   private readonly held = new Map<string, number>();
   /** Admissions one at a time per scope, so that each sees the holds of those before it. */
   private readonly admissions = new Map<string, Promise<unknown>>();
+  /** What proactive asks judge by, per user, for PROACTIVE_READ_MS (`proactiveRead`). */
+  private readonly proactiveReads = new Map<string, { at: number; day: string; read: Promise<ProactiveRead> }>();
 
   constructor(
     private readonly sql: HotSql,
@@ -170,16 +173,39 @@ export class ModelBudget {
    * every ceiling that applies, with what calls in flight hold (a turn that would cross the budget
    * does not start; docs/agent.md, "Proactive turns and the budget").
    */
-  async proactive(userId: string, tokens: number): Promise<ProactiveAnswer> {
+  async proactive(userId: string, tokens: number): Promise<ProactiveBudget> {
     const now = this.clock();
     const day = dayOf(now);
-    const user = await this.budgetUser(userId);
-    let allowed = true;
-    for (const { scope, limit } of this.scopes(userId, user)) {
-      if ((await this.used(scope, day)) + (this.held.get(`${scope}|${day}`) ?? 0) + tokens > limit) allowed = false;
-    }
-    const limit = this.ownLimit(user);
-    return { allowed, used: await this.used(userId, day), limit: limit || null, resets_at: nextMidnight(now).toISOString() };
+    const { user, used } = await this.proactiveRead(userId, day, now.getTime());
+    const usedOf = (scope: string) => used.get(scope) ?? 0;
+    const allowed = this.scopes(userId, user).every(({ scope, limit }) => usedOf(scope) + (this.held.get(`${scope}|${day}`) ?? 0) + tokens <= limit);
+    return { allowed, used: usedOf(userId), limit: this.ownLimit(user) || null, resets_at: nextMidnight(now).toISOString() };
+  }
+
+  /**
+   * The user and today's usage a proactive ask judges by, read at most once per user a second:
+   * an agent that asks in a loop costs the store no more (docs/agent.md, "Proactive turns and the
+   * budget"). The holds of calls in flight are this instance's memory, read fresh each time, and a
+   * spend recorded here drops the user's read, so it shows in the next answer.
+   */
+  private proactiveRead(userId: string, day: string, at: number): Promise<ProactiveRead> {
+    const cached = this.proactiveReads.get(userId);
+    if (cached && cached.day === day && at - cached.at < PROACTIVE_READ_MS) return cached.read;
+    // Swept on a miss: the map holds no more than the users who asked within the last second.
+    for (const [id, entry] of this.proactiveReads) if (at - entry.at >= PROACTIVE_READ_MS) this.proactiveReads.delete(id);
+    const read = (async (): Promise<ProactiveRead> => {
+      const user = await this.budgetUser(userId);
+      // One read for every scope the answer needs: the user's own, and all guests' for a guest.
+      const rows = await this.sql<{ scope: string; used: string | number }>`
+        SELECT scope, tokens_in + tokens_out AS used FROM model_usage WHERE day = ${day} AND scope IN (${userId}, ${user.guest ? GUESTS : userId})`;
+      return { user, used: new Map(rows.map((row) => [row.scope, Number(row.used)])) };
+    })();
+    const entry = { at, day, read };
+    this.proactiveReads.set(userId, entry);
+    read.catch(() => {
+      if (this.proactiveReads.get(userId) === entry) this.proactiveReads.delete(userId);
+    });
+    return read;
   }
 
   /**
@@ -305,6 +331,7 @@ export class ModelBudget {
         INSERT INTO webhook_deliveries (id, event_id, endpoint_id, state, attempts, next_attempt_at, created_at)
         SELECT gen_random_uuid(), c.id, h.id, 'pending', 0, ${now}, ${now} FROM crossed AS c CROSS JOIN hooked AS h`;
     await Promise.all([add(userId, this.ownLimit({ ...user, guest })), ...(guest ? [add(GUESTS, this.limits.guestsTotal)] : [])]);
+    this.proactiveReads.delete(userId);
     this.onRecord?.(usage, guest);
   }
 
