@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubernetesProvisioner } from '../../server/account/agents/provisioners/kubernetes/provisioner.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
+import { LAST_USED_ANNOTATION } from '../../server/account/agents/provisioners/kubernetes/objects.js';
 import { corePath } from '../support/kube/api.js';
 import type { ControlPlane } from '../support/kube/cluster.js';
 import { sharedControlPlane } from '../support/kube/shared.js';
@@ -280,10 +281,15 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
       // Nobody asks for it: the wake scheduler scales the set up again, and the task's turn reaches the model.
       let scaledAt = 0;
       let askedAt = 0;
+      let usedAtWake = 0;
       await eventually(
         'the task ran',
         async () => {
-          if (!scaledAt && (await statefulSet(agentId))?.spec?.replicas === 1) scaledAt = Date.now();
+          const set = scaledAt ? undefined : await statefulSet(agentId);
+          if (set?.spec?.replicas === 1) {
+            scaledAt = Date.now();
+            usedAtWake = Date.parse(set.metadata.annotations?.[LAST_USED_ANNOTATION] ?? '');
+          }
           if (!askedAt && model.requests.slice(asleep).some((r) => lastUserText(r) === taskMessage(prompt))) askedAt = Date.now();
           return askedAt > 0;
         },
@@ -293,6 +299,8 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
       console.log(`kube task: woken ${late(scaledAt)} ms after its time, the model asked after ${late(askedAt)} ms`);
       expect(late(scaledAt)).toBeGreaterThanOrEqual(0);
       expect(late(scaledAt)).toBeLessThan(5_000);
+      // The set came back carrying a use as of its wake: another instance's idle sweep does not take the starting Pod for an idle one.
+      expect(usedAtWake).toBeGreaterThanOrEqual(at.getTime());
       // The Pod's cold start comes between the wake and the turn.
       expect(late(askedAt)).toBeLessThan(20_000);
       // One turn: the task's message, nothing else (no heartbeat came with the wake).
