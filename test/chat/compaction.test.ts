@@ -3,12 +3,16 @@
  * the runtime's memory flush writes the fact to MEMORY.md before any request goes out without the
  * turn that held it; the summary becomes a compaction entry the model reads instead, and the
  * history returns it with the original messages under it. A model that gives no summary leaves
- * no compaction behind and the chat still answers.
+ * no compaction behind and the chat still answers. Through the Telegram bot (the fake Bot API), a
+ * contact's chat is compacted without the flush, so what a contact writes never reaches the
+ * owner's MEMORY.md; the owner's chat there is flushed as any other.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { lastUserText, toolResults, type ModelRequest } from '../support/scripted-model.js';
+import { PENDING_NOTICE } from '../../server/agent/messenger/service.js';
+import { alice, startTelegramRig, until } from '../messenger/helpers.js';
 import { startChatRig, type ChatRig } from './helpers.js';
 
 const FACT = 'my locker code is 4711';
@@ -33,7 +37,10 @@ const historyOf = async (rig: ChatRig, chatId: string, limit: number) =>
 type Seen = { index: number; kind: 'flush' | 'summary' | 'chat'; hasFact: boolean; memory: string };
 
 /** A model that answers chats with "ok", writes the fact on a flush, and summarises with `summary`. */
-function scripted(rig: ChatRig, summary: (request: ModelRequest) => { text?: string; httpError?: { status: number; message: string } }): Seen[] {
+function scripted(
+  rig: Pick<ChatRig, 'agent' | 'model'>,
+  summary: (request: ModelRequest) => { text?: string; httpError?: { status: number; message: string } },
+): Seen[] {
   const seen: Seen[] = [];
   const memory = () => {
     try {
@@ -121,5 +128,57 @@ describe('compaction', () => {
     expect(last.memory).toContain('4711');
     const history = await historyOf(rig, 'nosum', 100);
     expect(history.some((m) => m.type === 'compaction')).toBe(false);
+  });
+});
+
+describe('compaction in Telegram chats', () => {
+  it("compacts a contact's chat without a memory flush (MEMORY.md untouched), and flushes the owner's", async () => {
+    const owner = { id: 4242, first_name: 'Owner' };
+    const telegram = await startTelegramRig({ MODEL_CONTEXT_TOKENS: '600', TELEGRAM_OWNER_ID: String(owner.id) });
+    try {
+      const memoryFile = path.join(telegram.agent.workspace, 'MEMORY.md');
+      const memory = () => {
+        try {
+          return readFileSync(memoryFile, 'utf8');
+        } catch {
+          return undefined;
+        }
+      };
+      const seen = scripted(telegram, () => ({ text: 'The sender gave a code and sent filler.' }));
+      /** Says `message` as `user` and waits for the bot's answer. */
+      const say = async (user: { id: number; first_name: string }, message: string) => {
+        const answers = telegram.fake.textsTo(user.id).length;
+        telegram.fake.userSays(user, message);
+        await until(() => telegram.fake.textsTo(user.id).length > answers, 20_000);
+      };
+      /** Says the fact, then filler until the chat is compacted (a summary request). */
+      const talkUntilCompacted = async (user: { id: number; first_name: string }) => {
+        const from = seen.length;
+        await say(user, `Remember: ${FACT}.`);
+        for (let n = 1; n <= 8 && !seen.slice(from).some((s) => s.kind === 'summary'); n++) await say(user, filler(n));
+        return seen.slice(from);
+      };
+
+      await say(alice, 'hi');
+      expect(telegram.fake.textsTo(alice.id)).toEqual([PENDING_NOTICE]);
+      expect((await telegram.json('PATCH', '/messenger/contacts/1001', { status: 'allowed' })).status).toBe(200);
+      const before = memory();
+      const contact = await talkUntilCompacted(alice);
+      expect(contact.filter((s) => s.kind === 'summary')).toHaveLength(1);
+      expect(contact.filter((s) => s.kind === 'flush')).toEqual([]);
+      expect(memory()).toBe(before);
+      const history = (await telegram.json<{ messages: Entry[] }>('GET', `/chat/${encodeURIComponent('telegram:1001')}/history?limit=100`)).body.messages;
+      expect(history[0]).toMatchObject({ type: 'compaction', content: 'The sender gave a code and sent filler.' });
+
+      // The owner's chat on the same bot: the flush runs before the summary and writes the fact.
+      const owners = await talkUntilCompacted(owner);
+      const flush = owners.find((s) => s.kind === 'flush');
+      const summary = owners.find((s) => s.kind === 'summary');
+      expect(flush?.hasFact).toBe(true);
+      expect(flush!.index).toBeLessThan(summary!.index);
+      expect(memory()).toContain('4711');
+    } finally {
+      await telegram.stop();
+    }
   });
 });

@@ -11,18 +11,22 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { pino, type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubernetesProvisioner } from '../../server/account/agents/provisioners/kubernetes/provisioner.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { testDeviceId } from '../support/devices.js';
+import { LAST_USED_ANNOTATION } from '../../server/account/agents/provisioners/kubernetes/objects.js';
 import { corePath } from '../support/kube/api.js';
 import type { ControlPlane } from '../support/kube/cluster.js';
 import { sharedControlPlane } from '../support/kube/shared.js';
 import { eventually, REPO_ROOT, startKubelet, type TestKubelet } from '../support/kube/kubelet.js';
 import { kubeAccountEnv } from '../support/kube/account-env.js';
 import { inKubeNetns, KUBE_NETNS_SKIP_REASON } from '../support/kube/netns.js';
+import { taskMessage } from '../../server/agent/tasks/runner.js';
 import { lastUserText, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { events, openSse, readFrames } from '../support/sse.js';
@@ -74,18 +78,22 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     await cp?.stop();
   });
 
-  async function startKubeAccount(env: Record<string, string> = {}, kind: 'pglite' | 'postgres' = 'pglite'): Promise<TestAccount> {
-    return startTestAccount(kind, {
-      // One issuer and one key set: a token from one instance is good at the others, as behind one load balancer.
-      BASE_URL: 'http://account.test',
-      SIGNING_KEYS_FILE: signingKeys,
-      AGENT_SECRETS_KEY: secretsKey,
-      ...(await kubeAccountEnv({ kubeconfig, namespace: NS, modelSpec: model.modelSpec })),
-      KUBE_RUNTIME_CLASS: 'gvisor',
-      KUBE_WORKSPACE_SIZE: '256Mi',
-      KUBE_START_TIMEOUT: '60',
-      ...env,
-    });
+  async function startKubeAccount(env: Record<string, string> = {}, options: { log?: Logger } = {}): Promise<TestAccount> {
+    return startTestAccount(
+      'pglite',
+      {
+        // One issuer and one key set: a token from one instance is good at the others, as behind one load balancer.
+        BASE_URL: 'http://account.test',
+        SIGNING_KEYS_FILE: signingKeys,
+        AGENT_SECRETS_KEY: secretsKey,
+        ...(await kubeAccountEnv({ kubeconfig, namespace: NS, modelSpec: model.modelSpec })),
+        KUBE_RUNTIME_CLASS: 'gvisor',
+        KUBE_WORKSPACE_SIZE: '256Mi',
+        KUBE_START_TIMEOUT: '60',
+        ...env,
+      },
+      options,
+    );
   }
 
   const provisionerOf = (account: TestAccount) => account.services.agents.provisioner as KubernetesProvisioner;
@@ -230,6 +238,75 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
       );
       expect(woken.spec.nodeName).toBeTruthy();
       expect(heartbeatsSince()).toBeGreaterThan(0);
+    } finally {
+      await account.stop();
+    }
+  });
+
+  /**
+   * A one-shot task `inMs` from now in the chat 'main', made while the agent runs; then the agent is
+   * suspended before its time, the time kept as its wake time. The time is asserted to be still ahead.
+   */
+  async function taskWhileAsleep(account: TestAccount, user: TokenPair & { userId: string }, prompt: string, inMs: number) {
+    expect(await chat(account, user, 'main', 'hello')).toBe('echo: hello');
+    const agentId = (await account.services.agents.registry.forUser(user.userId))?.id ?? '';
+    const at = new Date(Date.now() + inMs);
+    const created = await fetch(`${account.url}/api/v1/agent/tasks`, {
+      method: 'POST',
+      headers: { ...bearer(user), 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt, at: at.toISOString(), chat_id: 'main' }),
+    });
+    expect(created.status).toBe(201);
+    await eventually('suspended', async () => (await statefulSet(agentId))?.spec?.replicas === 0 && !(await pod(agentId)), 30_000);
+    expect(Date.now(), 'suspended before the task was due').toBeLessThan(at.getTime());
+    const row = await account.services.store.db.agent.findUniqueOrThrow({ where: { id: agentId } });
+    expect(row.nextWakeAt?.toISOString()).toBe(at.toISOString());
+    return { at, agentId, asleep: model.requests.length };
+  }
+
+  const pendingOf = async (account: TestAccount, user: TokenPair) =>
+    (
+      (await (await fetch(`${account.url}/api/v1/agent/pending`, { headers: bearer(user) })).json()) as {
+        messages: Array<{ chat_id: string; source: string; content: string }>;
+      }
+    ).messages;
+
+  it("a suspended agent is woken for its scheduled task within seconds of its time; the answer waits as a pending message from 'task'", async () => {
+    const account = await startKubeAccount({ AGENT_IDLE_TIMEOUT: '2', AGENT_WAKE_POLL: '0.5' });
+    try {
+      const user = await guest(account, 'kube-task');
+      const prompt = 'Remind me to water the plants';
+      const { at, agentId, asleep } = await taskWhileAsleep(account, user, prompt, 12_000);
+
+      // Nobody asks for it: the wake scheduler scales the set up again, and the task's turn reaches the model.
+      let scaledAt = 0;
+      let askedAt = 0;
+      let usedAtWake = 0;
+      await eventually(
+        'the task ran',
+        async () => {
+          const set = scaledAt ? undefined : await statefulSet(agentId);
+          if (set?.spec?.replicas === 1) {
+            scaledAt = Date.now();
+            usedAtWake = Date.parse(set.metadata.annotations?.[LAST_USED_ANNOTATION] ?? '');
+          }
+          if (!askedAt && model.requests.slice(asleep).some((r) => lastUserText(r) === taskMessage(prompt))) askedAt = Date.now();
+          return askedAt > 0;
+        },
+        60_000,
+      );
+      const late = (t: number) => t - at.getTime();
+      console.log(`kube task: woken ${late(scaledAt)} ms after its time, the model asked after ${late(askedAt)} ms`);
+      expect(late(scaledAt)).toBeGreaterThanOrEqual(0);
+      expect(late(scaledAt)).toBeLessThan(5_000);
+      // The set came back carrying a use as of its wake: another instance's idle sweep does not take the starting Pod for an idle one.
+      expect(usedAtWake).toBeGreaterThanOrEqual(at.getTime());
+      // The Pod's cold start comes between the wake and the turn.
+      expect(late(askedAt)).toBeLessThan(20_000);
+      // One turn: the task's message, nothing else (no heartbeat came with the wake).
+      expect(model.requests.slice(asleep).map(lastUserText)).toEqual([taskMessage(prompt)]);
+      const answer = await eventually('the answer is kept', async () => (await pendingOf(account, user)).find((m) => m.source === 'task'), 10_000);
+      expect(answer).toMatchObject({ chat_id: 'main', content: `echo: ${taskMessage(prompt)}` });
     } finally {
       await account.stop();
     }
@@ -462,21 +539,34 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     }
   });
 
-  it('two account instances racing to wake one agent make one Pod', async (context) => {
+  /** A database of its own on the host's PostgreSQL for instances that share one store; undefined when none runs. */
+  async function sharedDatabase(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
     const probe = new pg.Client({ connectionString: PG_SOCKET_URL, connectionTimeoutMillis: 1_500 });
     const reachable = await probe.connect().then(
       () => true,
       () => false,
     );
     await probe.end().catch(() => undefined);
-    if (!reachable) return context.skip('no PostgreSQL on /var/run/postgresql: two instances need one shared database');
+    if (!reachable) return undefined;
     const name = `t_${randomBytes(6).toString('hex')}`;
     const admin = new pg.Client({ connectionString: PG_SOCKET_URL });
     await admin.connect();
     await admin.query(`CREATE DATABASE ${name}`);
-    const databaseUrl = `postgres://postgres@localhost/${name}?host=%2Fvar%2Frun%2Fpostgresql`;
-    const first = await startKubeAccount({ DATABASE_URL: databaseUrl });
-    const second = await startKubeAccount({ DATABASE_URL: databaseUrl });
+    return {
+      url: `postgres://postgres@localhost/${name}?host=%2Fvar%2Frun%2Fpostgresql`,
+      async drop() {
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+        await admin.end();
+      },
+    };
+  }
+  const NO_SHARED_DATABASE = 'no PostgreSQL on /var/run/postgresql: two instances need one shared database';
+
+  it('two account instances racing to wake one agent make one Pod', async (context) => {
+    const database = await sharedDatabase();
+    if (!database) return context.skip(NO_SHARED_DATABASE);
+    const first = await startKubeAccount({ DATABASE_URL: database.url });
+    const second = await startKubeAccount({ DATABASE_URL: database.url });
     try {
       const user = await guest(first, 'kube-race');
       const chats = await Promise.all([
@@ -497,8 +587,47 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     } finally {
       await first.stop();
       await second.stop();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-      await admin.end();
+      await database.drop();
+    }
+  });
+
+  it('two account instances on one store, both polling for due agents, wake a sleeping agent once for its task, which runs once', async (context) => {
+    const database = await sharedDatabase();
+    if (!database) return context.skip(NO_SHARED_DATABASE);
+    const wakes = { count: 0 };
+    const env = { DATABASE_URL: database.url, AGENT_IDLE_TIMEOUT: '2', AGENT_WAKE_POLL: '0.3' };
+    const first = await startKubeAccount(env, { log: wakeCounter(wakes) });
+    const second = await startKubeAccount(env, { log: wakeCounter(wakes) });
+    try {
+      const user = await guest(first, 'kube-task-twice');
+      const prompt = 'Remind me once, whichever instance wakes you';
+      const { agentId, asleep } = await taskWhileAsleep(first, user, prompt, 12_000);
+      const runs = () => model.requests.slice(asleep).filter((r) => lastUserText(r) === taskMessage(prompt)).length;
+      await eventually('the task ran', () => runs() > 0, 60_000);
+      // Asleep again, with nothing left to wake it for; a second wake or run would have come by now.
+      await eventually('suspended again', async () => (await statefulSet(agentId))?.spec?.replicas === 0 && !(await pod(agentId)), 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(runs()).toBe(1);
+      expect(wakes.count).toBe(1);
+      const answers = [...(await pendingOf(second, user)), ...(await pendingOf(first, user))].filter((m) => m.source === 'task');
+      expect(answers).toEqual([expect.objectContaining({ chat_id: 'main', content: `echo: ${taskMessage(prompt)}` })]);
+    } finally {
+      await first.stop();
+      await second.stop();
+      await database.drop();
     }
   });
 });
+
+/** An account's logger that counts its scheduled wakes (the wake scheduler's line for each) into `wakes`. */
+function wakeCounter(wakes: { count: number }): Logger {
+  return pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        if (chunk.toString().includes('woke a sleeping agent on schedule')) wakes.count++;
+        done();
+      },
+    }),
+  );
+}

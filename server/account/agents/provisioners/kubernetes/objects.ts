@@ -169,9 +169,18 @@ const CONTAINER_SECURITY = {
   capabilities: { drop: ['ALL'] },
 };
 
-/** The StatefulSet with `replicas` (0: suspended, 1: running); `env` adds this start's settings (a heartbeat due, a quota). */
-export function agentStatefulSet(agent: AgentIdentity, settings: AgentPodSettings, replicas: 0 | 1, env: Record<string, string> = {}): V1StatefulSet {
-  const meta = metadata(agent, settings.namespace);
+/**
+ * The StatefulSet with `replicas` (0: suspended, 1: running); `env` adds this start's settings (a
+ * heartbeat due, a quota); `usedAt`, the last use it carries as it is scaled up (LAST_USED_ANNOTATION).
+ */
+export function agentStatefulSet(
+  agent: AgentIdentity,
+  settings: AgentPodSettings,
+  replicas: 0 | 1,
+  env: Record<string, string> = {},
+  usedAt?: Date,
+): V1StatefulSet {
+  const meta = { ...metadata(agent, settings.namespace), ...(usedAt ? { annotations: { [LAST_USED_ANNOTATION]: usedAt.toISOString() } } : {}) };
   const name = objectName(agent.id);
   const environment: Record<string, string> = {
     ...settings.env,

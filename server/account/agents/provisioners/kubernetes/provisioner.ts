@@ -268,7 +268,13 @@ export class KubernetesProvisioner implements SleepingAgents {
       ignoreStatus(409),
     );
     await this.call(() => this.core.createNamespacedService({ namespace, body: agentService(identity, namespace) })).catch(ignoreStatus(409));
-    if (!wasRunning) await this.apply(agentStatefulSet(identity, this.options.pod, 1, env));
+    if (!wasRunning) {
+      // Used as of now, in the same write that scales it up: another instance's idle sweep or
+      // eviction would otherwise take a Pod still starting (no use, no start time yet) for an idle one.
+      const now = Date.now();
+      this.used.set(agent.id, { at: now, annotated: now });
+      await this.apply(agentStatefulSet(identity, this.options.pod, 1, env, new Date(now)));
+    }
     const pod = await this.readyPod(agent.id);
     if (!wasRunning) this.options.onColdStart?.((performance.now() - started) / 1000);
     this.markUsed(agent.id, true);
