@@ -2,7 +2,8 @@
  * Connectors against the reference MCP server (`@modelcontextprotocol/server-everything`, streamable
  * HTTP, started here on loopback): the REST API with its hostile cases, and a real sandboxed agent,
  * driven by the scripted model, calling the server's tools through the egress gateway (echo,
- * get-sum, an image, a long-running tool, and the server killed mid-call).
+ * get-sum, an image, a long-running tool, and the server killed mid-call), and how soon a change
+ * made elsewhere or here reaches the calls.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +30,7 @@ const CALLS: Record<string, { name: string; args: unknown }> = {
   'image please': { name: 'everything__get-tiny-image', args: {} },
   'long please': { name: 'everything__trigger-long-running-operation', args: { duration: 1, steps: 2 } },
   'doomed please': { name: 'doomed__trigger-long-running-operation', args: { duration: 20, steps: 20 } },
+  'second echo please': { name: 'second__echo', args: { message: 'hello from the agent' } },
 };
 
 /** The tool result the model was sent for the last call of a request. */
@@ -162,6 +164,30 @@ describe('connectors: the reference MCP server, through the API and a real agent
     expect(model.requests[before]?.tools?.map((tool) => tool.function.name)).not.toContain('everything__get-sum');
     expect(toolResult(model.requests.at(-1))).toMatch(/unavailable tool|no enabled tool/);
     await api.json(await api.call('PATCH', `/connectors/${connector?.id}`, bearer(alice), { tools: { 'get-sum': true } }));
+  });
+
+  it('a change reaches the calls promptly: made by another instance (in the store) within 2 s, a removal here at once', async () => {
+    const created = await api.json<Created>(await api.post('/connectors', { name: 'second', url: server.url }, bearer(alice)), 201);
+    await chat(alice, 'second echo please');
+    expect(toolResult(model.requests.at(-1))).toContain('Echo: hello from the agent');
+    // The call above left this instance holding the rows; another instance switches echo off.
+    await account.services.store.db.connector.update({ where: { id: created.id }, data: { disabledTools: ['echo'] } });
+    const changed = Date.now();
+    let refusedAfter: number | undefined;
+    while (refusedAfter === undefined && Date.now() - changed < 10_000) {
+      await chat(alice, 'second echo please');
+      if (/unavailable tool|no enabled tool/.test(toolResult(model.requests.at(-1)))) refusedAfter = Date.now() - changed;
+    }
+    expect(refusedAfter).toBeDefined();
+    // Rows are reused for 2 s (connectors.ts ROWS_TTL_MS); the rest is the chat that found out.
+    expect(refusedAfter).toBeLessThan(4_000);
+
+    await api.json(await api.call('PATCH', `/connectors/${created.id}`, bearer(alice), { tools: { echo: true } }));
+    await chat(alice, 'second echo please');
+    expect(toolResult(model.requests.at(-1))).toContain('Echo: hello from the agent');
+    expect((await api.del(`/connectors/${created.id}`, bearer(alice))).status).toBe(204);
+    await chat(alice, 'second echo please');
+    expect(toolResult(model.requests.at(-1))).toMatch(/unavailable tool|No connector named second/);
   });
 
   it('an image result is saved in the workspace and shown to the user; a long-running tool finishes', async () => {

@@ -6,7 +6,8 @@
  * lands on the Connectors page; the agent's tool call then answers with the server's view of the
  * token. The links are single use and tied to the browser that opened them; afterwards the token
  * is found in no process environment, no agent workspace and no file of the account's data
- * directory (it is stored sealed).
+ * directory (it is stored sealed). A call is one request to the server; a token the server revokes
+ * is refused at the next call.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,6 +105,24 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
     expect(token.length).toBeGreaterThan(20);
     expect(await processesContaining(token)).toEqual([]);
     expect(await filesContaining(account.dataDir, token)).toEqual([]);
+  });
+
+  it('a call is one request to the server and nothing after it; a token the server revokes is refused at the next call', async () => {
+    const ask = async () => {
+      const res = await api.post('/agent/chat', { message: 'who am I there?', chat_id: `c-${randomUUID()}` }, bearer(user));
+      await res.text();
+      return String(model.requests.at(-1)?.messages.at(-1)?.content);
+    };
+    server.methods.length = 0;
+    expect(await ask()).toMatch(/signed in as client \S+/);
+    // The agent's request to the gateway closing after the answer is no cancellation of the finished call.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(server.methods).toEqual(['tools/call']);
+
+    server.revoke(server.issued.at(-1) ?? '');
+    expect(await ask()).toMatch(/needs its user to sign in again/);
+    const list = await api.json<{ connectors: Array<{ name: string; status: string }> }>(await api.get('/connectors', bearer(user)));
+    expect(list.connectors.find((c) => c.name === 'secure')?.status).toBe('needs_auth');
   });
 
   it('a provider that refuses sends the browser back to the page with the reason', async () => {

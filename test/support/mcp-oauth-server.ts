@@ -5,13 +5,15 @@
  * provider, which approves every authorization request at once (the user "clicks through") or,
  * with `consent`, first shows a page asking the user to Allow or Deny (what a browser test clicks),
  * and `requireBearerAuth` in front of a streamable-HTTP MCP server with one tool, `whoami`. Every
- * access token it issues is kept in `issued`, so a test can search for them where they must not be.
+ * access token it issues is kept in `issued`, so a test can search for them where they must not be,
+ * and can be revoked (`revoke`); what each request asked is kept in `methods`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
 import { DemoInMemoryAuthProvider } from '@modelcontextprotocol/sdk/examples/server/demoInMemoryOAuthProvider.js';
+import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import { getOAuthProtectedResourceMetadataUrl, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -24,6 +26,10 @@ export interface OAuthMcpServer {
   issued: string[];
   /** Authorization requests received (their query), in order. */
   authorizations: URLSearchParams[];
+  /** The JSON-RPC method of each message posted to the MCP endpoint with a valid token, in order. */
+  methods: string[];
+  /** Revokes an access token: from now on it gets 401 invalid_token. */
+  revoke(token: string): void;
   close(): Promise<void>;
 }
 
@@ -66,6 +72,8 @@ export async function startOAuthMcpServer(options: { consent?: boolean } = {}): 
   const mcpUrl = new URL('/mcp', origin);
   const issued: string[] = [];
   const authorizations: URLSearchParams[] = [];
+  const methods: string[] = [];
+  const revoked = new Set<string>();
   const provider = new DemoInMemoryAuthProvider((resource) => resource?.href === mcpUrl.href);
   const exchange = provider.exchangeAuthorizationCode.bind(provider);
   provider.exchangeAuthorizationCode = async (...args) => {
@@ -74,6 +82,11 @@ export async function startOAuthMcpServer(options: { consent?: boolean } = {}): 
     return tokens;
   };
   if (options.consent) askFirst(app, provider);
+  const verify = provider.verifyAccessToken.bind(provider);
+  provider.verifyAccessToken = async (token) => {
+    if (revoked.has(token)) throw new InvalidTokenError('The token was revoked');
+    return verify(token);
+  };
   app.use((req, _res, next) => {
     if (req.path === '/authorize') authorizations.push(new URLSearchParams(req.url.split('?')[1] ?? ''));
     next();
@@ -81,6 +94,7 @@ export async function startOAuthMcpServer(options: { consent?: boolean } = {}): 
   app.use(mcpAuthRouter({ provider, issuerUrl: new URL(origin), scopesSupported: ['mcp:tools'], resourceServerUrl: mcpUrl }));
   const bearer = requireBearerAuth({ verifier: provider, requiredScopes: [], resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) });
   app.post('/mcp', express.json(), bearer, async (req, res) => {
+    methods.push(String((req.body as { method?: unknown }).method));
     // Stateless: a server and transport per request.
     const mcp = new McpServer({ name: 'oauth-test', version: '1.0.0' });
     mcp.registerTool('whoami', { description: 'Who the bearer token says the caller is' }, async (extra) => ({
@@ -97,6 +111,8 @@ export async function startOAuthMcpServer(options: { consent?: boolean } = {}): 
     issuer: origin,
     issued,
     authorizations,
+    methods,
+    revoke: (token) => void revoked.add(token),
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve());

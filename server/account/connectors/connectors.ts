@@ -248,9 +248,20 @@ export class Connectors {
     if (!listed(row).some((tool) => tool.name === toolName) || row.disabledTools.includes(toolName))
       return failed(`The connector ${row.name} offers no enabled tool ${toolName}`);
     const timeout = this.options.callTimeoutMs;
+    // The SDK keeps its abort listener on the signal after the answer: an abort that came later (the
+    // gateway's, when the agent's request closes) would send the server a cancellation of a finished
+    // call, a second request per call. So only an abort while the call runs is passed on.
+    const running = new AbortController();
+    const stop = () => running.abort(signal.reason);
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
     try {
       const connection = await this.connection(row);
-      const result = await connection.client.callTool({ name: toolName, arguments: args }, undefined, { signal, timeout, maxTotalTimeout: timeout });
+      const result = await connection.client.callTool({ name: toolName, arguments: args }, undefined, {
+        signal: running.signal,
+        timeout,
+        maxTotalTimeout: timeout,
+      });
       const answer = toConnectorResult(result as Parameters<typeof toConnectorResult>[0]);
       const size = Buffer.byteLength(JSON.stringify(answer));
       if (size > this.options.resultMaxBytes)
@@ -267,6 +278,8 @@ export class Connectors {
         return failed(`${name} did not answer within ${timeout / 1000} s (CONNECTOR_CALL_TIMEOUT)`);
       if (signal.aborted) return failed(`${name} was stopped`);
       return failed(`${name} failed: ${describeFetchError(error)}`);
+    } finally {
+      signal.removeEventListener('abort', stop);
     }
   }
 
@@ -395,7 +408,9 @@ export class Connectors {
       authProvider: provider,
       timeoutMs: HANDSHAKE_MS,
       onBroken: (error) => {
-        if (!made) return;
+        // The SDK reports a refused token here too, before the call it refused fails with it:
+        // that call's own failure (`call`) closes the connection and asks for a new sign-in.
+        if (!made || error instanceof UnauthorizedError) return;
         this.log.info({ connectorId: row.id, reason: error.message }, 'connector connection broke');
         const broken = made;
         made = undefined;
