@@ -16,7 +16,8 @@ import { signInByEmail } from './support/outbox.js';
  * brings the browser back with the reason, Allow brings it back connected, the tool answers in a
  * chat, and the token is then in no process's environment or command line and no file of the
  * product's data directory (agent workspaces included). At 375 and 1280 px the page scrolls no
- * sideways and axe finds nothing serious, in both colour schemes; a guest is told why not.
+ * sideways and axe finds nothing serious, in both colour schemes (screenshots in
+ * test-results/screenshots/); a guest is told why not.
  */
 const DATA_DIR = 'test-results/e2e-data';
 const WIDTHS = [375, 1280];
@@ -36,14 +37,15 @@ async function addConnector(page: Page, name: string, url: string): Promise<void
   await page.getByRole('button', { name: 'Add connector' }).click();
 }
 
-/** No sideways scroll and nothing serious for axe, at each width, in the light and the dark scheme. */
-async function fitsAndPasses(page: Page, what: string): Promise<void> {
+/** No sideways scroll and nothing serious for axe, at each width, in the light and the dark scheme; a screenshot of each (`shot`). */
+async function fitsAndPasses(page: Page, what: string, shot: string): Promise<void> {
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 800 });
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${what} at ${width} px`).toBe(true);
     for (const colorScheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme });
       expect(await axeProblems(page), `${what} at ${width} px, ${colorScheme}`).toEqual([]);
+      await page.screenshot({ path: `test-results/screenshots/connectors-${shot}-${width}-${colorScheme}.png`, fullPage: true });
     }
   }
   await page.emulateMedia({ colorScheme: 'light' });
@@ -68,7 +70,7 @@ test('a full account adds the reference server, switches a tool, its agent calls
     await card.getByText(/^Tools \(\d+ of \d+ on\)$/).click();
     const echo = card.getByRole('switch', { name: 'everything__echo' });
     await expect(echo).toBeChecked();
-    await fitsAndPasses(page, 'the Connectors page with a connector and its tools');
+    await fitsAndPasses(page, 'the Connectors page with a connector and its tools', 'full');
 
     // Off with the keyboard; the switch is what the service keeps (a reload shows it off).
     await echo.focus();
@@ -143,6 +145,8 @@ test('a server behind OAuth: declined, then allowed at its provider, the tool an
     const token = server.issued.at(-1) ?? '';
     expect(token.length).toBeGreaterThan(20);
     expect(await processesContaining(token)).toEqual([]);
+    // The search reaches the agent's own files: the tool's answer is stored there, its token is not.
+    await expect.poll(() => filesContaining(DATA_DIR, 'signed in as client'), { timeout: 10_000 }).not.toEqual([]);
     expect(await filesContaining(DATA_DIR, token)).toEqual([]);
   } finally {
     await server.close();
@@ -158,7 +162,7 @@ test('a guest is told connectors are for full accounts, and how to become one', 
   await expect(refused).toContainText('They are for full accounts', { timeout: 20_000 });
   await expect(page.getByLabel('Server URL')).toHaveCount(0);
   await expect(page.locator('main [role="alert"]')).toBeEmpty();
-  await fitsAndPasses(page, 'the Connectors page of a guest');
+  await fitsAndPasses(page, 'the Connectors page of a guest', 'guest');
   await refused.getByRole('link', { name: 'Link an e-mail address, a provider or a wallet' }).click();
   await expect(page).toHaveURL(/\/account$/);
 });

@@ -65,6 +65,8 @@ function askFirst(app: Express, provider: DemoInMemoryAuthProvider): void {
 
 export async function startOAuthMcpServer(options: { consent?: boolean } = {}): Promise<OAuthMcpServer> {
   const app = express();
+  // Browser tests send X-Forwarded-For to every origin (e2e/support/guest.ts `ownClient`): the SDK's rate limits read it from loopback.
+  app.set('trust proxy', 'loopback');
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });

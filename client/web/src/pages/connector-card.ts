@@ -43,7 +43,7 @@ export function connectorCard(connector: Connector, ctx: CardContext): HTMLEleme
     h('p', { class: 'connector-url' }, h('code', {}, connector.url)),
   );
   if (connector.error) card.append(h('p', { class: 'field-error', 'data-testid': 'connector-error' }, connector.error));
-  if (connector.status !== 'connected') card.append(signIn(connector, ctx));
+  if (connector.status === 'needs_auth') card.append(signIn(connector, ctx));
   if (connector.tools.length > 0) card.append(tools(connector, ctx));
   const actions = h('div', { class: 'row' });
   const panel = h('div', { class: 'confirm-box', hidden: true });
