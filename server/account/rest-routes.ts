@@ -9,6 +9,7 @@ import type { IRouter, Request } from 'express';
 import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
 import { proxyToOwnAgent, type ProxyServices } from './agents/proxy/http-proxy.js';
+import { parseCookies } from './auth/oauth/cookies.js';
 import type { AccountServices } from './services.js';
 import { AppError, notFound } from '../common/errors.js';
 import { jsonBody } from '../common/http.js';
@@ -119,7 +120,7 @@ function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices,
       const query = Object.fromEntries(
         ['state', 'code', 'error', 'error_description'].flatMap((name) => (typeof req.query[name] === 'string' ? [[name, req.query[name] as string]] : [])),
       );
-      const browser = /(?:^|;\s*)connector_sign_in=([\w-]+)/.exec(req.get('cookie') ?? '')?.[1];
+      const browser = parseCookies(req.get('cookie'))[SIGN_IN_COOKIE];
       res.clearCookie(SIGN_IN_COOKIE, cookie);
       try {
         res.redirect(302, (await connectors.finishSignIn(query, browser)).location);
