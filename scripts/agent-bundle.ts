@@ -86,8 +86,6 @@ export async function buildAgentBundle(): Promise<void> {
       '@mozilla/readability',
       'linkedom',
       'turndown',
-      // Its pdf.js (1.6 MB), loaded only at the first PDF a fetch brings (web-page.ts).
-      'unpdf',
     ],
     // A vm.Script taken from a code cache loses its import() callback (Node 20), so no import() may remain.
     supported: { 'dynamic-import': false },

@@ -1,9 +1,9 @@
 /**
- * An agent loads grammY only when it has a bot token, trpc-to-openapi only when its OpenAPI
- * document is asked for, and pdf.js (unpdf) only when a web fetch brings a PDF
- * (test/agents/web-tools.test.ts reads one): each is megabytes in every agent process otherwise. Each package is
- * wrapped so that the test sees when it is first imported; everything else is a real agent
- * over real HTTP (and the fake Telegram server for the bot).
+ * An agent loads grammY only when it has a bot token and trpc-to-openapi only when its OpenAPI
+ * document is asked for, and pdf.js (unpdf) never in its own thread (a thread of its own reads
+ * each PDF a web fetch brings, test/agents/web-pdf.test.ts): each is megabytes in every agent
+ * process otherwise. Each package is wrapped so that the test sees when it is first imported;
+ * everything else is a real agent over real HTTP (and the fake Telegram server for the bot).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeTelegram, type FakeTelegram } from '../support/fake-telegram.js';
