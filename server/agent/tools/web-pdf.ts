@@ -95,22 +95,24 @@ export async function pdfPage(bytes: Buffer, { signal, pdfReadMs = PDF_READ_MS }
   reader.stderr.resume();
   let opened: { title: string; pages: number } | undefined;
   const texts: Array<string | null> = [];
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = () => undefined as void;
   const ending = await new Promise<Ending>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: 'time' }), pdfReadMs);
-    stopped = () => resolve({ kind: 'stopped' });
+    const end = (how: Ending) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', stopped);
+      resolve(how);
+    };
+    const timer = setTimeout(() => end({ kind: 'time' }), pdfReadMs);
+    const stopped = () => end({ kind: 'stopped' });
     signal.addEventListener('abort', stopped, { once: true });
     reader.on('message', (message: FromReader) => {
       if (message.kind === 'opened') opened = { title: typeof message.title === 'string' ? message.title.trim() : '', pages: message.pages };
       else if (message.kind === 'page') texts.push(message.text);
-      else resolve(message);
+      else end(message);
     });
-    reader.on('error', (error) => resolve({ kind: 'crashed', error }));
-    reader.on('exit', () => resolve({ kind: 'crashed', error: new Error('the reader ended early') }));
+    reader.on('error', (error) => end({ kind: 'crashed', error }));
+    // Node delivers every message a thread sent before its exit, so this is a thread that stopped short.
+    reader.on('exit', () => end({ kind: 'crashed', error: new Error('the reader ended early') }));
   });
-  clearTimeout(timer);
-  signal.removeEventListener('abort', stopped);
   await reader.terminate();
   if (ending.kind === 'stopped') throw signal.reason;
   if (!opened) return { title: '', text: `(PDF, ${bytes.length} bytes: ${unreadable(ending, pdfReadMs)}, so its text is not shown)` };
