@@ -2,9 +2,10 @@
  * `web_fetch` and `web_search` (docs/agent.md, "Web tools"). The agent reaches no network of its
  * own: both are requests to its egress gateway's own host (contracts/agent/web.ts), which judges
  * the address, follows redirects, caps the size and time and adds the search provider's key. Here
- * the page that came back becomes what the model reads (web-page.ts: HTML as Markdown, a PDF's text), bounded
- * to `max_chars`. Offered only when the account service says the gateway answers them
- * (AGENT_WEB_TOOLS), so a standalone agent, with no gateway to judge its addresses, has neither.
+ * the page that came back becomes what the model reads (web-page.ts: HTML as Markdown, a PDF's
+ * text), bounded to `max_chars`. Offered only when the account service says the gateway answers
+ * them (AGENT_WEB_TOOLS), so a standalone agent, with no gateway to judge its addresses, has
+ * neither.
  */
 import { GATEWAY_SELF_HOST } from '@contracts/agent/model-source.js';
 import {
