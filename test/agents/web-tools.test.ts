@@ -3,7 +3,8 @@
  * service, sandboxed as in production) to `web_fetch` a page and `web_search`; the calls go through
  * the account service's egress gateway, which fetches from a page server and a fake SearXNG (its
  * documented JSON API) on loopback. The page server is made "public" by AGENT_WEB_TEST_PUBLIC,
- * its port only; the page has scripts, which the model must never see. A guest's daily fetch count
+ * its port only; the page has scripts, which the model must never see. PDFs (written by hand,
+ * test/support/pdf.ts) come back as their text, read inside the agent. A guest's daily fetch count
  * holds, each fetch and search is in the user's activity log, and the gateway counts both per tool.
  */
 import { randomUUID } from 'node:crypto';
@@ -12,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lastUserText, startScriptedModel, toolResults, type ScriptedModel } from '../support/scripted-model.js';
+import { makePdf } from '../support/pdf.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 
 const PAGE = `<!doctype html><html><head><title>Tides at Brest</title>
@@ -21,6 +23,12 @@ const PAGE = `<!doctype html><html><head><title>Tides at Brest</title>
 <a href="/notices">posted a notice</a> for every skipper in the port this week.</p>
 <p>Low water falls at 12:25. Boats of more than two metres of draught should wait for the flood before they leave the basin.</p>
 </article><script>fetch('/steal?c=' + document.cookie)</script></body></html>`;
+
+const PDFS: Record<string, Buffer> = {
+  '/report.pdf': makePdf(['Tide report for Brest: high water at 06:12.', 'Page two: the coefficient is 95.'], { title: 'Brest tides, March' }),
+  '/atlas.pdf': makePdf(Array.from({ length: 64 }, (_, i) => `Chart ${i + 1} of the atlas.`)),
+  '/broken.pdf': Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R\n'),
+};
 
 const listen = async (server: http.Server) => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -37,6 +45,8 @@ describe('web_fetch and web_search through the egress gateway', () => {
   const searches: string[] = [];
   const pages = http.createServer((req, res) => {
     if (req.url === '/tides') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
+    const pdf = PDFS[req.url ?? ''];
+    if (pdf) return void res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdf);
     res.writeHead(404).end();
   });
   const secret = http.createServer((_req, res) => {
@@ -132,6 +142,29 @@ describe('web_fetch and web_search through the egress gateway', () => {
     expect(results).toContain('High and low water at Brest today');
     expect(results).toContain('2. Harbour notices');
     expect(results).not.toContain('javascript:');
+  });
+
+  it('a PDF comes back as its text with its title; past 50 pages and a damaged file are said so', async () => {
+    const token = await guest();
+    await chat(token, `fetch http://127.0.0.1:${pagePort}/report.pdf`);
+    expect(lastToolResult()).toBe(
+      [
+        `URL: http://127.0.0.1:${pagePort}/report.pdf`,
+        'Status: 200',
+        'Title: Brest tides, March',
+        '',
+        'Tide report for Brest: high water at 06:12.\n\nPage two: the coefficient is 95.',
+      ].join('\n'),
+    );
+
+    await chat(token, `fetch http://127.0.0.1:${pagePort}/atlas.pdf`);
+    const atlas = lastToolResult();
+    expect(atlas).toContain('Chart 50 of the atlas.');
+    expect(atlas).not.toContain('Chart 51 ');
+    expect(atlas).toMatch(/\n\n\(the first 50 of the PDF's 64 pages\)$/);
+
+    await chat(token, `fetch http://127.0.0.1:${pagePort}/broken.pdf`);
+    expect(lastToolResult()).toContain('(PDF, 48 bytes: damaged or not a PDF (Invalid PDF structure.), so its text is not shown)');
   });
 
   it('a private address comes back to the model as an error naming the reason; nothing reaches it', async () => {

@@ -1,21 +1,26 @@
 /**
  * An agent loads grammY only when it has a bot token and trpc-to-openapi only when its OpenAPI
- * document is asked for: both are megabytes in every agent process otherwise. Each package is
- * wrapped so that the test sees when it is first imported; everything else is a real agent
- * over real HTTP (and the fake Telegram server for the bot).
+ * document is asked for, and pdf.js (unpdf) never in its own thread (a thread of its own reads
+ * each PDF a web fetch brings, test/agents/web-pdf.test.ts): each is megabytes in every agent
+ * process otherwise. Each package is wrapped so that the test sees when it is first imported;
+ * everything else is a real agent over real HTTP (and the fake Telegram server for the bot).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeTelegram, type FakeTelegram } from '../support/fake-telegram.js';
 import { startTestAgent, type TestAgent } from '../support/servers.js';
 import { alice, TELEGRAM_FAST_ENV, until } from '../messenger/helpers.js';
 
-const loaded = vi.hoisted(() => ({ grammy: false, openapi: false }));
+const loaded = vi.hoisted(() => ({ grammy: false, openapi: false, unpdf: false }));
 vi.mock('grammy', async (importOriginal) => {
   loaded.grammy = true;
   return importOriginal();
 });
 vi.mock('trpc-to-openapi', async (importOriginal) => {
   loaded.openapi = true;
+  return importOriginal();
+});
+vi.mock('unpdf', async (importOriginal) => {
+  loaded.unpdf = true;
   return importOriginal();
 });
 
@@ -30,7 +35,7 @@ afterAll(async () => {
 });
 
 describe('modules an agent loads only when used', () => {
-  it('without a bot token and before /openapi.json, neither grammY nor trpc-to-openapi is loaded', async () => {
+  it('without a bot token, before /openapi.json and with no PDF read, neither grammY nor trpc-to-openapi nor unpdf is loaded', async () => {
     const agent = await startTestAgent();
     agents.push(agent);
     expect((await fetch(`${agent.url}/health`)).status).toBe(200);
@@ -43,7 +48,7 @@ describe('modules an agent loads only when used', () => {
       body: '{"update_id":1}',
     });
     expect(webhook.status).toBe(404);
-    expect(loaded).toEqual({ grammy: false, openapi: false });
+    expect(loaded).toEqual({ grammy: false, openapi: false, unpdf: false });
 
     // Unauthenticated, the document is refused before the generator is loaded.
     expect((await fetch(`${agent.url}/openapi.json`)).status).toBe(401);
@@ -51,7 +56,7 @@ describe('modules an agent loads only when used', () => {
     const doc = await fetch(`${agent.url}/openapi.json`, { headers: agent.auth });
     expect(doc.status).toBe(200);
     expect(((await doc.json()) as { paths: Record<string, unknown> }).paths).toHaveProperty('/chat');
-    expect(loaded).toEqual({ grammy: false, openapi: true });
+    expect(loaded).toEqual({ grammy: false, openapi: true, unpdf: false });
   });
 
   it('with a bot token the bot is loaded at start and answers', async () => {

@@ -1,24 +1,30 @@
 /**
  * A fetched page as the model reads it: HTML through Mozilla's Readability (the reader view's
  * main-content extraction) on a linkedom DOM, then turndown to Markdown; text, JSON, XML and
- * other textual types as they are; anything else named by its type and size. Scripts, styles and
- * the like never reach the model: Readability drops them, and the fallback (a page Readability
- * finds no article in) converts the body with them removed. Loaded on the first `web_fetch`
- * (tools/types.ts): the libraries are large and most runs never read a page.
+ * other textual types as they are; a PDF's text (web-pdf.ts); anything else named by its type
+ * and size. Scripts, styles and the like never reach the model: Readability drops them, and the
+ * fallback (a page Readability finds no article in) converts the body with them removed. Loaded on
+ * the first `web_fetch` (tools/web.ts): the libraries are large and most runs never read a page
+ * (docs/agent.md, "Web tools").
  */
 import { Readability } from '@mozilla/readability';
 import { parseHTML } from 'linkedom';
 import TurndownService from 'turndown';
+import { pdfPage, type Page, type PdfReadOptions } from './web-pdf.js';
 
-export interface Page {
-  title: string;
-  text: string;
-}
+export type { Page };
 
 const TEXTUAL = /^(text\/|application\/([\w.+-]*\+)?(json|xml|javascript|x-ndjson|yaml|x-yaml|csv))/i;
 
-export async function readPage(bytes: Buffer, contentType: string, url: string): Promise<Page> {
+export async function readPage(bytes: Buffer, contentType: string, url: string, options: PdfReadOptions): Promise<Page> {
   const type = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  // Servers that do not name the type send a PDF as a download: its first bytes say what it is.
+  if (
+    type === 'application/pdf' ||
+    type === 'application/x-pdf' ||
+    ((!type || type === 'application/octet-stream') && bytes.subarray(0, 5).toString('latin1') === '%PDF-')
+  )
+    return pdfPage(bytes, options);
   const charset = /charset=["']?([\w-]+)/i.exec(contentType)?.[1];
   const text = decode(bytes, charset);
   if (type === 'text/html' || type === 'application/xhtml+xml' || (!type && /^\s*<(!doctype html|html)/i.test(text))) return htmlPage(text, url);

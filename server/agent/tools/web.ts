@@ -2,9 +2,10 @@
  * `web_fetch` and `web_search` (docs/agent.md, "Web tools"). The agent reaches no network of its
  * own: both are requests to its egress gateway's own host (contracts/agent/web.ts), which judges
  * the address, follows redirects, caps the size and time and adds the search provider's key. Here
- * the page that came back becomes what the model reads (web-page.ts: HTML as Markdown), bounded
- * to `max_chars`. Offered only when the account service says the gateway answers them
- * (AGENT_WEB_TOOLS), so a standalone agent, with no gateway to judge its addresses, has neither.
+ * the page that came back becomes what the model reads (web-page.ts: HTML as Markdown, a PDF's
+ * text), bounded to `max_chars`. Offered only when the account service says the gateway answers
+ * them (AGENT_WEB_TOOLS), so a standalone agent, with no gateway to judge its addresses, has
+ * neither.
  */
 import { GATEWAY_SELF_HOST } from '@contracts/agent/model-source.js';
 import {
@@ -44,7 +45,7 @@ export function webTools(egress: EgressGatewayAddress, offered: readonly WebTool
   if (offered.includes('fetch'))
     tools.web_fetch = defineTool({
       description:
-        'Fetch a web page (http or https) and read it: HTML comes back as Markdown of its main content, text and JSON as they are. Only public addresses; the answer names why a URL was refused.',
+        'Fetch a web page (http or https) and read it: HTML comes back as Markdown of its main content, text and JSON as they are, a PDF as its text. Only public addresses; the answer names why a URL was refused.',
       inputSchema: z.object({
         url: z.string().min(1).max(8192).describe('The http(s) URL'),
         max_chars: z
@@ -59,11 +60,12 @@ export function webTools(egress: EgressGatewayAddress, offered: readonly WebTool
         const res = await ask(WEB_FETCH_PATH, { url }, ctx.signal);
         const { bytes, cut } = await readAll(res);
         const { readPage } = await import('./web-page.js');
-        const page = await readPage(bytes, res.headers.get('content-type') ?? '', res.headers.get(WEB_FETCH_HEADERS.url) ?? url);
+        const page = await readPage(bytes, res.headers.get('content-type') ?? '', res.headers.get(WEB_FETCH_HEADERS.url) ?? url, { signal: ctx.signal });
         const limit = max_chars ?? WEB_FETCH_DEFAULT_CHARS;
         const notes = [
           bytes.length >= WEB_FETCH_MAX_BYTES ? `the page was cut at ${WEB_FETCH_MAX_BYTES} bytes` : '',
           cut ? 'the page was still arriving at the time limit; this is what came' : '',
+          ...(page.notes ?? []),
           page.text.length > limit ? `${page.text.length} characters in all; ask with a larger max_chars for more` : '',
         ].filter(Boolean);
         return [
