@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { ConnectorsResults } from '../../bench/connectors.js';
 
 const RESULTS = path.resolve(import.meta.dirname, '../../bench/results');
 
@@ -198,6 +199,7 @@ export function renderBenchmarksPage(): string {
   const sandbox = read<RowsResults>('sandbox.json');
   const kube = read<KubeResults>('kube.json');
   const check = read<CheckResults>('check.json');
+  const connectors = read<ConnectorsResults>('connectors.json');
   const out: string[] = [];
   const section = (...parts: string[]) => out.push(...parts.map((p) => `${p}\n`));
 
@@ -224,6 +226,12 @@ export function renderBenchmarksPage(): string {
           day(check.date),
           `load average ${fmt(check.loadAverage.before, 1)} → ${fmt(check.loadAverage.after, 1)}`,
           check.store,
+        ],
+        [
+          '`connectors.json` (`npm run bench:connectors`)',
+          day(connectors.date),
+          `${connectors.cores} cores, Node ${connectors.node.slice(1)}, ${loads(connectors.rounds.flatMap((r) => [[r.load_average[0]], [r.load_average[1]]]))}`,
+          'PGlite',
         ],
       ],
     ),
@@ -448,6 +456,22 @@ export function renderBenchmarksPage(): string {
         kubeRow('of which spawn → /health', kube.spawnToHealthMs, b.spawnToHealthMs, ''),
       ],
       [1, 2, 3, 4],
+    ),
+  );
+  section(
+    '## Connector calls through the gateway',
+    `\`npm run bench:connectors\`: \`echo\` on the reference MCP server (\`@modelcontextprotocol/server-everything\`) on loopback, one call at a time, ${connectors.calls} calls per side in each of ${connectors.rounds.length} rounds, the order reversed each round. *direct*: the connector client on a kept connection; *service*: the account service's call as the gateway makes it, without the agent's hop; *gateway*: the agent's \`POST /connectors/call\` over its gateway socket (both ends of that hop in the bench's process). Added by the gateway, the median over rounds of gateway − direct: p50 ${connectors.added_p50_ms} ms (the service's share ${connectors.service_p50_ms} ms), p99 ${connectors.added_p99_ms} ms. Goal: added p50 ≤ ${connectors.goal_ms} ms: ${connectors.met ? 'met' : 'missed'}.`,
+    table(
+      ['round', 'direct p50 / p99 ms', 'service p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 ms', 'load average'],
+      connectors.rounds.map((r, i) => [
+        i + 1,
+        `${r.p50_ms.direct} / ${r.p99_ms.direct}`,
+        `${r.p50_ms.service} / ${r.p99_ms.service}`,
+        `${r.p50_ms.gateway} / ${r.p99_ms.gateway}`,
+        r.added_p50_ms,
+        `${fmt(r.load_average[0], 1)} → ${fmt(r.load_average[1], 1)}`,
+      ]),
+      [0, 4],
     ),
   );
   out.push(`${tasksSection()}\n`);
