@@ -71,8 +71,17 @@ export function connectorFetch(allowPrivate: boolean, connectTimeoutMs = 10_000)
     // Idle upstream connections are kept briefly: a tool call reuses the last one's (bench/connectors.ts).
     keepAliveTimeout: 10_000,
   });
+  // The MCP client hands every request of a session the session's one long-lived signal, and
+  // undici keeps an abort listener on it per request until the request is garbage-collected: a
+  // pooled session passed 1,500 of them (MaxListenersExceededWarning in the log) within a few
+  // thousand calls. A signal of its own per request, following the session's, keeps the session's
+  // list empty (AbortSignal.any holds its followers weakly).
   return ((input: string | URL | Request, init?: RequestInit) =>
-    undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher })) as unknown as typeof fetch;
+    undiciFetch(input as Parameters<typeof undiciFetch>[0], {
+      ...(init as Parameters<typeof undiciFetch>[1]),
+      ...(init?.signal ? { signal: AbortSignal.any([init.signal]) } : {}),
+      dispatcher,
+    })) as unknown as typeof fetch;
 }
 
 /** A fetch failure in words: the refused address when that was the cause. */
