@@ -92,6 +92,10 @@ test('a full account adds the reference server, switches a tool, its agent calls
     await card.getByRole('button', { name: 'Rename everything' }).click();
     const rename = page.getByLabel('New name for everything');
     await expect(rename).toBeFocused();
+    // Escape closes it, the focus back on Rename.
+    await rename.press('Escape');
+    await expect(card.getByRole('button', { name: 'Rename everything' })).toBeFocused();
+    await card.getByRole('button', { name: 'Rename everything' }).press('Enter');
     await rename.fill('reference');
     await rename.press('Enter');
     const renamed = page.locator('li[data-connector="reference"]');

@@ -116,12 +116,17 @@ function tools(connector: Connector, ctx: CardContext): HTMLElement {
   );
 }
 
+/** Closes the card's inline panel (also on Escape) and gives the focus back to the button that opened it. */
 function closer(panel: HTMLElement, back: HTMLElement): () => void {
-  return () => {
+  const close = () => {
     panel.hidden = true;
     panel.replaceChildren();
     back.focus();
   };
+  panel.onkeydown = (e) => {
+    if (e.key === 'Escape') close();
+  };
+  return close;
 }
 
 function renameForm(connector: Connector, ctx: CardContext, panel: HTMLElement, opener: HTMLButtonElement): void {
