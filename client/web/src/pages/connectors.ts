@@ -42,7 +42,7 @@ export function connectorsPage(): HTMLElement {
   /** Sign-in links from `create`, each used at most once. */
   const links = new Map<string, string>();
   const returned = new URLSearchParams(location.search);
-  if (returned.size > 0) history.replaceState(null, '', '/connectors');
+  if (location.search) history.replaceState(null, '', '/connectors');
 
   const ctx = {
     alert,
