@@ -8,8 +8,9 @@ import { enrolAuthenticator } from './support/second-factor.js';
  * axe on every page of the web client, at a phone's 375×740 and a desktop's 1280×800, in the
  * light and the dark colour scheme: sign-in, the e-mail link's page (a spent link), the provider
  * callback's error, and signed in as a guest the chat (with a reply holding code), files,
- * subagents, messenger and account; as an admin, two-step verification (the recovery codes, the
- * Account page with the app, the second step of the next sign-in) and the admin page. No serious or
+ * subagents, messenger, account and connectors (a guest's explanation); as an admin, two-step
+ * verification (the recovery codes, the Account page with the app, the second step of the next
+ * sign-in) and the admin page. No serious or
  * critical finding. A page is loaded once per size (what it lays out at load, the chat list's
  * drawer say, depends on the width) and checked in both schemes without a reload: the dark scheme
  * only changes colours (client/web/src/style.css).
@@ -49,7 +50,7 @@ test('signed out: sign-in, a spent e-mail link, a provider callback error', asyn
   });
 });
 
-test('a guest: chat with a reply, files, subagents, messenger, account', async ({ page }) => {
+test('a guest: chat with a reply, files, subagents, messenger, account, connectors', async ({ page }) => {
   test.setTimeout(240_000);
   await ownClient(page);
   await signInAsGuest(page, `e2e-axe-pages-${Date.now()}`);
@@ -67,6 +68,10 @@ test('a guest: chat with a reply, files, subagents, messenger, account', async (
   });
   await check(page, '/account', async (p) => {
     await expect(p.getByTestId('session')).toHaveCount(1, { timeout: 20_000 });
+  });
+  // A guest's is the explanation; a full account's list, form and switches: e2e/connectors.spec.ts.
+  await check(page, '/connectors', async (p) => {
+    await expect(p.getByTestId('connectors-refused')).toBeVisible({ timeout: 20_000 });
   });
 });
 

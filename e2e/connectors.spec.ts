@@ -92,6 +92,10 @@ test('a full account adds the reference server, switches a tool, its agent calls
     await card.getByRole('button', { name: 'Rename everything' }).click();
     const rename = page.getByLabel('New name for everything');
     await expect(rename).toBeFocused();
+    // Escape closes it, the focus back on Rename.
+    await rename.press('Escape');
+    await expect(card.getByRole('button', { name: 'Rename everything' })).toBeFocused();
+    await card.getByRole('button', { name: 'Rename everything' }).press('Enter');
     await rename.fill('reference');
     await rename.press('Enter');
     const renamed = page.locator('li[data-connector="reference"]');
@@ -137,10 +141,21 @@ test('a server behind OAuth: declined, then allowed at its provider, the tool an
     expect(new URL(page.url()).pathname + new URL(page.url()).search).toBe('/connectors');
     await secure.locator('summary').click();
     await expect(secure.getByRole('switch', { name: 'secure__whoami' })).toBeChecked();
+    const ids = { declined: await declined.getAttribute('data-connector-id'), secure: await secure.getAttribute('data-connector-id') };
 
     await ask(page, 'use secure whoami');
     await expect(transcript(page).locator('[data-role="tool"]').last()).toContainText('secure__whoami', { timeout: 60_000 });
     await expect(transcript(page).locator('[data-role="assistant"]').last()).toContainText('signed in as client', { timeout: 60_000 });
+
+    // A made-up link to the page says nothing of what its address claims.
+    await page.goto('/connectors?error=Your+account+is+locked.+Call+us&status=connected');
+    await expect(page.locator('main [role="alert"]')).toHaveText(/^The sign-in did not work: its link was unknown/, { timeout: 20_000 });
+    await expect(page.getByTestId('connector-notice')).toBeEmpty();
+    await page.goto(`/connectors?connector=${ids.declined}&error=Your+account+is+locked`);
+    await expect(page.locator('main [role="alert"]')).toHaveText('Signing in to declined did not work: Sign-in refused (access_denied)', { timeout: 20_000 });
+    await page.goto(`/connectors?connector=${ids.secure}&error=Your+account+is+locked`);
+    await expect(secure.getByTestId('connector-status')).toHaveText('Connected', { timeout: 20_000 });
+    await expect(page.locator('main [role="alert"]')).toBeEmpty();
 
     const token = server.issued.at(-1) ?? '';
     expect(token.length).toBeGreaterThan(20);

@@ -80,8 +80,9 @@ function signIn(connector: Connector, ctx: CardContext): HTMLElement {
 function tools(connector: Connector, ctx: CardContext): HTMLElement {
   const status = h('p', { role: 'status', class: 'muted' });
   const list = h('ul', { class: 'connector-tools' });
-  for (const tool of connector.tools) {
-    const inputId = `${connector.id}-tool-${tool.name.replace(/[^\w-]/g, '_')}`;
+  for (const [index, tool] of connector.tools.entries()) {
+    // By position: tool names are the server's, and two could differ only in characters an id cannot hold.
+    const inputId = `${connector.id}-tool-${index}`;
     const box = h('input', { type: 'checkbox', id: inputId, role: 'switch', checked: tool.enabled, 'aria-describedby': `${inputId}-about` });
     box.onchange = async () => {
       const on = box.checked;
@@ -115,12 +116,17 @@ function tools(connector: Connector, ctx: CardContext): HTMLElement {
   );
 }
 
+/** Closes the card's inline panel (also on Escape) and gives the focus back to the button that opened it. */
 function closer(panel: HTMLElement, back: HTMLElement): () => void {
-  return () => {
+  const close = () => {
     panel.hidden = true;
     panel.replaceChildren();
     back.focus();
   };
+  panel.onkeydown = (e) => {
+    if (e.key === 'Escape') close();
+  };
+  return close;
 }
 
 function renameForm(connector: Connector, ctx: CardContext, panel: HTMLElement, opener: HTMLButtonElement): void {

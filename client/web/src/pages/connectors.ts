@@ -2,8 +2,8 @@
  * Connectors (`connectors.*` over tRPC, docs/connectors.md): the user's own MCP servers, whose
  * tools the agent is offered as `<name>__<tool>`. Add one by URL and name; a server that wants a
  * sign-in sends the browser to its provider, and the account service's callback sends it back
- * here with `?connector=<id>&status=connected` or `&error=<reason>` (said once, then dropped from
- * the address bar so a reload does not say it again). Each connector is a card (connector-card.ts).
+ * here with `?connector=<id>&status=connected` or `&error=<reason>` (said once, checked against the
+ * connector as listed, then dropped from the address bar so a reload does not say it again). Each connector is a card (connector-card.ts).
  * A guest (CONNECTORS_NOT_FOR_GUESTS) or a service without connectors (CONNECTORS_DISABLED) is
  * told why and, for the guest, how to become a full account: no form that could only fail.
  */
@@ -12,10 +12,26 @@ import { alertBox, h, pageHeading } from '../dom.js';
 import { go } from '../router.js';
 import { connectorCard, type Connector } from './connector-card.js';
 
-/** What the callback's `?error=` says, in the user's words where we know it (else the reason as given). */
-const SIGN_IN_ERRORS: Record<string, string> = {
-  access_denied: 'You declined at the provider. Nothing was changed: sign in again when you want to.',
-};
+/**
+ * The sign-in's outcome, from the address the callback sent the browser to. Its text is never
+ * shown: anyone can make a link to /connectors with any `?error=`. What the page says comes from
+ * the connector as the service lists it (its status, its stored error), or is one of ours.
+ */
+function signInOutcome(returned: URLSearchParams, connectors: Connector[]): { ok: boolean; text: string } | null {
+  if (!returned.has('error') && !returned.has('status')) return null;
+  const connector = connectors.find((c) => c.id === returned.get('connector'));
+  if (!connector)
+    return {
+      ok: false,
+      text: 'The sign-in did not work: its link was unknown, used or expired, or it was started in another browser. Start again with the connector’s Sign in button.',
+    };
+  // Connected whatever the address says (a failed sign-in drops the old tokens first, so this is not one).
+  if (connector.status === 'connected') return returned.get('status') === 'connected' ? { ok: true, text: `Signed in: ${connector.name} is connected.` } : null;
+  const reason = returned.get('error')?.startsWith('access_denied')
+    ? 'You declined at the provider. Nothing was changed: sign in again when you want to.'
+    : (connector.error ?? 'the server still asks for a sign-in.');
+  return { ok: false, text: `Signing in to ${connector.name} did not work: ${reason}` };
+}
 
 export function connectorsPage(): HTMLElement {
   const alert = alertBox();
@@ -26,7 +42,7 @@ export function connectorsPage(): HTMLElement {
   /** Sign-in links from `create`, each used at most once. */
   const links = new Map<string, string>();
   const returned = new URLSearchParams(location.search);
-  if (returned.size > 0) history.replaceState(null, '', '/connectors');
+  if (location.search) history.replaceState(null, '', '/connectors');
 
   const ctx = {
     alert,
@@ -116,14 +132,13 @@ export function connectorsPage(): HTMLElement {
     return form;
   }
 
-  /** What the callback said, once the list is there to name the connector. */
+  /** What the callback said, once the list is there to check it against (once: a reload does not say it again). */
   function sayReturn(connectors: Connector[]): void {
-    const named = connectors.find((c) => c.id === returned.get('connector'))?.name ?? 'the connector';
-    const error = returned.get('error');
-    if (error) alert.show(`Signing in to ${named} did not work: ${SIGN_IN_ERRORS[error] ?? error}`);
-    else if (returned.get('status') === 'connected') notice.textContent = `Signed in: ${named} is connected.`;
+    const outcome = signInOutcome(returned, connectors);
     returned.delete('error');
     returned.delete('status');
+    if (outcome?.ok) notice.textContent = outcome.text;
+    else if (outcome) alert.show(outcome.text);
   }
 
   /** `focus`: the card of that id gets the focus (null: the list's heading); none at the first load. */
