@@ -10,6 +10,7 @@ import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
 import { proxyToOwnAgent, type ProxyServices } from './agents/proxy/http-proxy.js';
 import { parseCookies } from './auth/oauth/cookies.js';
+import { SIGN_IN_COOKIE } from './connectors/sign-in-cookie.js';
 import type { AccountServices } from './services.js';
 import { AppError, notFound } from '../common/errors.js';
 import { jsonBody } from '../common/http.js';
@@ -78,33 +79,23 @@ export function mountAccountBridge(
   table.finish();
 }
 
-/** The name of the cookie that ties a connector sign-in to the browser that started it (connectors/connectors.ts `openTicket`). */
-const SIGN_IN_COOKIE = 'connector_sign_in';
-
 /**
  * The browser's part of a connector's sign-in: the one-time link sends it to the provider, the
  * provider sends it back to the callback, which stores the tokens and sends it to the Connectors
- * page. Failures land on that page too, with the reason.
+ * page. Both steps need the browser's sign-in cookie (connectors/sign-in-cookie.ts). Failures
+ * land on that page too, with the reason.
  */
 function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices, 'connectors' | 'config'>): void {
   const { connectors, config } = services;
   const page = (params: Record<string, string>) => `${config.frontendUrl}/connectors?${new URLSearchParams(params)}`;
-  const secure = config.baseUrl.startsWith('https://');
-  // Under BASE_URL's path: behind a proxy that serves the service at a prefix, the browser sends it to the callback there.
-  const cookie = {
-    httpOnly: true,
-    sameSite: 'lax',
-    secure,
-    path: `${new URL(config.baseUrl).pathname.replace(/\/$/, '')}/api/v1/connectors/callback`,
-  } as const;
+  const browserOf = (req: Request) => parseCookies(req.get('cookie'))[SIGN_IN_COOKIE];
   table.add(
     'get',
     '/connectors/{id}/authorize',
     [
       async (req, res) => {
         try {
-          const { location, browser } = await connectors.openTicket(String(req.params.id), String(req.query.ticket ?? ''));
-          res.cookie(SIGN_IN_COOKIE, browser, { ...cookie, maxAge: 10 * 60_000 });
+          const { location } = await connectors.openTicket(String(req.params.id), String(req.query.ticket ?? ''), browserOf(req));
           res.redirect(302, location);
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
@@ -120,10 +111,9 @@ function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices,
       const query = Object.fromEntries(
         ['state', 'code', 'error', 'error_description'].flatMap((name) => (typeof req.query[name] === 'string' ? [[name, req.query[name] as string]] : [])),
       );
-      const browser = parseCookies(req.get('cookie'))[SIGN_IN_COOKIE];
-      res.clearCookie(SIGN_IN_COOKIE, cookie);
+      // The cookie stays until it expires: another sign-in of this browser may still be under way.
       try {
-        res.redirect(302, (await connectors.finishSignIn(query, browser)).location);
+        res.redirect(302, (await connectors.finishSignIn(query, browserOf(req))).location);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         res.redirect(302, page({ error: error.message }));

@@ -55,38 +55,49 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
   });
 
   it('signs in through the browser redirects, refuses replays and other browsers, and the agent never holds the token', async () => {
-    const created = await api.json<{ id: string; status: string; authorize_url?: string }>(
-      await api.post('/connectors', { name: 'secure', url: server.url }, bearer(user)),
-      201,
-    );
+    const answer = await api.post('/connectors', { name: 'secure', url: server.url }, bearer(user));
+    const created = await api.json<{ id: string; status: string; authorize_url?: string }>(answer, 201);
     expect(created.status).toBe('needs_auth');
     expect(created.authorize_url).toMatch(new RegExp(`^${account.url}/api/v1/connectors/${created.id}/authorize\\?ticket=`));
-
-    // The browser opens the link: a cookie, and on to the provider with PKCE S256, state and the resource.
-    const opened = await fetch(created.authorize_url ?? '', { redirect: 'manual' });
-    expect(opened.status).toBe(302);
-    const cookie = opened.headers.get('set-cookie')?.split(';')[0] ?? '';
-    expect(cookie).toMatch(/^connector_sign_in=/);
-    // Sent to the callback only, out of scripts' reach, on the way back from the provider's site, for ten minutes; plain http: not Secure.
-    const attributes = cookieAttributes(opened.headers.get('set-cookie'));
-    expect(attributes).toMatchObject({ path: '/api/v1/connectors/callback', httponly: '', samesite: 'Lax', 'max-age': '600' });
+    // The answer that hands out the link binds it to this browser: sent to the connectors' browser
+    // steps only, out of scripts' reach, on the way back from the provider's site, for ten minutes; plain http: not Secure.
+    const cookie = answer.headers.get('set-cookie')?.split(';')[0] ?? '';
+    expect(cookie).toMatch(/^connector_sign_in=[\w-]{43}$/);
+    const attributes = cookieAttributes(answer.headers.get('set-cookie'));
+    expect(attributes).toMatchObject({ path: '/api/v1/connectors', httponly: '', samesite: 'Lax', 'max-age': '600' });
     expect(attributes).not.toHaveProperty('secure');
+
+    // Someone the link was sent to cannot use it: not with no cookie, not with their own account's
+    // (they would grant their own account at the provider to this user's connector). It stays usable.
+    const stranger = await api.email(uniqueEmail('oauth-stranger'));
+    const theirs = (await api.post('/connectors', { name: 'theirs', url: server.url }, bearer(stranger))).headers.get('set-cookie')?.split(';')[0] ?? '';
+    expect(theirs).toMatch(/^connector_sign_in=/);
+    expect(theirs).not.toBe(cookie);
+    for (const headers of [{}, { cookie: theirs }] as Array<Record<string, string>>) {
+      const refused = await fetch(created.authorize_url ?? '', { redirect: 'manual', headers });
+      expect(refused.status).toBe(302);
+      expect(new URL(refused.headers.get('location') ?? '').searchParams.get('error')).toMatch(/only in the browser of the account that added/);
+    }
+
+    // This browser opens the link: on to the provider with PKCE S256, state and the resource.
+    const opened = await fetch(created.authorize_url ?? '', { redirect: 'manual', headers: { cookie } });
+    expect(opened.status).toBe(302);
     const toProvider = new URL(opened.headers.get('location') ?? '');
     expect(toProvider.origin).toBe(server.issuer);
     expect(toProvider.searchParams.get('code_challenge_method')).toBe('S256');
     expect(toProvider.searchParams.get('resource')).toBe(server.url);
     expect(toProvider.searchParams.get('redirect_uri')).toBe(`${account.url}/api/v1/connectors/callback`);
     // The link is used up.
-    const again = await fetch(created.authorize_url ?? '', { redirect: 'manual' });
+    const again = await fetch(created.authorize_url ?? '', { redirect: 'manual', headers: { cookie } });
     expect(again.headers.get('location')).toContain('/connectors?error=');
 
     // The provider approves and sends the browser back with the code.
     const approved = await fetch(toProvider, { redirect: 'manual' });
     const callback = approved.headers.get('location') ?? '';
     expect(callback).toContain('/api/v1/connectors/callback?code=');
-    // Another browser (no cookie) cannot finish it; the one that started it can, once.
-    const stranger = await fetch(callback, { redirect: 'manual' });
-    expect(stranger.headers.get('location')).toContain('error=');
+    // Another browser (no cookie, or another account's) cannot finish it; the one that started it can, once.
+    for (const headers of [{}, { cookie: theirs }] as Array<Record<string, string>>)
+      expect((await fetch(callback, { redirect: 'manual', headers })).headers.get('location')).toContain('error=');
     const finished = await fetch(callback, { redirect: 'manual', headers: { cookie } });
     expect(finished.headers.get('location')).toBe(`${account.url}/connectors?connector=${created.id}&status=connected`);
     const replay = await fetch(callback, { redirect: 'manual', headers: { cookie } });
@@ -126,12 +137,10 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
   });
 
   it('a provider that refuses sends the browser back to the page with the reason', async () => {
-    const created = await api.json<{ id: string; authorize_url?: string }>(
-      await api.post('/connectors', { name: 'refused', url: server.url }, bearer(user)),
-      201,
-    );
-    const opened = await fetch(created.authorize_url ?? '', { redirect: 'manual' });
-    const cookie = opened.headers.get('set-cookie')?.split(';')[0] ?? '';
+    const answer = await api.post('/connectors', { name: 'refused', url: server.url }, bearer(user));
+    const created = await api.json<{ id: string; authorize_url?: string }>(answer, 201);
+    const cookie = answer.headers.get('set-cookie')?.split(';')[0] ?? '';
+    const opened = await fetch(created.authorize_url ?? '', { redirect: 'manual', headers: { cookie } });
     const state = new URL(opened.headers.get('location') ?? '').searchParams.get('state') ?? '';
     const back = await fetch(`${account.url}/api/v1/connectors/callback?error=access_denied&state=${encodeURIComponent(state)}`, {
       redirect: 'manual',
@@ -144,33 +153,29 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
 });
 
 describe('a connector sign-in behind a path prefix (BASE_URL with a path), on https', () => {
-  it("the sign-in cookie's Path is the callback under the prefix, and Secure; the callback clears it there", async () => {
+  it("the sign-in cookie's Path is the connectors' under the prefix, and Secure", async () => {
     const server = await startOAuthMcpServer();
     const base = 'https://accounts.example.test/prefix';
     const account = await startTestAccount('pglite', { CONNECTORS_ALLOW_PRIVATE: '1', BASE_URL: base });
     try {
       const api = accountApi(account);
       const user = await api.email(uniqueEmail('prefix'));
-      const created = await api.json<{ id: string; authorize_url?: string }>(
-        await api.post('/connectors', { name: 'prefixed', url: server.url }, bearer(user)),
-        201,
-      );
-      const link = new URL(created.authorize_url ?? '');
-      expect(link.href.startsWith(`${base}/api/v1/connectors/${created.id}/authorize?ticket=`)).toBe(true);
-      // The proxy in front takes the prefix off: the link as it reaches the service.
-      const opened = await fetch(`${account.url}${link.pathname.slice('/prefix'.length)}${link.search}`, { redirect: 'manual' });
-      expect(opened.status).toBe(302);
-      expect(new URL(opened.headers.get('location') ?? '').searchParams.get('redirect_uri')).toBe(`${base}/api/v1/connectors/callback`);
-      expect(cookieAttributes(opened.headers.get('set-cookie'))).toMatchObject({
-        path: '/prefix/api/v1/connectors/callback',
+      const answer = await api.post('/connectors', { name: 'prefixed', url: server.url }, bearer(user));
+      const created = await api.json<{ id: string; authorize_url?: string }>(answer, 201);
+      expect(cookieAttributes(answer.headers.get('set-cookie'))).toMatchObject({
+        path: '/prefix/api/v1/connectors',
         httponly: '',
         secure: '',
         samesite: 'Lax',
         'max-age': '600',
       });
-      const back = await fetch(`${account.url}/api/v1/connectors/callback?error=access_denied&state=unknown`, { redirect: 'manual' });
-      expect(back.status).toBe(302);
-      expect(cookieAttributes(back.headers.get('set-cookie'))).toMatchObject({ path: '/prefix/api/v1/connectors/callback', httponly: '', secure: '' });
+      const link = new URL(created.authorize_url ?? '');
+      expect(link.href.startsWith(`${base}/api/v1/connectors/${created.id}/authorize?ticket=`)).toBe(true);
+      // The proxy in front takes the prefix off: the link as it reaches the service.
+      const cookie = answer.headers.get('set-cookie')?.split(';')[0] ?? '';
+      const opened = await fetch(`${account.url}${link.pathname.slice('/prefix'.length)}${link.search}`, { redirect: 'manual', headers: { cookie } });
+      expect(opened.status).toBe(302);
+      expect(new URL(opened.headers.get('location') ?? '').searchParams.get('redirect_uri')).toBe(`${base}/api/v1/connectors/callback`);
     } finally {
       await account.stop();
       await server.close();

@@ -23,9 +23,8 @@ import { connectMcp, listMcpTools, toConnectorResult, type ListedTool, type McpC
 import { checkConnectorUrl, connectorFetch, describeFetchError, type AddressRules } from './network.js';
 import { ConnectorOAuth, type StoredAuth } from './oauth.js';
 import type { ConnectorStatus, ConnectorUpdate, ConnectorView, CreatedConnector } from './schemas.js';
+import { SIGN_IN_TTL_MS } from './sign-in-cookie.js';
 
-/** How long a sign-in link and the sign-in it starts are good for. */
-export const SIGN_IN_TTL_MS = 10 * 60_000;
 /** The most tools one connector offers; a schema larger than this many bytes is left out. */
 const MAX_TOOLS = 128;
 const MAX_SCHEMA_BYTES = 32 * 1024;
@@ -95,7 +94,8 @@ export class Connectors {
     return rows.map(view);
   }
 
-  async create(userId: string, input: { name: string; url: string }): Promise<CreatedConnector> {
+  /** `browser`: the sign-in cookie's value (sign-in-cookie.ts) the link, if one is needed, will work with. */
+  async create(userId: string, input: { name: string; url: string }, browser: string): Promise<CreatedConnector> {
     const url = await checkConnectorUrl(input.url, this.rules);
     if ((await this.db.connector.count({ where: { userId } })) >= this.options.maxPerUser)
       throw new AppError(409, 'CONNECTORS_LIMIT', `An account may have ${this.options.maxPerUser} connectors`);
@@ -106,7 +106,7 @@ export class Connectors {
       if ((error as { code?: string }).code === 'P2002') throw new AppError(409, 'CONNECTOR_NAME_TAKEN', `You already have a connector named ${input.name}`);
       throw error;
     }
-    const outcome = await this.attempt(row);
+    const outcome = await this.attempt(row, browser);
     if (outcome.status === 'error') {
       await this.db.connector.delete({ where: { id: row.id } }).catch(() => undefined);
       throw new AppError(502, 'CONNECTOR_UNREACHABLE', `${url.origin} did not answer as an MCP server: ${outcome.error}`);
@@ -151,33 +151,37 @@ export class Connectors {
   }
 
   /** A fresh sign-in link for a connector that needs one (or to sign in again). */
-  async authorizeLink(userId: string, id: string): Promise<{ authorize_url: string }> {
+  async authorizeLink(userId: string, id: string, browser: string): Promise<{ authorize_url: string }> {
     const row = await this.own(userId, id);
     this.drop(row.id);
     // Signing in again starts from no token: the server's challenge then says what it wants.
     const stored = this.stored(row);
     delete stored.tokens;
     await this.persist(row.id, stored);
-    const outcome = await this.attempt({ ...row, authEncrypted: this.box.seal(JSON.stringify(stored)) });
+    const outcome = await this.attempt({ ...row, authEncrypted: this.box.seal(JSON.stringify(stored)) }, browser);
     if (outcome.status === 'error') throw new AppError(502, 'CONNECTOR_UNREACHABLE', `${new URL(row.url).origin} did not answer: ${outcome.error}`);
     if (!outcome.ticket) throw new AppError(409, 'CONFLICT', 'This connector needs no sign-in');
     return { authorize_url: this.authorizeUrl(row.id, outcome.ticket) };
   }
 
   /**
-   * `GET /connectors/{id}/authorize?ticket=…`: the ticket is used up, the browser that opened it
-   * gets a cookie the callback will ask for (so a sign-in cannot be finished in another browser),
-   * and is sent on to the provider.
+   * `GET /connectors/{id}/authorize?ticket=…`: only in the browser the link was made for (its
+   * sign-in cookie, `browser`), once; sends it on to the provider. Anyone else who opened a link
+   * someone sent them would grant their own account at the provider to the sender's connector.
    */
-  async openTicket(connectorId: string, ticket: string): Promise<{ location: string; browser: string }> {
+  async openTicket(connectorId: string, ticket: string, browser: string | undefined): Promise<{ location: string }> {
     const flow = await this.db.connectorFlow.findUnique({ where: { ticketHash: digest(ticket) } });
-    if (!flow || flow.connectorId !== connectorId || flow.browserHash || flow.expiresAt < new Date())
-      throw signInFailed('This sign-in link is unknown, used or expired');
-    const browser = randomBytes(32).toString('base64url');
-    const { count } = await this.db.connectorFlow.updateMany({ where: { id: flow.id, browserHash: null }, data: { browserHash: digest(browser) } });
+    if (!flow || flow.connectorId !== connectorId || flow.expiresAt < new Date()) throw signInFailed('This sign-in link is unknown, used or expired');
+    if (!browser || !flow.browserHash || digest(browser) !== flow.browserHash)
+      throw signInFailed('This sign-in link works only in the browser of the account that added the connector: sign in from its Connectors page');
+    // Used up: its hash gives way to one nobody holds.
+    const { count } = await this.db.connectorFlow.updateMany({
+      where: { id: flow.id, ticketHash: flow.ticketHash },
+      data: { ticketHash: digest(randomBytes(32).toString('base64url')) },
+    });
     if (count !== 1) throw signInFailed('This sign-in link was used already');
     const request = JSON.parse(this.box.open(flow.requestEncrypted)) as { url: string };
-    return { location: request.url, browser };
+    return { location: request.url };
   }
 
   /** `GET /connectors/callback`: the provider sent the browser back; the code becomes tokens. */
@@ -351,9 +355,10 @@ export class Connectors {
 
   /**
    * Connects (and lists the tools) or finds out what stops it: a sign-in (a ticket for the
-   * browser, the flow stored) or an error. The status is stored either way.
+   * browser, the flow stored; `browser`, the sign-in cookie's value the ticket will work with:
+   * none, no browser's) or an error. The status is stored either way.
    */
-  private async attempt(row: Row): Promise<{ status: ConnectorStatus; ticket?: string; error?: string }> {
+  private async attempt(row: Row, browser?: string): Promise<{ status: ConnectorStatus; ticket?: string; error?: string }> {
     this.rows.delete(row.userId);
     const provider = this.oauth(this.stored(row), row.id);
     let connection: McpConnection | undefined;
@@ -373,6 +378,7 @@ export class Connectors {
             connectorId: row.id,
             userId: row.userId,
             ticketHash: digest(ticket),
+            browserHash: browser === undefined ? null : digest(browser),
             stateHash: digest(provider.currentState),
             requestEncrypted: this.box.seal(JSON.stringify({ url: provider.authorizationUrl.href, verifier: provider.codeVerifier() })),
             expiresAt: new Date(Date.now() + SIGN_IN_TTL_MS),

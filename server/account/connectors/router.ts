@@ -1,12 +1,14 @@
 /**
  * A user's connectors (connectors.ts): `connectors.*` over tRPC, `/api/v1/connectors` over REST.
- * The browser steps of the sign-in (authorize, callback) are redirects, in rest-routes.ts.
+ * The browser steps of the sign-in (authorize, callback) are redirects, in rest-routes.ts; the
+ * answers that hand out a sign-in link set the cookie those steps ask for (sign-in-cookie.ts).
  */
 import { z } from 'zod';
 import { AppError } from '../../common/errors.js';
 import { rateLimited, router, userProcedure, type AccountContext } from '../trpc.js';
 import type { Connectors } from './connectors.js';
 import { AuthorizeLink, ConnectorId, ConnectorList, ConnectorUpdate, ConnectorView, CreatedConnector, NewConnector } from './schemas.js';
+import { browserBinding, SIGN_IN_COOKIE, signInCookie } from './sign-in-cookie.js';
 
 const REFUSALS = ['CONNECTORS_NOT_FOR_GUESTS', 'CONNECTORS_DISABLED'] as const;
 
@@ -16,6 +18,14 @@ function connectorsFor(ctx: AccountContext & { user: { guest: boolean } }): Conn
   if (!connectors || !config.connectors.enabled) throw new AppError(403, 'CONNECTORS_DISABLED', 'This service does not offer connectors');
   if (ctx.user.guest && !config.connectors.forGuests) throw new AppError(403, 'CONNECTORS_NOT_FOR_GUESTS', 'Connectors are for full accounts');
   return connectors;
+}
+
+/** Runs `hand` with this browser's sign-in binding; an answer that hands out a link sets its cookie (sign-in-cookie.ts). */
+async function inThisBrowser<T extends { authorize_url?: string }>(ctx: AccountContext, hand: (browser: string) => Promise<T>): Promise<T> {
+  const browser = browserBinding(ctx.request.cookie(SIGN_IN_COOKIE));
+  const answer = await hand(browser);
+  if (answer.authorize_url) ctx.request.setHeader('set-cookie', signInCookie(browser, ctx.services.config.baseUrl));
+  return answer;
 }
 
 const reading = userProcedure.use(rateLimited('account.read'));
@@ -39,7 +49,7 @@ export const connectorsRouter = router({
     })
     .input(NewConnector)
     .output(CreatedConnector)
-    .mutation(({ ctx, input }) => connectorsFor(ctx).create(ctx.user.userId, input)),
+    .mutation(({ ctx, input }) => inThisBrowser(ctx, (browser) => connectorsFor(ctx).create(ctx.user.userId, input, browser))),
   update: changing
     .meta({
       openapi: { method: 'PATCH', path: '/connectors/{id}', summary: 'Rename a connector, or switch its tools on and off' },
@@ -64,5 +74,5 @@ export const connectorsRouter = router({
     })
     .input(ConnectorId)
     .output(AuthorizeLink)
-    .mutation(({ ctx, input }) => connectorsFor(ctx).authorizeLink(ctx.user.userId, input.id)),
+    .mutation(({ ctx, input }) => inThisBrowser(ctx, (browser) => connectorsFor(ctx).authorizeLink(ctx.user.userId, input.id, browser))),
 });
