@@ -52,6 +52,23 @@ describe('web_fetch reads a PDF', () => {
     expect(Date.now() - started).toBeLessThan(9_000);
   });
 
+  it('reads one PDF at a time: two fetched together are read one after the other, each with its own time limit', async () => {
+    const busy = deflateSync(Buffer.from(`BT /F1 12 Tf ${'(x) Tj '.repeat(20_000_000)}ET`), { level: 9 });
+    const pdf = makePdf(['Read first.', 'placeholder'], { streams: { 2: { data: busy, dictionary: '/Filter /FlateDecode' } } });
+    const ended: number[] = [];
+    const both = await Promise.all(
+      [1, 2].map((n) =>
+        read(pdf, { pdfReadMs: 1_000 }).then((page) => {
+          ended[n - 1] = Date.now();
+          return page;
+        }),
+      ),
+    );
+    for (const page of both) expect(page.notes).toEqual(['reading the PDF stopped at the time limit of 1 s after 1 of its 2 pages']);
+    // The second's limit ran from the end of the first: read together, they ended within milliseconds.
+    expect(ended[1]! - ended[0]!).toBeGreaterThanOrEqual(1_000);
+  });
+
   it('an encrypted, a damaged and a cut PDF are named as such, and a PDF without text says so', async () => {
     expect((await read(makePdf(['Secret'], { encrypted: true }))).text).toMatch(/^\(PDF, \d+ bytes: encrypted with a password, so its text is not shown\)$/);
     expect((await read(Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog\n%%EOF\n'))).text).toMatch(

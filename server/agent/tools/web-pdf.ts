@@ -23,7 +23,7 @@ export interface Page {
 /** A PDF's pages read at most, and the time its text may take; what is left is named in a note. */
 export const PDF_MAX_PAGES = 50;
 export const PDF_READ_MS = 10_000;
-/** The reading thread's heap; past it the thread dies and the answer says so. */
+/** The reading thread's heap (not the buffers it inflates: `pdfPage`); past it the thread dies and the answer says so. */
 const PDF_HEAP_MB = 256;
 
 /**
@@ -80,7 +80,21 @@ require(unpdf).getResolvedPDFJS().then(async ({ getDocument }) => {
 
 type Ending = { kind: 'done' | 'time' | 'stopped' } | { kind: 'failed'; name: string; message: string } | { kind: 'crashed'; error: Error };
 
-export async function pdfPage(bytes: Buffer, { signal, pdfReadMs = PDF_READ_MS }: PdfReadOptions): Promise<Page> {
+/**
+ * One PDF at a time per agent. The heap cap does not bound a reading's memory: the streams pdf.js
+ * inflates are buffers outside that heap (a 0.8 MB PDF inflating to 800 MB took a reader to 1.7 GB),
+ * so a page asking the model to fetch five PDFs at once gets them read one after another, each
+ * within its time limit, and the agent's own memory limit is what ends a bomb.
+ */
+let reading: Promise<unknown> = Promise.resolve();
+
+export function pdfPage(bytes: Buffer, options: PdfReadOptions): Promise<Page> {
+  const turn = reading.then(() => readPdf(bytes, options));
+  reading = turn.catch(() => undefined);
+  return turn;
+}
+
+async function readPdf(bytes: Buffer, { signal, pdfReadMs = PDF_READ_MS }: PdfReadOptions): Promise<Page> {
   signal.throwIfAborted();
   const reader = new Worker(READER, {
     eval: true,
