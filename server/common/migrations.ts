@@ -25,9 +25,9 @@ type EngineGlue = typeof import('@prisma/schema-engine-wasm/schema_engine_bg');
 let engineModule: Promise<EngineGlue> | undefined;
 
 /**
- * The engine's timers still pending. It sets a timeout around each step (10 s around taking its
- * migration lock) and has no way to clear one, so each would keep the process alive for its full
- * length after the work is done: `npm run admin`, `agents` and `db:migrate` lingered 10 s before
+ * The engine's timers still pending. It sets timeouts as it works (a 10 s one on every run) and
+ * its glue has no way to clear one, so each kept the process alive for its full length after the
+ * work was done: `npm run admin`, `agents` and `db:migrate` lingered 10 s before
  * exiting. Cleared when the last engine is freed, when none of them can still matter.
  */
 const engineTimers = new Set<ReturnType<typeof setTimeout>>();
