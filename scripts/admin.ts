@@ -24,6 +24,13 @@ const { positionals, values } = parseArgs({
 const [command, arg] = positionals;
 const usage = `usage: npm run admin -- grant|revoke|unban <email or user id> | key create --name NAME --scopes ${SCOPES.join(',')} [--expires ISO-DATE] | audit verify [--anchor SEQ:HASH]`;
 
+// A malformed anchor is refused before the store opens: opening the embedded one costs seconds.
+const anchor = values.anchor === undefined ? undefined : parseAnchor(values.anchor);
+if (values.anchor !== undefined && !anchor) {
+  console.error(`--anchor is SEQ:HASH as verify prints it, not ${values.anchor}`);
+  process.exit(1);
+}
+
 const config = loadAccountConfig(process.env);
 const store = await openAccountStore(config);
 
@@ -57,8 +64,6 @@ try {
     });
     console.log(`created API key ${row.id} (${row.name}; ${row.scopes.join(' ')}). It is shown only now:\n${key}`);
   } else if (command === 'audit' && arg === 'verify') {
-    const anchor = values.anchor === undefined ? undefined : parseAnchor(values.anchor);
-    if (values.anchor !== undefined && !anchor) throw new Error(`--anchor is SEQ:HASH as verify prints it, not ${values.anchor}`);
     const verdict = await verifyAuditChain(store.db, anchor);
     if (verdict.intact) {
       const before = verdict.unchained ? ` (and ${verdict.unchained} rows from before the chain, which it does not cover)` : '';

@@ -1,7 +1,10 @@
 /**
  * The account store: PostgreSQL through @prisma/adapter-pg when DATABASE_URL is set (many
  * instances share it), otherwise embedded PGlite in the data directory (nothing to install).
- * Migrations are applied on open.
+ * Migrations are applied on open; the schema engine (server/common/migrations.ts) is loaded and run
+ * only when `_prisma_migrations` says something is left to apply, as the agent store does: every
+ * service start and every `npm run admin` / `agents` run opens the store, and nearly always on an
+ * unchanged schema.
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,7 +15,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
-import { applyMigrations, type MigrationSource } from '../common/migrations.js';
+import { migrationsUpToDate, type MigrationSource, type RecordedMigration } from '../common/committed-migrations.js';
 import { PrismaClient } from '../generated/account/client.js';
 import { hotSql, type HotSql, type SqlDriver } from './hot-sql.js';
 
@@ -104,6 +107,7 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
       const migrationPool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
       migrationPool.on('error', () => undefined);
       try {
+        const { applyMigrations } = await import('../common/migrations.js');
         return await applyMigrations(accountMigrations, new PrismaPg(migrationPool));
       } finally {
         await migrationPool.end();
@@ -120,13 +124,26 @@ async function openDriver(databaseUrl: string | undefined, dataDir: string): Pro
     return true;
   };
   const adapter = new PrismaPGlite(client);
-  return { adapter, migrate: () => applyMigrations(accountMigrations, adapter), driver, kind: 'pglite', exclusively, closeDriver: () => client.close() };
+  const migrate = async () => {
+    const { applyMigrations } = await import('../common/migrations.js');
+    return applyMigrations(accountMigrations, adapter);
+  };
+  return { adapter, migrate, driver, kind: 'pglite', exclusively, closeDriver: () => client.close() };
+}
+
+/** True when every committed migration is recorded as finished; a database without `_prisma_migrations` yet is not. */
+async function upToDate(driver: SqlDriver): Promise<boolean> {
+  const recorded = await driver({ name: 'recorded_migrations', text: 'SELECT migration_name, finished_at, rolled_back_at FROM "_prisma_migrations"' }, []).then(
+    (rows) => rows as RecordedMigration[],
+    () => undefined,
+  );
+  return recorded !== undefined && (await migrationsUpToDate(accountMigrations, recorded));
 }
 
 export async function openAccountStore(opts: { databaseUrl?: string; dataDir: string }): Promise<AccountStore> {
   const { adapter, migrate, driver, kind, exclusively, closeDriver } = await openDriver(opts.databaseUrl, opts.dataDir);
   try {
-    const appliedMigrations = await migrate();
+    const appliedMigrations = (await upToDate(driver)) ? [] : await migrate();
     const db = new PrismaClient({ adapter });
     return {
       db,

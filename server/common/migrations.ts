@@ -24,13 +24,38 @@ type EngineGlue = typeof import('@prisma/schema-engine-wasm/schema_engine_bg');
 
 let engineModule: Promise<EngineGlue> | undefined;
 
+/**
+ * The engine's timers still pending. It sets timeouts as it works (a 10 s one on every run) and
+ * its glue has no way to clear one, so each kept the process alive for its full length after the
+ * work was done: `npm run admin`, `agents` and `db:migrate` lingered 10 s before
+ * exiting. Cleared when the last engine is freed, when none of them can still matter.
+ */
+const engineTimers = new Set<ReturnType<typeof setTimeout>>();
+let enginesRunning = 0;
+
+/** The glue as the Wasm's import object, its `setTimeout` recording each timer in engineTimers. */
+function trackingTimers(glue: EngineGlue): WebAssembly.ModuleImports {
+  const imports: Record<string, unknown> = { ...glue };
+  for (const name of Object.keys(glue).filter((key) => key.startsWith('__wbg_setTimeout_'))) {
+    imports[name] = (callback: () => void, ms: number) => {
+      const timer = setTimeout(() => {
+        engineTimers.delete(timer);
+        callback();
+      }, ms >>> 0);
+      engineTimers.add(timer);
+      return timer;
+    };
+  }
+  return imports as WebAssembly.ModuleImports;
+}
+
 /** Node 20 cannot import .wasm, so instantiate it by hand with its JS glue as the import object. */
 function loadEngineModule(): Promise<EngineGlue> {
   engineModule ??= (async () => {
     const engineGlue = await import('@prisma/schema-engine-wasm/schema_engine_bg');
     const entry = createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm');
     const bytes = await readFile(path.join(path.dirname(entry), 'schema_engine_bg.wasm'));
-    const { instance } = await WebAssembly.instantiate(bytes, { './schema_engine_bg.js': engineGlue as unknown as WebAssembly.ModuleImports });
+    const { instance } = await WebAssembly.instantiate(bytes, { './schema_engine_bg.js': trackingTimers(engineGlue) });
     engineGlue.__wbg_set_wasm(instance.exports);
     (instance.exports.__wbindgen_start as () => void)();
     return engineGlue;
@@ -73,12 +98,21 @@ async function withEngine<T>(source: MigrationSource, factory: SqlMigrationAware
     connectToShadowDb: () => track(factory.connectToShadowDb().then(acceptScripts)),
   };
   const log = () => undefined;
-  const engine = await glue.SchemaEngine.new({ datamodels: [[source.schemaPath, schema]] }, log, bindMigrationAwareSqlAdapterFactory(tracked));
+  enginesRunning += 1;
   try {
-    return await work(engine);
+    const engine = await glue.SchemaEngine.new({ datamodels: [[source.schemaPath, schema]] }, log, bindMigrationAwareSqlAdapterFactory(tracked));
+    try {
+      return await work(engine);
+    } finally {
+      engine.free();
+      await Promise.all(opened.map((adapter) => adapter.dispose().catch(() => undefined)));
+    }
   } finally {
-    engine.free();
-    await Promise.all(opened.map((adapter) => adapter.dispose().catch(() => undefined)));
+    enginesRunning -= 1;
+    if (enginesRunning === 0) {
+      for (const timer of engineTimers) clearTimeout(timer);
+      engineTimers.clear();
+    }
   }
 }
 

@@ -2,7 +2,7 @@ import { spawn, execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { serviceEntry } from '../support/entries.js';
+import { cliEntry, serviceEntry } from '../support/entries.js';
 import { freePort, seedAccountStore, tempDir } from '../support/servers.js';
 
 const run = promisify(execFile);
@@ -22,8 +22,13 @@ async function startAccountProcess(dataDir: string, port: number) {
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   for (let i = 0; i < 300; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/api/v1/openapi.json`).then(
-      (r) => r.ok,
+    // The readiness probe, its body released: a response left unread holds its connection, and the
+    // service's stop then waits out its whole grace period (15 s) for it before exiting.
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      async (r) => {
+        await r.body?.cancel();
+        return r.ok;
+      },
       () => false,
     );
     if (ok) return { child, exited };
@@ -134,8 +139,10 @@ describe('process lifecycle', () => {
     const first = await run('npm', ['run', '--silent', 'db:migrate'], { env });
     expect(first.stdout).toMatch(/account store \(pglite\): applied [1-9]\d* migration/);
     expect(first.stdout).toMatch(/agent store .*agent\.db: applied \d+ migration/);
-    const again = await run('npm', ['run', '--silent', 'db:migrate'], { env });
-    expect(again.stdout).toMatch(/account store \(pglite\): applied 0 migration/);
-    expect(again.stdout).toMatch(/agent store .*: applied 0 migration/);
+    // Again, as the script runs it after its build check (the npm script itself ran above): the compiled CLI per store.
+    const again = (store: string) => run(process.execPath, [...cliEntry('db'), 'migrate', '--store', store], { env });
+    const [account, agent] = await Promise.all([again('account'), again('agent')]);
+    expect(account.stdout).toMatch(/account store \(pglite\): applied 0 migration/);
+    expect(agent.stdout).toMatch(/agent store .*: applied 0 migration/);
   }, 120_000);
 });
