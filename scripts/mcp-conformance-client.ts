@@ -100,7 +100,7 @@ async function withSignIn<T>(work: (connection: McpConnection) => Promise<T>): P
 const called = new Set<string>();
 try {
   await withSignIn(async ({ client }) => {
-    for (const tool of await listMcpTools(client, 50, TIMEOUT_MS)) {
+    for (const tool of (await listMcpTools(client, { maxTools: 50, maxPages: 10, timeoutMs: TIMEOUT_MS })).tools) {
       if (called.has(tool.name)) continue;
       await client.callTool({ name: tool.name, arguments: argumentsFor(tool) }, undefined, { timeout: TIMEOUT_MS });
       called.add(tool.name);

@@ -26,8 +26,13 @@ import type { ConnectorStatus, ConnectorUpdate, ConnectorView, CreatedConnector 
 
 /** How long a sign-in link and the sign-in it starts are good for. */
 export const SIGN_IN_TTL_MS = 10 * 60_000;
-/** The most tools one connector offers; a schema larger than this many bytes is left out. */
+/**
+ * The most tools one connector offers, and the most pages of its list read for them (a server
+ * answering page after page with no end would hold the request that adds it for ever); a schema
+ * larger than this many bytes is left out.
+ */
 const MAX_TOOLS = 128;
+const MAX_TOOL_PAGES = 10;
 const MAX_SCHEMA_BYTES = 32 * 1024;
 const MAX_DESCRIPTION = 2_000;
 const HANDSHAKE_MS = 15_000;
@@ -359,8 +364,12 @@ export class Connectors {
     let connection: McpConnection | undefined;
     try {
       connection = await this.open(row, provider);
-      const tools = await listMcpTools(connection.client, MAX_TOOLS, HANDSHAKE_MS);
-      await this.db.connector.update({ where: { id: row.id }, data: { status: 'connected', tools: storable(tools) as object[], lastError: null } });
+      const listing = await listMcpTools(connection.client, { maxTools: MAX_TOOLS, maxPages: MAX_TOOL_PAGES, timeoutMs: HANDSHAKE_MS });
+      if (listing.cut) this.log.info({ connectorId: row.id, reason: listing.cut }, 'connector tool list cut short');
+      await this.db.connector.update({
+        where: { id: row.id },
+        data: { status: 'connected', tools: storable(listing.tools) as object[], lastError: listing.cut ?? null },
+      });
       this.rows.delete(row.userId);
       this.keep(row.id, connection);
       return { status: 'connected' };
