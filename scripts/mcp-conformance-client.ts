@@ -37,8 +37,9 @@ interface Context {
 
 const serverUrl = new URL(process.argv.at(-1) ?? '');
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Context;
-// The suite's servers are on loopback; cloud metadata stays refused.
-const fetchFn = connectorFetch(true);
+// The suite's servers are on loopback (cloud metadata stays refused); answers bounded as the
+// service's with CONNECTOR_RESULT_MAX_BYTES at its default.
+const fetchFn = connectorFetch(true, 4 * 2 ** 20);
 
 const stored: StoredAuth = {};
 let user: ConnectorOAuth | undefined;

@@ -77,7 +77,7 @@ export class Connectors {
     private readonly log: Logger,
     private readonly options: ConnectorsOptions,
   ) {
-    this.fetch = connectorFetch(options.allowPrivate);
+    this.fetch = connectorFetch(options.allowPrivate, options.resultMaxBytes);
     this.rules = { allowPrivate: options.allowPrivate, allowOrigins: options.allowOrigins, selfOrigin: new URL(options.baseUrl).origin };
   }
 
@@ -260,8 +260,9 @@ export class Connectors {
     const stop = () => running.abort(signal.reason);
     if (signal.aborted) stop();
     else signal.addEventListener('abort', stop, { once: true });
+    let connection: McpConnection | undefined;
     try {
-      const connection = await this.connection(row);
+      connection = await this.connection(row);
       const result = await connection.client.callTool({ name: toolName, arguments: args }, undefined, {
         signal: running.signal,
         timeout,
@@ -282,7 +283,9 @@ export class Connectors {
       if (error instanceof McpError && error.code === McpErrorCode.RequestTimeout)
         return failed(`${name} did not answer within ${timeout / 1000} s (CONNECTOR_CALL_TIMEOUT)`);
       if (signal.aborted) return failed(`${name} was stopped`);
-      return failed(`${name} failed: ${describeFetchError(error)}`);
+      // A connection closed by its transport failing: that failure is the reason (an answer past its limit, say).
+      const cause = error instanceof McpError && error.code === McpErrorCode.ConnectionClosed ? (connection?.failure ?? error) : error;
+      return failed(`${name} failed: ${describeFetchError(cause)}`);
     } finally {
       signal.removeEventListener('abort', stop);
     }

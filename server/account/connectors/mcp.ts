@@ -19,6 +19,8 @@ export interface McpConnection {
   /** `streamable-http` or `sse`. */
   transport: 'streamable-http' | 'sse';
   close(): Promise<void>;
+  /** The first failure its transport reported, once one did. */
+  failure?: Error;
 }
 
 export interface ConnectOptions {
@@ -80,12 +82,14 @@ function watched(
   transport: { onerror?: (error: Error) => void },
   onBroken?: (error: Error) => void,
 ): McpConnection {
+  const connection: McpConnection = { client, transport: kind, close: () => client.close() };
   const sdkHandler = transport.onerror;
   transport.onerror = (error) => {
     sdkHandler?.(error);
+    connection.failure ??= error;
     onBroken?.(error);
   };
-  return { client, transport: kind, close: () => client.close() };
+  return connection;
 }
 
 export interface ListedTool {
