@@ -1,12 +1,12 @@
 /**
  * Connectors against a hostile MCP server (a real loopback HTTP server speaking streamable HTTP,
  * written here to misbehave): what it can make the account service do is bounded
- * (docs/connectors.md, Bounds). A tool list that pages for ever or in a circle is read for ten
- * pages at most and what was listed kept, the reason shown on the connector. Answers are counted as
- * they arrive and cut off past their limit, whatever their form (JSON, the event stream answering a
- * POST, one message of the GET stream, OAuth metadata), while a GET stream carrying more than the
- * limit in small messages stays up. The account service runs in this process, so its memory is
- * this test's.
+ * (docs/connectors.md, Bounds). A tool list that pages for ever, slowly or in a circle is read for
+ * ten pages and 15 s at most and what was listed kept, the reason shown on the connector. Answers
+ * are counted as they arrive and cut off past their limit, whatever their form (JSON, the event
+ * stream answering a POST, one message of the GET stream, OAuth metadata), while a GET stream
+ * carrying more than the limit in small messages stays up. The account service runs in this
+ * process, so its memory is this test's.
  */
 import { once } from 'node:events';
 import http from 'node:http';
@@ -153,6 +153,13 @@ describe('connectors: a hostile MCP server cannot make the service work without 
         const cursor = msg.params?.cursor as string | undefined;
         return reply(res, msg, { tools: [tool(`t-${cursor ?? 'first'}`)], nextCursor: cursor === 'b' ? 'a' : cursor === 'a' ? 'b' : 'a' });
       },
+      // A page every 2 s, one tool each, without end: the 15 s of the whole listing end it.
+      slow: ({ msg }, res) => {
+        if (msg?.method !== 'tools/list') return false;
+        const page = Number(msg.params?.cursor ?? 0);
+        setTimeout(() => reply(res, msg, { tools: [tool(`t${page}`)], nextCursor: String(page + 1) }), 2_000);
+        return true;
+      },
       // A tool result of 64 MB, as JSON.
       'big-json': toolCall((msg, res) => {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -237,6 +244,17 @@ describe('connectors: a hostile MCP server cannot make the service work without 
     expect(connector?.tools.map((t) => t.name)).toEqual(['t-first', 't-a', 't-b']);
     expect(connector?.error).toMatch(/came back to a page/);
   });
+
+  it('a tool list slower than 15 s in all ends there, the tools listed by then kept', async () => {
+    const started = Date.now();
+    const created = await add('slow');
+    expect(Date.now() - started).toBeLessThan(20_000);
+    const connector = await shown(created.id);
+    const names = connector?.tools.map((t) => t.name) ?? [];
+    expect(names.length).toBeGreaterThanOrEqual(5);
+    expect(names).toEqual(names.map((_, page) => `t${page}`));
+    expect(connector?.error).toMatch(/more than 15 s/);
+  }, 30_000);
 
   /** One tool call as the user's agent makes it (connectors.ts `call`, which the egress gateway hands it to). */
   const call = async (connectorId: string, name: string) => {
