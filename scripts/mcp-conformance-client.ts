@@ -37,8 +37,9 @@ interface Context {
 
 const serverUrl = new URL(process.argv.at(-1) ?? '');
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Context;
-// The suite's servers are on loopback; cloud metadata stays refused.
-const fetchFn = connectorFetch(true);
+// The suite's servers are on loopback (cloud metadata stays refused); answers bounded as the
+// service's with CONNECTOR_RESULT_MAX_BYTES at its default.
+const fetchFn = connectorFetch(true, 4 * 2 ** 20);
 
 const stored: StoredAuth = {};
 let user: ConnectorOAuth | undefined;
@@ -100,7 +101,7 @@ async function withSignIn<T>(work: (connection: McpConnection) => Promise<T>): P
 const called = new Set<string>();
 try {
   await withSignIn(async ({ client }) => {
-    for (const tool of await listMcpTools(client, 50, TIMEOUT_MS)) {
+    for (const tool of (await listMcpTools(client, { maxTools: 50, maxPages: 10, timeoutMs: TIMEOUT_MS })).tools) {
       if (called.has(tool.name)) continue;
       await client.callTool({ name: tool.name, arguments: argumentsFor(tool) }, undefined, { timeout: TIMEOUT_MS });
       called.add(tool.name);

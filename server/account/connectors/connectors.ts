@@ -25,8 +25,13 @@ import { ConnectorOAuth, type StoredAuth } from './oauth.js';
 import type { ConnectorStatus, ConnectorUpdate, ConnectorView, CreatedConnector } from './schemas.js';
 import { SIGN_IN_TTL_MS } from './sign-in-cookie.js';
 
-/** The most tools one connector offers; a schema larger than this many bytes is left out. */
+/**
+ * The most tools one connector offers, and the most pages of its list read for them (a server
+ * answering page after page with no end would hold the request that adds it for ever); a schema
+ * larger than this many bytes is left out.
+ */
 const MAX_TOOLS = 128;
+const MAX_TOOL_PAGES = 10;
 const MAX_SCHEMA_BYTES = 32 * 1024;
 const MAX_DESCRIPTION = 2_000;
 const HANDSHAKE_MS = 15_000;
@@ -71,7 +76,7 @@ export class Connectors {
     private readonly log: Logger,
     private readonly options: ConnectorsOptions,
   ) {
-    this.fetch = connectorFetch(options.allowPrivate);
+    this.fetch = connectorFetch(options.allowPrivate, options.resultMaxBytes);
     this.rules = { allowPrivate: options.allowPrivate, allowOrigins: options.allowOrigins, selfOrigin: new URL(options.baseUrl).origin };
   }
 
@@ -259,8 +264,9 @@ export class Connectors {
     const stop = () => running.abort(signal.reason);
     if (signal.aborted) stop();
     else signal.addEventListener('abort', stop, { once: true });
+    let connection: McpConnection | undefined;
     try {
-      const connection = await this.connection(row);
+      connection = await this.connection(row);
       const result = await connection.client.callTool({ name: toolName, arguments: args }, undefined, {
         signal: running.signal,
         timeout,
@@ -281,7 +287,9 @@ export class Connectors {
       if (error instanceof McpError && error.code === McpErrorCode.RequestTimeout)
         return failed(`${name} did not answer within ${timeout / 1000} s (CONNECTOR_CALL_TIMEOUT)`);
       if (signal.aborted) return failed(`${name} was stopped`);
-      return failed(`${name} failed: ${describeFetchError(error)}`);
+      // A connection closed by its transport failing: that failure is the reason (an answer past its limit, say).
+      const cause = error instanceof McpError && error.code === McpErrorCode.ConnectionClosed ? (connection?.failure ?? error) : error;
+      return failed(`${name} failed: ${describeFetchError(cause)}`);
     } finally {
       signal.removeEventListener('abort', stop);
     }
@@ -364,8 +372,12 @@ export class Connectors {
     let connection: McpConnection | undefined;
     try {
       connection = await this.open(row, provider);
-      const tools = await listMcpTools(connection.client, MAX_TOOLS, HANDSHAKE_MS);
-      await this.db.connector.update({ where: { id: row.id }, data: { status: 'connected', tools: storable(tools) as object[], lastError: null } });
+      const listing = await listMcpTools(connection.client, { maxTools: MAX_TOOLS, maxPages: MAX_TOOL_PAGES, timeoutMs: HANDSHAKE_MS });
+      if (listing.cut) this.log.info({ connectorId: row.id, reason: listing.cut }, 'connector tool list cut short');
+      await this.db.connector.update({
+        where: { id: row.id },
+        data: { status: 'connected', tools: storable(listing.tools) as object[], lastError: listing.cut ?? null },
+      });
       this.rows.delete(row.userId);
       this.keep(row.id, connection);
       return { status: 'connected' };

@@ -6,11 +6,12 @@
  * by the provider it is given (oauth.ts). scripts/mcp-conformance-client.ts runs it against the
  * official conformance suite.
  */
+import { createHash } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ConnectorCallResult, ConnectorContent } from '@contracts/agent/connectors.js';
 
 export interface McpConnection {
@@ -18,6 +19,8 @@ export interface McpConnection {
   /** `streamable-http` or `sse`. */
   transport: 'streamable-http' | 'sse';
   close(): Promise<void>;
+  /** The first failure its transport reported, once one did. */
+  failure?: Error;
 }
 
 export interface ConnectOptions {
@@ -79,12 +82,14 @@ function watched(
   transport: { onerror?: (error: Error) => void },
   onBroken?: (error: Error) => void,
 ): McpConnection {
+  const connection: McpConnection = { client, transport: kind, close: () => client.close() };
   const sdkHandler = transport.onerror;
   transport.onerror = (error) => {
     sdkHandler?.(error);
+    connection.failure ??= error;
     onBroken?.(error);
   };
-  return { client, transport: kind, close: () => client.close() };
+  return connection;
 }
 
 export interface ListedTool {
@@ -93,19 +98,50 @@ export interface ListedTool {
   input_schema: Record<string, unknown>;
 }
 
-/** The server's tools, page by page up to `max`. */
-export async function listMcpTools(client: Client, max: number, timeoutMs: number): Promise<ListedTool[]> {
+export interface ToolListing {
+  tools: ListedTool[];
+  /** Why the listing stopped before the server's last page, in the user's words; unset when it is whole. */
+  cut?: string;
+}
+
+export interface ListingBounds {
+  maxTools: number;
+  maxPages: number;
+  /** For the whole listing, every page together. */
+  timeoutMs: number;
+}
+
+/**
+ * The server's tools, page by page, within bounds a hostile server cannot stretch (docs/connectors.md,
+ * Bounds): past `maxTools`, `maxPages` or a cursor it sent before, what was listed is kept and `cut`
+ * says why. A first page that does not come within the time fails the listing; a later one ends it.
+ */
+export async function listMcpTools(client: Client, bounds: ListingBounds): Promise<ToolListing> {
   const tools: ListedTool[] = [];
+  // Digests: a cursor is the server's to size, and is echoed back page after page.
+  const cursors = new Set<string>();
+  const deadline = Date.now() + bounds.timeoutMs;
   let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor ? { cursor } : {}, { timeout: timeoutMs });
+  for (let pages = 1; ; pages++) {
+    let page: Awaited<ReturnType<Client['listTools']>>;
+    try {
+      page = await client.listTools(cursor ? { cursor } : {}, { timeout: Math.max(1, deadline - Date.now()) });
+    } catch (error) {
+      if (pages === 1 || !(error instanceof McpError && error.code === ErrorCode.RequestTimeout)) throw error;
+      return { tools, cut: `The server took more than ${bounds.timeoutMs / 1000} s to list its tools; the ${tools.length} listed by then are kept` };
+    }
     for (const tool of page.tools) {
-      if (tools.length >= max) return tools;
+      if (tools.length >= bounds.maxTools) return { tools, cut: `The server offers more than ${bounds.maxTools} tools; the first ${bounds.maxTools} are kept` };
       tools.push({ name: tool.name, description: tool.description ?? tool.title ?? '', input_schema: tool.inputSchema as Record<string, unknown> });
     }
     cursor = page.nextCursor;
-  } while (cursor);
-  return tools;
+    if (!cursor) return { tools };
+    if (pages >= bounds.maxPages)
+      return { tools, cut: `The server's tool list goes on past ${bounds.maxPages} pages; the ${tools.length} tools of those are kept` };
+    const digest = createHash('sha256').update(cursor).digest('base64');
+    if (cursors.has(digest)) return { tools, cut: `The server's tool list came back to a page it had sent; the ${tools.length} tools before are kept` };
+    cursors.add(digest);
+  }
 }
 
 /** An MCP tool result as the agent gets it; unknown content kinds become a note. */

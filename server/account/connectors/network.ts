@@ -56,10 +56,29 @@ export async function checkConnectorUrl(text: string, rules: AddressRules): Prom
 }
 
 /**
- * A fetch for everything a connector makes this service send. Each connection is checked where it
- * is made, so a redirect or an authorization server the connector names cannot lead elsewhere.
+ * How much of a connector's servers' answers this service reads (docs/connectors.md, Bounds): of
+ * one answer to an MCP request (a POST's, JSON or event stream, whole) and of one event of an MCP
+ * GET stream (long-lived, so bounded per event, not in all), the tool-result limit and a margin for
+ * the envelope, escaping and progress notifications; of any other answer (OAuth metadata, client
+ * registration, tokens) a little.
  */
-export function connectorFetch(allowPrivate: boolean, connectTimeoutMs = 10_000): typeof fetch {
+interface AnswerLimits {
+  messageBytes: number;
+  otherBytes: number;
+}
+const MESSAGE_MARGIN_BYTES = 2 ** 20;
+const OTHER_ANSWER_BYTES = 256 * 1024;
+
+/** An answer cut off at its limit. */
+class AnswerTooLarge extends Error {}
+
+/**
+ * A fetch for everything a connector makes this service send. Each connection is checked where it
+ * is made, so a redirect or an authorization server the connector names cannot lead elsewhere; each
+ * answer is counted as it arrives and cut off past its limit, before the MCP client holds it all.
+ */
+export function connectorFetch(allowPrivate: boolean, resultMaxBytes: number, connectTimeoutMs = 10_000): typeof fetch {
+  const limits: AnswerLimits = { messageBytes: resultMaxBytes + MESSAGE_MARGIN_BYTES, otherBytes: OTHER_ANSWER_BYTES };
   const allowed = (address: string) => addressAllowed(address, allowPrivate);
   const connect = buildConnector({ timeout: connectTimeoutMs, lookup: checkedLookup(allowed) } as buildConnector.BuildOptions);
   const dispatcher = new Agent({
@@ -76,19 +95,84 @@ export function connectorFetch(allowPrivate: boolean, connectTimeoutMs = 10_000)
   // pooled session passed 1,500 of them (MaxListenersExceededWarning in the log) within a few
   // thousand calls. A signal of its own per request, following the session's, keeps the session's
   // list empty (AbortSignal.any holds its followers weakly).
-  return ((input: string | URL | Request, init?: RequestInit) =>
-    undiciFetch(input as Parameters<typeof undiciFetch>[0], {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const response = await undiciFetch(input as Parameters<typeof undiciFetch>[0], {
       ...(init as Parameters<typeof undiciFetch>[1]),
       ...(init?.signal ? { signal: AbortSignal.any([init.signal]) } : {}),
       dispatcher,
-    })) as unknown as typeof fetch;
+    });
+    return bounded(response as unknown as Response, init, limits);
+  }) as unknown as typeof fetch;
 }
 
-/** A fetch failure in words: the refused address when that was the cause. */
+/**
+ * The response with its body counted. The MCP transports' requests are the ones that accept an
+ * event stream (the SDK's OAuth requests ask for JSON); a server cannot choose which limit applies.
+ */
+function bounded(response: Response, init: RequestInit | undefined, limits: AnswerLimits): Response {
+  if (!response.body) return response;
+  const mcp = new Headers(init?.headers).get('accept')?.includes('text/event-stream') === true;
+  const stream =
+    mcp && (init?.method ?? 'GET').toUpperCase() === 'GET' && response.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase() === 'text/event-stream';
+  const limit = mcp ? limits.messageBytes : limits.otherBytes;
+  const counted = new Response(response.body.pipeThrough(stream ? perEvent(limit) : inAll(limit)), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  // The SDK judges redirects by where the answer came from.
+  Object.defineProperties(counted, { url: { value: response.url }, redirected: { value: response.redirected } });
+  return counted;
+}
+
+const inWords = (bytes: number) => (bytes >= 2 ** 20 ? `${+(bytes / 2 ** 20).toFixed(1)} MB` : `${+(bytes / 1024).toFixed(1)} KB`);
+
+function inAll(limit: number): TransformStream<Uint8Array, Uint8Array> {
+  let size = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      size += chunk.byteLength;
+      if (size > limit) controller.error(new AnswerTooLarge(`the server's answer passed ${inWords(limit)}, the most this service reads of one`));
+      else controller.enqueue(chunk);
+    },
+  });
+}
+
+/** Bytes of each server-sent event, from the blank line that ended the one before (CR, LF or CRLF line ends). */
+function perEvent(limit: number): TransformStream<Uint8Array, Uint8Array> {
+  let size = 0;
+  let lineEmpty = true;
+  let afterCr = false;
+  return new TransformStream({
+    transform(chunk, controller) {
+      for (let at = 0; at < chunk.length; at++) {
+        const byte = chunk[at];
+        if (byte === 0x0a && afterCr) {
+          afterCr = false;
+          continue;
+        }
+        afterCr = byte === 0x0d;
+        if (byte === 0x0a || byte === 0x0d) {
+          if (lineEmpty) size = 0;
+          lineEmpty = true;
+          continue;
+        }
+        lineEmpty = false;
+        if (++size > limit) {
+          controller.error(new AnswerTooLarge(`one message of the server's stream passed ${inWords(limit)}, the most this service reads of one`));
+          return;
+        }
+      }
+      controller.enqueue(chunk);
+    },
+  });
+}
+
+/** A fetch failure in words: the refused address or the limit an answer passed when that was the cause. */
 export function describeFetchError(error: unknown): string {
   let cause: unknown = error;
   for (let depth = 0; cause && depth < 5; depth++) {
-    if (cause instanceof RefusedAddress) return cause.message;
+    if (cause instanceof RefusedAddress || cause instanceof AnswerTooLarge) return cause.message;
     cause = (cause as { cause?: unknown }).cause;
   }
   return error instanceof Error ? error.message.split('\n')[0]!.slice(0, 300) : String(error);
