@@ -305,3 +305,26 @@ describe('connectors: a hostile MCP server cannot make the service work without 
     expect(pumped.metadata?.written).toBeLessThan(8 * MB);
   });
 });
+
+describe('connectors: a kept connection unused for CONNECTOR_IDLE_TIMEOUT is closed', () => {
+  it('a call soon after the last reuses it; one after the idle time opens a new one', async () => {
+    const server = await startHostileServer({ plain: () => false });
+    // The idle time is at least twice the call timeout: 2 s here, looked at every second.
+    const account = await startTestAccount('pglite', { CONNECTORS_ALLOW_PRIVATE: '1', CONNECTOR_CALL_TIMEOUT: '1', CONNECTOR_IDLE_TIMEOUT: '1' });
+    try {
+      const api = accountApi(account);
+      const user = await api.email(uniqueEmail('idle'));
+      const created = await api.json<{ id: string }>(await api.post('/connectors', { name: 'plain', url: server.url('plain') }, bearer(user)), 201);
+      const row = await account.services.store.db.connector.findUniqueOrThrow({ where: { id: created.id } });
+      const call = () => account.services.connectors.call(row.userId, 'plain__x', {}, AbortSignal.timeout(10_000));
+      expect((await call()).is_error).toBe(false);
+      expect(server.counts.plain?.initializes).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      expect((await call()).is_error).toBe(false);
+      expect(server.counts.plain?.initializes).toBe(2);
+    } finally {
+      await account.stop();
+      await server.close();
+    }
+  });
+});

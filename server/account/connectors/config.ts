@@ -28,6 +28,9 @@ export const connectorsEnv = {
   CONNECTOR_CALL_TIMEOUT: seconds(120, 3600).describe(
     "seconds one connector tool call may take before the model is told it failed (progress notifications don't extend it)",
   ),
+  CONNECTOR_IDLE_TIMEOUT: seconds(300, 86_400).describe(
+    "seconds a kept connection to a connector's server stays open unused before it is closed (at least twice CONNECTOR_CALL_TIMEOUT, so that none a call may still be using is)",
+  ),
   CONNECTOR_RESULT_MAX_BYTES: count(4 * 1024 * 1024, 64 * 1024 * 1024).describe(
     'bytes of one tool result passed to the agent (text, images and resources together); a larger result is an error',
   ),
@@ -43,6 +46,8 @@ export interface ConnectorsConfig {
   forGuests: boolean;
   maxPerUser: number;
   callTimeoutMs: number;
+  /** A kept connection unused this long is closed: CONNECTOR_IDLE_TIMEOUT, at least twice the call timeout. */
+  idleMs: number;
   resultMaxBytes: number;
 }
 
@@ -72,6 +77,7 @@ export function connectorsConfig(env: ConnectorsEnv): ConnectorsConfig {
     forGuests: env.CONNECTORS_FOR_GUESTS === '1',
     maxPerUser: env.CONNECTORS_MAX_PER_USER,
     callTimeoutMs: env.CONNECTOR_CALL_TIMEOUT * 1000,
+    idleMs: Math.max(env.CONNECTOR_IDLE_TIMEOUT, 2 * env.CONNECTOR_CALL_TIMEOUT) * 1000,
     resultMaxBytes: env.CONNECTOR_RESULT_MAX_BYTES,
   };
 }

@@ -7,7 +7,8 @@
  *
  * One live MCP connection per connector is kept while it is used (`pool`), so a tool call costs
  * one request to the server; a connection whose transport failed is dropped and made again on the
- * next call. Every call is bounded (CONNECTOR_CALL_TIMEOUT, CONNECTOR_RESULT_MAX_BYTES): a server
+ * next call, and one unused for CONNECTOR_IDLE_TIMEOUT is closed (a connector removed on another
+ * instance, or of a deleted account, holds no socket and no token in memory here for long). Every call is bounded (CONNECTOR_CALL_TIMEOUT, CONNECTOR_RESULT_MAX_BYTES): a server
  * that is down or slow gives the model an error, never a hung run.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -63,6 +64,9 @@ export interface SignInOutcome {
 
 export class Connectors {
   private readonly pool = new Map<string, Promise<McpConnection>>();
+  /** When each pooled connection was last handed to a call. */
+  private readonly lastUsed = new Map<string, number>();
+  private readonly sweeper: NodeJS.Timeout;
   private readonly fetch: typeof fetch;
   private readonly rules: AddressRules;
   /** Writes of one connector's sealed auth, in order. */
@@ -78,6 +82,14 @@ export class Connectors {
   ) {
     this.fetch = connectorFetch(options.allowPrivate, options.resultMaxBytes);
     this.rules = { allowPrivate: options.allowPrivate, allowOrigins: options.allowOrigins, selfOrigin: new URL(options.baseUrl).origin };
+    this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, options.idleMs / 2));
+    this.sweeper.unref();
+  }
+
+  /** Closes connections unused for `idleMs` and forgets row reads past their reuse. */
+  private sweep(now = Date.now()): void {
+    for (const [connectorId, at] of this.lastUsed) if (now - at > this.options.idleMs) this.drop(connectorId);
+    for (const [userId, entry] of this.rows) if (now - entry.at > ROWS_TTL_MS) this.rows.delete(userId);
   }
 
   get redirectUrl(): string {
@@ -296,8 +308,10 @@ export class Connectors {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.sweeper);
     const open = [...this.pool.values()];
     this.pool.clear();
+    this.lastUsed.clear();
     await Promise.all(open.map((connection) => connection.then((c) => c.close()).catch(() => undefined)));
   }
 
@@ -413,6 +427,7 @@ export class Connectors {
   private keep(connectorId: string, connection: McpConnection): void {
     this.drop(connectorId);
     this.pool.set(connectorId, Promise.resolve(connection));
+    this.lastUsed.set(connectorId, Date.now());
   }
 
   /**
@@ -444,6 +459,7 @@ export class Connectors {
 
   /** The pooled connection of a connected connector, made when missing. */
   private connection(row: Row): Promise<McpConnection> {
+    this.lastUsed.set(row.id, Date.now());
     let pending = this.pool.get(row.id);
     if (!pending) {
       pending = this.open(row, this.oauth(this.stored(row), row.id));
@@ -459,6 +475,7 @@ export class Connectors {
   private drop(connectorId: string): void {
     const pending = this.pool.get(connectorId);
     this.pool.delete(connectorId);
+    this.lastUsed.delete(connectorId);
     void pending?.then((connection) => connection.close()).catch(() => undefined);
   }
 
