@@ -197,6 +197,14 @@ describe('connectors: a hostile MCP server cannot make the service work without 
         );
         return true;
       },
+      // 128 tools of a few bytes.
+      many: ({ msg }, res) => msg?.method === 'tools/list' && reply(res, msg, { tools: Array.from({ length: 128 }, (_, i) => tool(`m${i}`)) }),
+      // 20 tools whose schemas are 30 KB each (under the 32 KB a schema may have).
+      fat: ({ msg }, res) =>
+        msg?.method === 'tools/list' &&
+        reply(res, msg, {
+          tools: Array.from({ length: 20 }, (_, i) => ({ ...tool(`f${i}`), inputSchema: { type: 'object', description: 'F'.repeat(30_000) } })),
+        }),
       // Asks for a sign-in; its authorization server's metadata is 16 MB.
       'big-metadata': ({ method, path, base }, res) => {
         if (method === 'POST') {
@@ -292,6 +300,19 @@ describe('connectors: a hostile MCP server cannot make the service work without 
     await add('big-note');
     await expect.poll(() => pumped.note?.cut, { timeout: 30_000 }).toBe(true);
     expect(pumped.note?.written).toBeLessThan(32 * MB);
+  });
+
+  it("an agent is offered 96 of its user's connector tools and 256 KB of them at most, oldest connector first", async () => {
+    const offered = async (names: string[]) => {
+      const someone = await api.email(uniqueEmail('tools'));
+      for (const name of names) await api.post('/connectors', { name, url: hostile.url(name) }, bearer(someone));
+      return account.services.connectors.agentTools((await api.me(someone)).user_id);
+    };
+    const byCount = await offered(['many', 'fat']);
+    expect(byCount.map((t) => t.name)).toEqual(Array.from({ length: 96 }, (_, i) => `many__m${i}`));
+    const bySize = await offered(['fat', 'many']);
+    expect(bySize.map((t) => t.name)).toEqual(Array.from({ length: 8 }, (_, i) => `fat__f${i}`));
+    expect(Buffer.byteLength(JSON.stringify(bySize))).toBeLessThanOrEqual(256 * 1024);
   });
 
   it('an authorization server whose metadata passes 256 KB is cut off there, and the connector refused with the reason', async () => {

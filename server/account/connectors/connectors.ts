@@ -34,6 +34,9 @@ import { SIGN_IN_TTL_MS } from './sign-in-cookie.js';
 const MAX_TOOLS = 128;
 const MAX_TOOL_PAGES = 10;
 const MAX_SCHEMA_BYTES = 32 * 1024;
+/** What one user's agent is offered of all their connectors' tools (`agentTools`). */
+const MAX_AGENT_TOOLS = 96;
+const MAX_AGENT_TOOL_BYTES = 256 * 1024;
 const MAX_DESCRIPTION = 2_000;
 const HANDSHAKE_MS = 15_000;
 /** What a model provider accepts as a tool name (OpenAI and Anthropic alike). */
@@ -238,22 +241,29 @@ export class Connectors {
     return back(outcome.status === 'connected' ? { status: 'connected' } : { error: outcome.error ?? 'The server still asks for a sign-in' });
   }
 
-  /** The user's enabled tools of their connected connectors, named for the model. */
+  /**
+   * The user's enabled tools of their connected connectors, named for the model, oldest connector
+   * first, at most MAX_AGENT_TOOLS and MAX_AGENT_TOOL_BYTES of them: every run sends them all to
+   * the model (20 connectors of 128 tools with 32 KB schemas would be 80 MB a run, and model APIs
+   * take 128 tools at most).
+   */
   async agentTools(userId: string): Promise<ConnectorTool[]> {
     if (!this.options.enabled) return [];
     const rows = (await this.rowsOf(userId)).filter((row) => row.status === 'connected');
-    return rows.flatMap((row) => {
+    const offered: ConnectorTool[] = [];
+    let bytes = 0;
+    for (const row of rows) {
       const disabled = new Set(row.disabledTools);
-      return listed(row)
-        .filter((tool) => !disabled.has(tool.name) && MODEL_TOOL_NAME.test(connectorToolName(row.name, tool.name)))
-        .map((tool) => ({
-          name: connectorToolName(row.name, tool.name),
-          connector: row.name,
-          tool: tool.name,
-          description: tool.description,
-          input_schema: tool.input_schema,
-        }));
-    });
+      for (const tool of listed(row)) {
+        const name = connectorToolName(row.name, tool.name);
+        if (disabled.has(tool.name) || !MODEL_TOOL_NAME.test(name)) continue;
+        const entry = { name, connector: row.name, tool: tool.name, description: tool.description, input_schema: tool.input_schema };
+        bytes += Buffer.byteLength(JSON.stringify(entry));
+        if (offered.length === MAX_AGENT_TOOLS || bytes > MAX_AGENT_TOOL_BYTES) return offered;
+        offered.push(entry);
+      }
+    }
+    return offered;
   }
 
   /** One tool call of the user's agent. Failures are results the model reads, not throws. */
