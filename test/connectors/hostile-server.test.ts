@@ -349,3 +349,34 @@ describe('connectors: a kept connection unused for CONNECTOR_IDLE_TIMEOUT is clo
     }
   });
 });
+
+describe("connectors: an answer that is not an MCP server's has a time limit, whole", () => {
+  it('OAuth metadata trickled a byte at a time is cut off at the limit; an MCP event stream is not', async () => {
+    const { connectorFetch } = await import('../../server/account/connectors/network.js');
+    const timers: NodeJS.Timeout[] = [];
+    const server = http.createServer((req, res) => {
+      res.writeHead(200, { 'content-type': req.headers.accept?.includes('text/event-stream') ? 'text/event-stream' : 'application/json' });
+      timers.push(setInterval(() => res.write(req.headers.accept?.includes('text/event-stream') ? ': keep-alive\n\n' : ' '), 100));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const fetchFn = connectorFetch(true, MB, 10_000, 1_000);
+    try {
+      const started = Date.now();
+      const metadata = await fetchFn(url, { headers: { accept: 'application/json' } });
+      await expect(metadata.text()).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // An MCP GET stream lives as long as its connection: still open past the limit.
+      const stream = await fetchFn(url, { headers: { accept: 'text/event-stream' } });
+      const reader = stream.body!.getReader();
+      const until = Date.now() + 2_000;
+      while (Date.now() < until) expect((await reader.read()).done).toBe(false);
+      await reader.cancel();
+    } finally {
+      for (const timer of timers) clearInterval(timer);
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});

@@ -68,6 +68,12 @@ interface AnswerLimits {
 }
 const MESSAGE_MARGIN_BYTES = 2 ** 20;
 const OTHER_ANSWER_BYTES = 256 * 1024;
+/**
+ * How long any other answer may take, whole: an authorization server trickling its metadata or
+ * token answer a byte at a time would otherwise hold a sign-in (and its socket) for minutes. MCP
+ * requests have the call timeout (connectors.ts) and GET streams live as long as their connection.
+ */
+const OTHER_ANSWER_MS = 30_000;
 
 /** An answer cut off at its limit. */
 class AnswerTooLarge extends Error {}
@@ -77,7 +83,7 @@ class AnswerTooLarge extends Error {}
  * is made, so a redirect or an authorization server the connector names cannot lead elsewhere; each
  * answer is counted as it arrives and cut off past its limit, before the MCP client holds it all.
  */
-export function connectorFetch(allowPrivate: boolean, resultMaxBytes: number, connectTimeoutMs = 10_000): typeof fetch {
+export function connectorFetch(allowPrivate: boolean, resultMaxBytes: number, connectTimeoutMs = 10_000, otherAnswerMs = OTHER_ANSWER_MS): typeof fetch {
   const limits: AnswerLimits = { messageBytes: resultMaxBytes + MESSAGE_MARGIN_BYTES, otherBytes: OTHER_ANSWER_BYTES };
   const allowed = (address: string) => addressAllowed(address, allowPrivate);
   const connect = buildConnector({ timeout: connectTimeoutMs, lookup: checkedLookup(allowed) } as buildConnector.BuildOptions);
@@ -96,25 +102,24 @@ export function connectorFetch(allowPrivate: boolean, resultMaxBytes: number, co
   // thousand calls. A signal of its own per request, following the session's, keeps the session's
   // list empty (AbortSignal.any holds its followers weakly).
   return (async (input: string | URL | Request, init?: RequestInit) => {
+    // The MCP transports' requests are the ones that accept an event stream (the SDK's OAuth
+    // requests ask for JSON); a server cannot choose which bounds apply to it.
+    const mcp = new Headers(init?.headers).get('accept')?.includes('text/event-stream') === true;
+    const signals = [...(init?.signal ? [init.signal] : []), ...(mcp ? [] : [AbortSignal.timeout(otherAnswerMs)])];
     const response = await undiciFetch(input as Parameters<typeof undiciFetch>[0], {
       ...(init as Parameters<typeof undiciFetch>[1]),
-      ...(init?.signal ? { signal: AbortSignal.any([init.signal]) } : {}),
+      ...(signals.length ? { signal: AbortSignal.any(signals) } : {}),
       dispatcher,
     });
-    return bounded(response as unknown as Response, init, limits);
+    return bounded(response as unknown as Response, init, mcp ? limits.messageBytes : limits.otherBytes, mcp);
   }) as unknown as typeof fetch;
 }
 
-/**
- * The response with its body counted. The MCP transports' requests are the ones that accept an
- * event stream (the SDK's OAuth requests ask for JSON); a server cannot choose which limit applies.
- */
-function bounded(response: Response, init: RequestInit | undefined, limits: AnswerLimits): Response {
+/** The response with its body counted against `limit`: an MCP GET stream's per event, any other answer in all. */
+function bounded(response: Response, init: RequestInit | undefined, limit: number, mcp: boolean): Response {
   if (!response.body) return response;
-  const mcp = new Headers(init?.headers).get('accept')?.includes('text/event-stream') === true;
   const stream =
     mcp && (init?.method ?? 'GET').toUpperCase() === 'GET' && response.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase() === 'text/event-stream';
-  const limit = mcp ? limits.messageBytes : limits.otherBytes;
   const counted = new Response(response.body.pipeThrough(stream ? perEvent(limit) : inAll(limit)), {
     status: response.status,
     statusText: response.statusText,
