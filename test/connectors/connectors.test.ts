@@ -6,6 +6,9 @@
  * made elsewhere or here reaches the calls.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountApi, bearer, uniqueEmail, type Pair } from '../support/account-api.js';
 import { startEverythingServer, type EverythingServer } from '../support/mcp-everything.js';
@@ -206,6 +209,24 @@ describe('connectors: the reference MCP server, through the API and a real agent
 
     await chat(alice, 'long please');
     expect(toolResult(model.requests.at(-1))).toContain('Long running operation completed');
+  });
+
+  it('an image is never written outside the workspace: with connectors/ made a link out of it, the call fails and nothing lands there', async () => {
+    await chat(alice, 'image please'); // the agent and its workspace exist
+    const agent = await account.services.agents.registry.forUser((await api.me(alice)).user_id);
+    const workspace = path.join(account.dataDir, 'agents', agent?.id ?? 'none', 'workspace');
+    const outside = await mkdtemp(path.join(tmpdir(), 'connectors-outside-'));
+    await rm(path.join(workspace, 'connectors'), { recursive: true, force: true });
+    await symlink(outside, path.join(workspace, 'connectors'));
+    try {
+      const events = await chat(alice, 'image please');
+      expect(events.some((event) => event.type === 'file')).toBe(false);
+      expect(toolResult(model.requests.at(-1))).toMatch(/symbolic link|outside the workspace/);
+      expect(await readdir(outside)).toEqual([]);
+    } finally {
+      await rm(path.join(workspace, 'connectors'), { force: true });
+      await rm(outside, { recursive: true, force: true });
+    }
   });
 
   it('a server killed mid-call gives the model an error within seconds, and the run ends', async () => {

@@ -18,6 +18,7 @@ import {
 } from '@contracts/agent/connectors.js';
 import { GATEWAY_SELF_HOST } from '@contracts/agent/model-source.js';
 import type { Logger } from '../../common/log.js';
+import { forbiddenPath, resolveWorkspacePath } from '../files/guard.js';
 import type { WorkspaceQuota } from '../files/quota.js';
 import { gatewayFetch, type EgressGatewayAddress } from '../net/egress.js';
 import type { AgentToolSet, ToolContext } from './types.js';
@@ -114,8 +115,12 @@ export class ConnectorTools {
     const relative = `connectors/${name}-${Date.now()}-${++this.files}.${EXTENSIONS[mimeType] ?? 'bin'}`;
     const reservation = await this.quota.reserve(bytes.length);
     try {
-      await mkdir(path.join(this.workspace, 'connectors'), { recursive: true });
-      await writeFile(path.join(this.workspace, relative), bytes);
+      // Through the workspace guard like every write: `connectors/` may be a link a command made.
+      const target = await resolveWorkspacePath(this.workspace, relative, { forWrite: true });
+      await mkdir(path.dirname(target.absolute), { recursive: true });
+      const checked = await resolveWorkspacePath(this.workspace, relative, { forWrite: true });
+      if (checked.absolute !== target.absolute) throw forbiddenPath('Path changed while writing');
+      await writeFile(target.absolute, bytes);
     } finally {
       reservation.commit();
     }
