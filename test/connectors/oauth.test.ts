@@ -64,7 +64,7 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
     const cookie = answer.headers.get('set-cookie')?.split(';')[0] ?? '';
     expect(cookie).toMatch(/^connector_sign_in=[\w-]{43}$/);
     const attributes = cookieAttributes(answer.headers.get('set-cookie'));
-    expect(attributes).toMatchObject({ path: '/api/v1/connectors', httponly: '', samesite: 'Lax', 'max-age': '600' });
+    expect(attributes).toMatchObject({ path: '/', httponly: '', samesite: 'Lax', 'max-age': '600' });
     expect(attributes).not.toHaveProperty('secure');
 
     // Someone the link was sent to cannot use it: not with no cookie, not with their own account's
@@ -78,6 +78,12 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
       expect(refused.status).toBe(302);
       expect(new URL(refused.headers.get('location') ?? '').searchParams.get('error')).toMatch(/only in the browser of the account that added/);
     }
+
+    // A second connector added in this browser (its cookie sent along, as the web client's
+    // same-origin calls do) keeps the binding: the first link still works here.
+    const second = await api.post('/connectors', { name: 'second', url: server.url }, { ...bearer(user), cookie });
+    expect(second.headers.get('set-cookie')?.split(';')[0]).toBe(cookie);
+    await api.json(second, 201);
 
     // This browser opens the link: on to the provider with PKCE S256, state and the resource.
     const opened = await fetch(created.authorize_url ?? '', { redirect: 'manual', headers: { cookie } });
@@ -153,7 +159,7 @@ describe('a connector behind OAuth: the browser sign-in, then the tool', () => {
 });
 
 describe('a connector sign-in behind a path prefix (BASE_URL with a path), on https', () => {
-  it("the sign-in cookie's Path is the connectors' under the prefix, and Secure", async () => {
+  it("the sign-in cookie's Path is the prefix, and Secure", async () => {
     const server = await startOAuthMcpServer();
     const base = 'https://accounts.example.test/prefix';
     const account = await startTestAccount('pglite', { CONNECTORS_ALLOW_PRIVATE: '1', BASE_URL: base });
@@ -163,7 +169,7 @@ describe('a connector sign-in behind a path prefix (BASE_URL with a path), on ht
       const answer = await api.post('/connectors', { name: 'prefixed', url: server.url }, bearer(user));
       const created = await api.json<{ id: string; authorize_url?: string }>(answer, 201);
       expect(cookieAttributes(answer.headers.get('set-cookie'))).toMatchObject({
-        path: '/prefix/api/v1/connectors',
+        path: '/prefix/',
         httponly: '',
         secure: '',
         samesite: 'Lax',

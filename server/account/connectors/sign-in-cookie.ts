@@ -6,7 +6,7 @@
  * browser: whoever opened a link someone sent them would grant their own account at the provider
  * to the sender's connector. Random, one per browser (each sign-in stores its hash, so a browser
  * may have several under way), HttpOnly, SameSite=Lax (sent on the provider's top-level redirect
- * back), Secure on https, scoped to the connectors' paths under BASE_URL's, as long as a link lives.
+ * back), Secure on https, scoped to BASE_URL's path, as long as a link lives.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -18,7 +18,9 @@ export const SIGN_IN_TTL_MS = 10 * 60_000;
 const VALUE = /^[\w-]{43}$/;
 
 function attributes(baseUrl: string, maxAgeSeconds: number): string {
-  const path = `${new URL(baseUrl).pathname.replace(/\/$/, '')}/api/v1/connectors`;
+  // BASE_URL's path itself: the web client asks for links over `/trpc` and the browser must send
+  // the cookie there too, or each link would get a new value and undo the one before.
+  const path = `${new URL(baseUrl).pathname.replace(/\/$/, '')}/`;
   return [`Path=${path}`, 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`, ...(baseUrl.startsWith('https:') ? ['Secure'] : [])].join('; ');
 }
 
