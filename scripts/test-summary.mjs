@@ -58,6 +58,8 @@ for (const file of process.argv.slice(2)) {
     failed += report.stats.unexpected;
     skipped += report.stats.skipped;
     const testDir = path.relative(process.cwd(), report.config?.rootDir ?? 'e2e');
+    // Errors outside any test (global setup, the config) fail the run with no test to name.
+    for (const error of report.errors ?? []) failures.push(`${testDir}: ${(error.message ?? 'an error outside the tests').split('\n')[0]}`);
     for (const suite of report.suites) {
       files.push([playwrightSeconds(suite), path.join(testDir, suite.file)]);
       playwrightFailures(suite, path.join(testDir, suite.file));

@@ -12,6 +12,8 @@ bash scripts/ensure-chromium.sh
 bash scripts/ensure-sandbox.sh
 bash scripts/ensure-oathtool.sh
 mkdir -p test-reports
+# A suite that dies leaves no report: last run's must not be read in its place (test-summary.mjs).
+rm -f test-reports/vitest.json test-reports/vitest-kube.json test-reports/playwright.json
 
 # The type check (~45 s of one core) and lint need nothing else and nothing needs them: they run
 # beside the build and the vitest run, whose workers often wait (on timers, child processes),
