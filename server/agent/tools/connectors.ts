@@ -58,6 +58,8 @@ export class ConnectorTools {
     let list: ConnectorToolList;
     try {
       const res = await this.fetch(`http://${GATEWAY_SELF_HOST}${GATEWAY_CONNECTOR_TOOLS_PATH}`, { signal: AbortSignal.timeout(LIST_TIMEOUT_MS) });
+      // An agent that belongs to no user (a static one) has no connectors: not a failure to log.
+      if (res.status === 404) return {};
       list = ConnectorToolList.parse(await res.json());
     } catch (error) {
       this.log.warn({ reason: error instanceof Error ? error.message : String(error) }, 'listing connector tools failed; the run goes on without them');
