@@ -50,11 +50,12 @@ describe('memory files', () => {
     expect(await again.json()).toMatchObject({ code: 'FILE_NOT_FOUND' });
   });
 
-  it('writes, deletes and reads racing each other answer 200, 204 or 404, never a 500', async () => {
+  it('writes, two deletes and reads racing each other answer 200, 204 or 404, never a 500', async () => {
     const statuses = new Set<number>();
     for (let round = 0; round < 30; round++) {
       const answers = await Promise.all([
         call('PATCH', '/memory/USER.md', { content: `round ${round}` }),
+        call('DELETE', '/memory/USER.md'),
         call('DELETE', '/memory/USER.md'),
         call('PATCH', '/memory/USER.md', { content: `round ${round} again` }),
         call('GET', '/memory'),

@@ -77,5 +77,11 @@ export async function deleteMemoryFile(workspace: string, quota: WorkspaceQuota,
   const info = await lstat(file).catch(() => undefined);
   if (!info) throw notFound(`There is no ${name}`, 'FILE_NOT_FOUND');
   if (info.isDirectory()) throw badRequest(`${name} is a directory`, 'NOT_A_FILE');
-  await quota.untracked(() => unlink(file));
+  await quota.untracked(() =>
+    unlink(file).catch((error: NodeJS.ErrnoException) => {
+      // Another delete (the page's, the model's) got there between the look and the unlink.
+      if (error.code === 'ENOENT') throw notFound(`There is no ${name}`, 'FILE_NOT_FOUND');
+      throw error;
+    }),
+  );
 }
