@@ -41,4 +41,57 @@ describe.each(kinds)('guest sign-in fast path on %s', (kind) => {
     const session = await db.session.findUniqueOrThrow({ where: { id: a.sessionId } });
     expect(session.expiresAt.getTime() - Date.now()).toBeGreaterThan(29 * 24 * 3600 * 1000);
   });
+
+  it('writes user.created for a new guest exactly while an endpoint wants it, whichever statement runs first', async () => {
+    const { db, sql } = account.services.store;
+    const device = (name: string) => testDeviceId(`${name}-${randomBytes(4).toString('hex')}`);
+    const events = async (userId: string) => {
+      const [row] = await db.$queryRaw<Array<{ events: number; deliveries: number }>>`
+        SELECT (SELECT count(*)::int FROM webhook_events WHERE type = 'user.created' AND data->>'user_id' = ${userId}) AS events,
+               (SELECT count(*)::int FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id WHERE e.data->>'user_id' = ${userId}) AS deliveries`;
+      return row;
+    };
+    const before = await signInGuest(sql, device('unhooked'));
+    expect(before.created).toBe(true);
+    expect(await events(before.userId)).toEqual({ events: 0, deliveries: 0 });
+    // Refused at delivery (a private address without WEBHOOK_ALLOW_PRIVATE): the rows are what counts here.
+    const endpoint = await db.webhookEndpoint.create({ data: { url: 'http://127.0.0.1:9/hook', eventTypes: ['user.created'], secretSealed: 'unused' } });
+    try {
+      // The first new guest after the endpoint appeared, then one more once the service has seen it.
+      for (const name of ['first-hooked', 'hooked']) {
+        const guest = await signInGuest(sql, device(name));
+        expect(guest.created).toBe(true);
+        expect(await events(guest.userId)).toEqual({ events: 1, deliveries: 1 });
+      }
+      // A returning device: its own guest, stamped active, and no second user.created.
+      const returning = device('returning');
+      const first = await signInGuest(sql, returning);
+      await db.user.update({ where: { id: first.userId }, data: { lastActiveAt: new Date('2026-01-01T00:00:00Z') } });
+      const again = await signInGuest(sql, returning);
+      expect(again).toMatchObject({ userId: first.userId, created: false });
+      expect(await events(first.userId)).toEqual({ events: 1, deliveries: 1 });
+      expect((await db.user.findUniqueOrThrow({ where: { id: first.userId } })).lastActiveAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
+      await db.webhookEndpoint.update({ where: { id: endpoint.id }, data: { enabled: false } });
+      for (const name of ['disabled', 'after-disabled']) {
+        const guest = await signInGuest(sql, device(name));
+        expect(guest.created).toBe(true);
+        expect(await events(guest.userId)).toEqual({ events: 0, deliveries: 0 });
+      }
+    } finally {
+      await db.webhookEndpoint.delete({ where: { id: endpoint.id } });
+    }
+  });
+
+  it('a returning device while no endpoint is hooked: its own guest, stamped active, no new account', async () => {
+    const { db, sql } = account.services.store;
+    const returning = testDeviceId(`back-${randomBytes(4).toString('hex')}`);
+    const first = await signInGuest(sql, returning);
+    await db.user.update({ where: { id: first.userId }, data: { lastActiveAt: new Date('2026-01-01T00:00:00Z') } });
+    const usersBefore = await db.user.count();
+    const again = await signInGuest(sql, returning);
+    expect(again).toMatchObject({ userId: first.userId, created: false, guest: true });
+    expect(again.sessionId).not.toBe(first.sessionId);
+    expect(await db.user.count()).toBe(usersBefore);
+    expect((await db.user.findUniqueOrThrow({ where: { id: first.userId } })).lastActiveAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
+  });
 });
