@@ -13,7 +13,8 @@
  * lives for AGENT_IDLE_TIMEOUT (30 min), so that is the figure that adds up on a host. RSS right
  * at `/health` is reported too. Then all are stopped and started again on their workspaces (an
  * agent coming back after its idle stop: its schema unchanged) and measured the same way. Goal:
- * idle RSS ≤ 80 MB. Sides alternate between rounds (BENCH_AGENT_ROUNDS, 1 by default: about 5
+ * idle RSS ≤ 80 MB. The CPU each idle agent uses over the idle window's last 10 s is read too (an
+ * agent that waits should cost the host nothing but memory). Sides alternate between rounds (BENCH_AGENT_ROUNDS, 1 by default: about 5
  * minutes with 20 agents); the load average is recorded at the start of each side's phase.
  *
  * The baseline is AGENT_BASELINE (the last commit before the agent bundle), with its own build
@@ -31,7 +32,9 @@ import { agentScript, cpuMsOf, loadAverage, median, root, rssOf, runIfEntry, sto
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const COUNT = Math.min(50, Number(process.env.BENCH_AGENTS ?? (QUICK ? 10 : 20)));
-const IDLE_SECONDS = Math.min(120, Number(process.env.BENCH_IDLE_SECONDS ?? (QUICK ? 30 : 45)));
+/** The end of the idle window over which an idle agent's CPU is read. */
+const IDLE_CPU_SECONDS = 10;
+const IDLE_SECONDS = Math.max(IDLE_CPU_SECONDS + 5, Math.min(120, Number(process.env.BENCH_IDLE_SECONDS ?? (QUICK ? 30 : 45))));
 const ROUNDS = Math.min(5, Number(process.env.BENCH_AGENT_ROUNDS ?? 1));
 const GOALS = { coldStartMs: 300, rssIdleMb: 80 };
 const START_TIMEOUT_MS = 30_000;
@@ -47,6 +50,8 @@ export interface AgentSample {
   firstReplyMs: number;
   rssAtHealthMb: number;
   rssIdleMb: number;
+  /** CPU ms a second over the idle window's last IDLE_CPU_SECONDS: what an agent that waits costs. */
+  idleCpuMsPerSecond: number;
 }
 
 export interface AgentsResults {
@@ -69,6 +74,7 @@ export interface AgentsResults {
     rssAtHealthMeanMb: number;
     rssIdleMeanMb: number;
     rssIdleMaxMb: number;
+    idleCpuMeanMsPerSecond: number;
   }>;
   ratios: Record<Phase, { coldStart: number; coldStartCpu: number; rssIdleMean: number; rssIdleMax: number }>;
 }
@@ -138,10 +144,15 @@ async function phase(tree: string, workspaces: string[], modelSpec: string): Pro
   const running: Running[] = [];
   try {
     for (const workspace of workspaces) running.push(await startOne(tree, workspace, modelSpec));
-    await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
+    await new Promise((resolve) => setTimeout(resolve, (IDLE_SECONDS - IDLE_CPU_SECONDS) * 1000));
+    const cpuOf = (agents: Running[]) => Promise.all(agents.map((agent) => cpuMsOf(agent.child.pid ?? 0)));
+    const cpuBefore = await cpuOf(running);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_CPU_SECONDS * 1000));
+    const cpuAfter = await cpuOf(running);
     const samples: AgentSample[] = [];
-    for (const agent of running) {
+    for (const [i, agent] of running.entries()) {
       samples.push({
+        idleCpuMsPerSecond: (cpuAfter[i]! - cpuBefore[i]!) / IDLE_CPU_SECONDS,
         coldStartMs: agent.coldStartMs,
         coldStartCpuMs: agent.coldStartCpuMs,
         firstReplyMs: agent.firstReplyMs,
@@ -195,6 +206,7 @@ export async function agentsBench(): Promise<AgentsResults> {
         rssAtHealthMeanMb: round1(mean(s.map((x) => x.rssAtHealthMb))),
         rssIdleMeanMb: round1(mean(s.map((x) => x.rssIdleMb))),
         rssIdleMaxMb: round1(Math.max(...s.map((x) => x.rssIdleMb))),
+        idleCpuMeanMsPerSecond: Math.round(mean(s.map((x) => x.idleCpuMsPerSecond)) * 100) / 100,
       };
     }),
   );
@@ -244,6 +256,7 @@ export function printAgentsTables(results: AgentsResults): void {
         'RSS at /health mean MB',
         'idle RSS mean MB',
         'idle RSS max MB',
+        'idle CPU mean ms/s',
       ],
       results.rows.map((r) => [
         r.side,
@@ -255,6 +268,7 @@ export function printAgentsTables(results: AgentsResults): void {
         r.rssAtHealthMeanMb,
         r.rssIdleMeanMb,
         r.rssIdleMaxMb,
+        r.idleCpuMeanMsPerSecond,
       ]),
     ),
   );

@@ -107,6 +107,8 @@ interface AgentsResults {
     firstReplyMedianMs: number;
     rssIdleMeanMb: number;
     rssIdleMaxMb: number;
+    /** Absent from results written before it was measured. */
+    idleCpuMeanMsPerSecond?: number;
   }>;
   ratios: Record<string, { coldStart: number; coldStartCpu: number; rssIdleMean: number }>;
 }
@@ -417,6 +419,7 @@ export function renderBenchmarksPage(): string {
     r.firstReplyMedianMs,
     r.rssIdleMeanMb,
     r.rssIdleMaxMb,
+    r.idleCpuMeanMsPerSecond ?? '',
   ]);
   const ratioText = Object.entries(agents.ratios)
     .map(([phase, r]) => `${phase}: cold start ${r.coldStart.toFixed(2)}× (CPU ${r.coldStartCpu.toFixed(2)}×), idle RSS ${r.rssIdleMean.toFixed(2)}×`)
@@ -425,9 +428,9 @@ export function renderBenchmarksPage(): string {
     '## Agent processes',
     `\`npm run bench:agents\`: ${agents.count} agents per side started in turn, the bundle beside the build before it (${agents.baseline}), RSS after ${agents.idleSeconds} s idle; ${loads(agents.loadAverages.map((l) => l.loadAverage))}. Goals: cold start ≤ ${agents.goals.coldStartMs} ms median, idle RSS ≤ ${agents.goals.rssIdleMb} MB.`,
     table(
-      ['build', 'start', 'cold start median ms', 'CPU to /health median ms', 'first reply median ms', 'idle RSS mean MB', 'idle RSS max MB'],
+      ['build', 'start', 'cold start median ms', 'CPU to /health median ms', 'first reply median ms', 'idle RSS mean MB', 'idle RSS max MB', 'idle CPU mean ms/s'],
       agentRows,
-      [2, 3, 4, 5, 6],
+      [2, 3, 4, 5, 6, 7],
     ),
     `Bundle / baseline: ${ratioText}.`,
     `Startup (medians of ${startup.rounds}; ${loads([startup.loadAverages.start, startup.loadAverages.end])}):`,

@@ -38,6 +38,14 @@ describe.each(kinds)('guest sign-in fast path on %s', (kind) => {
     const b = await signInGuest(account.services.store.sql, 'domain-device');
     expect(a).toMatchObject({ userId: b.userId, guest: true, generation: 0 });
     expect(a.sessionId).not.toBe(b.sessionId);
+    // Time-ordered ids (server/account/ids.ts), for user, identity and session alike.
+    const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const identity = await db.identity.findUniqueOrThrow({ where: { provider_subject: { provider: 'guest', subject: 'domain-device' } } });
+    for (const id of [a.userId, a.sessionId, b.sessionId, identity.id]) expect(id).toMatch(v7);
+    // Rows Prisma makes (the other sign-in methods) get them from the schema's default.
+    const made = await db.user.create({ data: { tier: 'guest' } });
+    expect(made.id).toMatch(v7);
+    await db.user.delete({ where: { id: made.id } });
     const session = await db.session.findUniqueOrThrow({ where: { id: a.sessionId } });
     expect(session.expiresAt.getTime() - Date.now()).toBeGreaterThan(29 * 24 * 3600 * 1000);
   });

@@ -19,6 +19,7 @@ import { unauthorized } from '../../common/errors.js';
 import { emitEvent } from '../events/outbox.js';
 import type { AccountDb, AccountStore } from '../store.js';
 import { activityRow, NO_CLIENT, type ClientInfo } from '../events/activity.js';
+import { newRowId } from '../ids.js';
 import { REFRESH_TTL_SECONDS, type Aal } from './jwt.js';
 import { signInRefusal } from '../users/bans.js';
 
@@ -55,7 +56,7 @@ export async function createSession(
   origin: SessionOrigin,
   now = new Date(),
 ): Promise<{ sessionId: string; generation: number; metadata: unknown; aal: Aal | null }> {
-  const sessionId = randomUUID();
+  const sessionId = newRowId();
   const { ip, userAgent } = origin.client;
   const rows = await sql<{ metadata: unknown; aal: Aal | null }>`
     WITH target AS (

@@ -25,8 +25,8 @@
  * claimed before the statement and given back when it found an existing guest; when a cap
  * refuses, the device may still sign in to the guest it already has.
  */
-import { randomUUID } from 'node:crypto';
 import { isUniqueViolation, type HotSql } from '../../hot-sql.js';
+import { newRowId } from '../../ids.js';
 import type { RateLimits } from '../../ratelimit/limits.js';
 import { signUpCapped } from '../../ratelimit/policy.js';
 import { REFRESH_TTL_SECONDS } from '../../tokens/jwt.js';
@@ -53,7 +53,7 @@ const userCreatedHooked = new WeakMap<HotSql, boolean>();
  * nothing and why (the device has a guest, or an endpoint wants the event).
  */
 async function firstSignIn(sql: HotSql, deviceId: string, now: Date): Promise<GuestSession | { known: boolean; hooked: boolean }> {
-  const sessionId = randomUUID();
+  const sessionId = newRowId();
   const expiresAt = new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
   const [row] = await sql<{ user_id: string | null; known: boolean; hooked: boolean }>`
     WITH known AS (
@@ -63,11 +63,11 @@ async function firstSignIn(sql: HotSql, deviceId: string, now: Date): Promise<Gu
        WHERE enabled AND (cardinality(coalesce(event_types, '{}')) = 0 OR 'user.created' = ANY(event_types))
     ), new_user AS (
       INSERT INTO users (id, tier, created_at, updated_at)
-      SELECT ${randomUUID()}::uuid, 'guest', ${now}, ${now} WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM hooked)
+      SELECT ${newRowId()}::uuid, 'guest', ${now}, ${now} WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM hooked)
       RETURNING id
     ), new_identity AS (
       INSERT INTO identities (id, user_id, provider, subject, email_verified, created_at)
-      SELECT ${randomUUID()}::uuid, id, 'guest', ${deviceId}, false, ${now} FROM new_user
+      SELECT ${newRowId()}::uuid, id, 'guest', ${deviceId}, false, ${now} FROM new_user
       RETURNING user_id
     ), opened AS (
       INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
@@ -82,7 +82,7 @@ async function firstSignIn(sql: HotSql, deviceId: string, now: Date): Promise<Gu
 
 /** `create: false` signs in only an existing guest (undefined when the device has none). */
 async function signIn(sql: HotSql, deviceId: string, now: Date, create: boolean): Promise<GuestSession | undefined> {
-  const sessionId = randomUUID();
+  const sessionId = newRowId();
   const expiresAt = new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
   // `guest`: guest terms apply (any tier but `full`: users/identities.ts). `touched` stamps a
   // returning guest's last activity (a new guest's row has it from its default) and is read from
@@ -95,11 +95,11 @@ async function signIn(sql: HotSql, deviceId: string, now: Date, create: boolean)
        WHERE i.provider = 'guest' AND i.subject = ${deviceId}
     ), new_user AS (
       INSERT INTO users (id, tier, created_at, updated_at)
-      SELECT ${randomUUID()}::uuid, 'guest', ${now}, ${now} WHERE NOT EXISTS (SELECT 1 FROM existing) AND ${create}::boolean
+      SELECT ${newRowId()}::uuid, 'guest', ${now}, ${now} WHERE NOT EXISTS (SELECT 1 FROM existing) AND ${create}::boolean
       RETURNING id, true AS guest
     ), new_identity AS (
       INSERT INTO identities (id, user_id, provider, subject, email_verified, created_at)
-      SELECT ${randomUUID()}::uuid, id, 'guest', ${deviceId}, false, ${now} FROM new_user
+      SELECT ${newRowId()}::uuid, id, 'guest', ${deviceId}, false, ${now} FROM new_user
       RETURNING user_id
     ), target AS (
       SELECT id, guest, false AS created, banned FROM existing
