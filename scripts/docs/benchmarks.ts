@@ -428,7 +428,16 @@ export function renderBenchmarksPage(): string {
     '## Agent processes',
     `\`npm run bench:agents\`: ${agents.count} agents per side started in turn, the bundle beside the build before it (${agents.baseline}), RSS after ${agents.idleSeconds} s idle; ${loads(agents.loadAverages.map((l) => l.loadAverage))}. Goals: cold start ≤ ${agents.goals.coldStartMs} ms median, idle RSS ≤ ${agents.goals.rssIdleMb} MB.`,
     table(
-      ['build', 'start', 'cold start median ms', 'CPU to /health median ms', 'first reply median ms', 'idle RSS mean MB', 'idle RSS max MB', 'idle CPU mean ms/s'],
+      [
+        'build',
+        'start',
+        'cold start median ms',
+        'CPU to /health median ms',
+        'first reply median ms',
+        'idle RSS mean MB',
+        'idle RSS max MB',
+        'idle CPU mean ms/s',
+      ],
       agentRows,
       [2, 3, 4, 5, 6, 7],
     ),
