@@ -34,6 +34,23 @@ describe('summing agents’ answers', () => {
     expect(text).toContain('agents_upload_bytes_total{service="agent"} 20');
   });
 
+  it('keeps an agent whose answer has a NaN (null in JSON) in a series it does not sum, and drops a null it would', async () => {
+    // An idle agent's event-loop lag gauges have no sample between two close scrapes: NaN.
+    const answer = JSON.parse(
+      JSON.stringify([
+        ...answerOf([
+          { value: 4, labels: { outcome: 'completed' } },
+          { value: Number.NaN, labels: { outcome: 'error' } },
+        ]),
+        { name: 'nodejs_eventloop_lag_mean_seconds', help: 'x', type: 'gauge', aggregator: 'average', values: [{ value: Number.NaN, labels: {} }] },
+      ]),
+    ) as unknown;
+    const text = await sumAgentSeries([summableSeries(answer)]);
+    expect(text).toContain('agents_chat_runs_total{outcome="completed",service="agent"} 4');
+    expect(text).not.toContain('outcome="error"');
+    expect(text).toContain('agents_upload_bytes_total{service="agent"} 10');
+  });
+
   it('never takes a series, label or value a hostile agent adds', async () => {
     const hostile = [
       ...answerOf([

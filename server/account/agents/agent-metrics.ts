@@ -32,7 +32,8 @@ const AgentAnswer = z.array(
   z.object({
     name: z.string(),
     type: z.string(),
-    values: z.array(z.object({ value: z.number(), labels: z.record(z.string(), z.union([z.string(), z.number()])).default({}) })).default([]),
+    // null: a NaN as JSON writes it (an event-loop lag gauge with no sample since the last scrape): dropped below, not the whole answer.
+    values: z.array(z.object({ value: z.number().nullable(), labels: z.record(z.string(), z.union([z.string(), z.number()])).default({}) })).default([]),
   }),
 );
 type AgentAnswer = z.infer<typeof AgentAnswer>;
@@ -61,7 +62,7 @@ export function summableSeries(answer: unknown): SummableSeries[] {
     if (series.type !== spec.type || series.values.length > MAX_VALUES_PER_SERIES) return [];
     const allowed: readonly string[] = spec.labels;
     const values = series.values.flatMap(({ value, labels }) => {
-      if (!Number.isFinite(value) || value < 0) return [];
+      if (value === null || !Number.isFinite(value) || value < 0) return [];
       const kept: Record<string, string> = {};
       for (const [name, label] of Object.entries(labels)) {
         if (name === 'service') continue;
