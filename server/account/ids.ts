@@ -10,20 +10,11 @@
  */
 import { randomFillSync } from 'node:crypto';
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
 export function newRowId(now = Date.now()): string {
-  const b = randomFillSync(new Uint8Array(16));
-  // 48-bit big-endian milliseconds.
-  const high = Math.floor(now / 2 ** 16);
-  b[0] = (high >>> 24) & 0xff;
-  b[1] = (high >>> 16) & 0xff;
-  b[2] = (high >>> 8) & 0xff;
-  b[3] = high & 0xff;
-  b[4] = (now >>> 8) & 0xff;
-  b[5] = now & 0xff;
+  const b = randomFillSync(Buffer.allocUnsafe(16));
+  b.writeUIntBE(now, 0, 6); // 48-bit big-endian milliseconds
   b[6] = (b[6]! & 0x0f) | 0x70; // version 7
   b[8] = (b[8]! & 0x3f) | 0x80; // RFC 9562 variant
-  const h = (from: number, to: number) => Array.from(b.subarray(from, to), (x) => HEX[x]).join('');
-  return `${h(0, 4)}-${h(4, 6)}-${h(6, 8)}-${h(8, 10)}-${h(10, 16)}`;
+  const hex = b.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -9,6 +9,7 @@
  * back), Secure on https, scoped to BASE_URL's path, as long as a link lives.
  */
 import { randomBytes } from 'node:crypto';
+import { browserBindingAttributes } from '../auth/oauth/cookies.js';
 
 export const SIGN_IN_COOKIE = 'connector_sign_in';
 
@@ -17,12 +18,10 @@ export const SIGN_IN_TTL_MS = 10 * 60_000;
 
 const VALUE = /^[\w-]{43}$/;
 
-function attributes(baseUrl: string, maxAgeSeconds: number): string {
-  // BASE_URL's path itself: the web client asks for links over `/trpc` and the browser must send
-  // the cookie there too, or each link would get a new value and undo the one before.
-  const path = `${new URL(baseUrl).pathname.replace(/\/$/, '')}/`;
-  return [`Path=${path}`, 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`, ...(baseUrl.startsWith('https:') ? ['Secure'] : [])].join('; ');
-}
+// BASE_URL's path itself: the web client asks for links over `/trpc` and the browser must send
+// the cookie there too, or each link would get a new value and undo the one before.
+const attributes = (baseUrl: string, maxAgeSeconds: number): string =>
+  browserBindingAttributes(`${new URL(baseUrl).pathname.replace(/\/$/, '')}/`, baseUrl, maxAgeSeconds);
 
 /** The browser's value from its cookie when it has a well-formed one, else a new one. */
 export const browserBinding = (fromCookie: string | undefined): string =>

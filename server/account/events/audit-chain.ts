@@ -129,10 +129,10 @@ export async function verifyAuditChain(db: AccountDb, anchor?: ChainAnchor): Pro
     const missing = head.seq === last + 1 ? `row ${head.seq} is` : `rows ${last + 1} to ${head.seq} are`;
     return { intact: false, seq: last + 1, id: null, problem: `${missing} missing: the end of the log was removed` };
   }
-  const [beyond] = (await db.$queryRaw<Array<{ unchained: number; top: number | null }>>`
-    SELECT count(*) FILTER (WHERE "seq" IS NULL)::int AS "unchained", max("seq") AS "top" FROM "audit_events"`) as [{ unchained: number; top: number | null }];
+  const [tail] = await db.$queryRaw<[{ unchained: number; top: number | null }]>`
+    SELECT count(*) FILTER (WHERE "seq" IS NULL)::int AS "unchained", max("seq") AS "top" FROM "audit_events"`;
   // Rows past the head read first are new ones only if the head has moved past them since (read after them).
-  const headRewritten = head.hash !== previous || (beyond.top !== null && beyond.top > last && beyond.top > ((await readHead(db))?.seq ?? 0));
+  const headRewritten = head.hash !== previous || (tail.top !== null && tail.top > last && tail.top > ((await readHead(db))?.seq ?? 0));
   if (headRewritten) {
     return { intact: false, seq: last, id: null, problem: 'the chain head does not match the last row: the head was rewritten' };
   }
@@ -144,15 +144,15 @@ export async function verifyAuditChain(db: AccountDb, anchor?: ChainAnchor): Pro
       problem: `the anchored row ${anchor.seq} is missing: the log was cut back to ${last} rows and its head rewritten`,
     };
   }
-  if (beyond.unchained !== head.unchained) {
+  if (tail.unchained !== head.unchained) {
     return {
       intact: false,
       seq: 0,
       id: null,
-      problem: `${beyond.unchained} rows have no place in the chain, where ${head.unchained} were written before it began: rows were added or removed with the chain trigger off`,
+      problem: `${tail.unchained} rows have no place in the chain, where ${head.unchained} were written before it began: rows were added or removed with the chain trigger off`,
     };
   }
-  return { intact: true, rows: last, unchained: beyond.unchained, head: { seq: last, hash: previous } };
+  return { intact: true, rows: last, unchained: tail.unchained, head: { seq: last, hash: previous } };
 }
 
 /** `SEQ:HASH`, as verify prints a head. */

@@ -15,6 +15,8 @@ import { TOKEN_ALG, type SigningKeys } from './keys.js';
 
 export const ACCESS_TTL_SECONDS = 15 * 60;
 export const REFRESH_TTL_SECONDS = 30 * 24 * 60 * 60;
+/** When a session opened or rotated at `now` ends unless refreshed again. */
+export const refreshExpiry = (now: Date): Date => new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
 const CLOCK_TOLERANCE_SECONDS = 5;
 
 export interface TokenIssuer {

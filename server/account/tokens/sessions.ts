@@ -20,13 +20,11 @@ import { emitEvent } from '../events/outbox.js';
 import type { AccountDb, AccountStore } from '../store.js';
 import { activityRow, NO_CLIENT, type ClientInfo } from '../events/activity.js';
 import { newRowId } from '../ids.js';
-import { REFRESH_TTL_SECONDS, type Aal } from './jwt.js';
+import { refreshExpiry, type Aal } from './jwt.js';
 import { signInRefusal } from '../users/bans.js';
 
 const REUSE_GRACE_MS = 10_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-const refreshExpiry = (now: Date) => new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
 
 /** Sessions are on the hot paths: single statements go straight to the driver (hot-sql.ts). */
 export type SessionStore = Pick<AccountStore, 'db' | 'sql'>;

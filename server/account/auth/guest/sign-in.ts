@@ -29,7 +29,7 @@ import { isUniqueViolation, type HotSql } from '../../hot-sql.js';
 import { newRowId } from '../../ids.js';
 import type { RateLimits } from '../../ratelimit/limits.js';
 import { signUpCapped } from '../../ratelimit/policy.js';
-import { REFRESH_TTL_SECONDS } from '../../tokens/jwt.js';
+import { refreshExpiry } from '../../tokens/jwt.js';
 import { signInRefusal } from '../../users/bans.js';
 
 export interface GuestSession {
@@ -50,12 +50,11 @@ const userCreatedHooked = new WeakMap<HotSql, boolean>();
 
 /**
  * A device's first sign-in where no endpoint wants `user.created`: a new guest and its session, or
- * nothing and why (the device has a guest, or an endpoint wants the event).
+ * nothing (the device has a guest, or an endpoint wants the event: `hooked` says which).
  */
-async function firstSignIn(sql: HotSql, deviceId: string, now: Date): Promise<GuestSession | { known: boolean; hooked: boolean }> {
+async function firstSignIn(sql: HotSql, deviceId: string, now: Date): Promise<GuestSession | { hooked: boolean }> {
   const sessionId = newRowId();
-  const expiresAt = new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
-  const [row] = await sql<{ user_id: string | null; known: boolean; hooked: boolean }>`
+  const [row] = await sql<{ user_id: string | null; hooked: boolean }>`
     WITH known AS (
       SELECT 1 FROM identities WHERE provider = 'guest' AND subject = ${deviceId}
     ), hooked AS (
@@ -71,19 +70,18 @@ async function firstSignIn(sql: HotSql, deviceId: string, now: Date): Promise<Gu
       RETURNING user_id
     ), opened AS (
       INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
-      SELECT ${sessionId}::uuid, user_id, 0, ${now}, ${expiresAt}, ${now} FROM new_identity
+      SELECT ${sessionId}::uuid, user_id, 0, ${now}, ${refreshExpiry(now)}, ${now} FROM new_identity
       RETURNING user_id
     )
-    SELECT (SELECT user_id FROM opened) AS user_id, EXISTS (SELECT 1 FROM known) AS known, EXISTS (SELECT 1 FROM hooked) AS hooked`;
+    SELECT (SELECT user_id FROM opened) AS user_id, EXISTS (SELECT 1 FROM hooked) AS hooked`;
   if (!row) throw new Error('guest sign-in answered no row');
   if (row.user_id) return { userId: row.user_id, sessionId, guest: true, generation: 0, created: true };
-  return { known: row.known, hooked: row.hooked };
+  return { hooked: row.hooked };
 }
 
 /** `create: false` signs in only an existing guest (undefined when the device has none). */
 async function signIn(sql: HotSql, deviceId: string, now: Date, create: boolean): Promise<GuestSession | undefined> {
   const sessionId = newRowId();
-  const expiresAt = new Date(now.getTime() + REFRESH_TTL_SECONDS * 1000);
   // `guest`: guest terms apply (any tier but `full`: users/identities.ts). `touched` stamps a
   // returning guest's last activity (a new guest's row has it from its default) and is read from
   // `existing`, not `opened`: that one made every new device pay an index look-up on users,
@@ -107,7 +105,7 @@ async function signIn(sql: HotSql, deviceId: string, now: Date, create: boolean)
       SELECT nu.id, nu.guest, true, false FROM new_user AS nu JOIN new_identity AS ni ON ni.user_id = nu.id
     ), opened AS (
       INSERT INTO sessions (id, user_id, generation, rotated_at, expires_at, created_at)
-      SELECT ${sessionId}::uuid, id, 0, ${now}, ${expiresAt}, ${now} FROM target WHERE NOT banned
+      SELECT ${sessionId}::uuid, id, 0, ${now}, ${refreshExpiry(now)}, ${now} FROM target WHERE NOT banned
       RETURNING user_id
     ), hooked AS (
       SELECT id FROM webhook_endpoints
@@ -126,11 +124,11 @@ async function signIn(sql: HotSql, deviceId: string, now: Date, create: boolean)
     SELECT t.id AS user_id, t.guest, t.created, o.user_id IS NOT NULL AS opened, EXISTS (SELECT 1 FROM hooked) AS hooked
       FROM target AS t LEFT JOIN opened AS o ON o.user_id = t.id`;
   const row = rows[0];
-  if (row) userCreatedHooked.set(sql, row.hooked);
   if (!row) {
     if (create) throw new Error('guest sign-in opened no session');
     return undefined;
   }
+  userCreatedHooked.set(sql, row.hooked);
   // A banned guest (users/bans.ts): 403 USER_BANNED with the ban's end.
   if (!row.opened) throw await signInRefusal({ sql }, row.user_id, now);
   return { userId: row.user_id, sessionId, guest: row.guest, generation: 0, created: row.created };

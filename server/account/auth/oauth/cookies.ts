@@ -9,10 +9,15 @@ import type { OAuthProvider } from './providers.js';
 
 export const bindingCookieName = (provider: OAuthProvider) => `oauth_${provider}`;
 
-function attributes(provider: OAuthProvider, baseUrl: string, maxAge: number): string {
-  const path = `${new URL(baseUrl).pathname.replace(/\/$/, '')}/api/v1/auth/oauth/${provider}`;
-  return [`Path=${path}`, 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAge}`, ...(baseUrl.startsWith('https:') ? ['Secure'] : [])].join('; ');
-}
+/**
+ * The attributes of every cookie that binds a flow to a browser (this OAuth one, the exchange code's,
+ * a connector's sign-in: connectors/sign-in-cookie.ts): HttpOnly, SameSite=Lax, Secure on https.
+ */
+export const browserBindingAttributes = (path: string, baseUrl: string, maxAgeSeconds: number): string =>
+  [`Path=${path}`, 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`, ...(baseUrl.startsWith('https:') ? ['Secure'] : [])].join('; ');
+
+const attributes = (provider: OAuthProvider, baseUrl: string, maxAge: number): string =>
+  browserBindingAttributes(`${new URL(baseUrl).pathname.replace(/\/$/, '')}/api/v1/auth/oauth/${provider}`, baseUrl, maxAge);
 
 export const bindingCookie = (provider: OAuthProvider, value: string, baseUrl: string) =>
   `${bindingCookieName(provider)}=${value}; ${attributes(provider, baseUrl, STATE_TTL_SECONDS)}`;
@@ -37,8 +42,7 @@ export function parseCookies(header: string | undefined): Record<string, string>
  */
 export const EXCHANGE_COOKIE = 'oauth_exchange';
 
-const exchangeAttributes = (baseUrl: string, maxAge: number) =>
-  ['Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAge}`, ...(baseUrl.startsWith('https:') ? ['Secure'] : [])].join('; ');
+const exchangeAttributes = (baseUrl: string, maxAge: number) => browserBindingAttributes('/', baseUrl, maxAge);
 
 export const exchangeCookie = (value: string, baseUrl: string, ttlSeconds: number) => `${EXCHANGE_COOKIE}=${value}; ${exchangeAttributes(baseUrl, ttlSeconds)}`;
 
