@@ -619,13 +619,19 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
   });
 });
 
-/** An account's logger that counts its scheduled wakes (the wake scheduler's line for each) into `wakes`. */
+/**
+ * An account's logger that counts its scheduled wake attempts (the wake scheduler's line for each,
+ * woken or failed) into `wakes`. A failed one counts too: on a loaded machine a wake may outlast
+ * its wait and be logged as failed although the Pod it scaled up runs the task (and that Pod's
+ * report then clears the retry); what must not happen is a second instance waking it as well.
+ */
 function wakeCounter(wakes: { count: number }): Logger {
   return pino(
     { level: 'info' },
     new Writable({
       write(chunk: Buffer, _encoding, done) {
-        if (chunk.toString().includes('woke a sleeping agent on schedule')) wakes.count++;
+        const line = chunk.toString();
+        if (line.includes('woke a sleeping agent on schedule') || line.includes('wake scheduler: waking an agent failed')) wakes.count++;
         done();
       },
     }),
