@@ -591,6 +591,29 @@ suite(inside ? 'AGENT_PROVISIONER=kubernetes' : `AGENT_PROVISIONER=kubernetes â€
     }
   });
 
+  it('a start slower than the idle timeout is not taken for idle by another instance while the first waits for it', async (context) => {
+    const database = await sharedDatabase();
+    if (!database) return context.skip(NO_SHARED_DATABASE);
+    // Each start takes 3 s more than the agent needs (a loaded node); both instances sweep every 250 ms for agents idle 1 s.
+    const slowStart = JSON.stringify(['sh', '-c', 'sleep 3 && exec node /app/dist/agent/boot.cjs']);
+    const env = { DATABASE_URL: database.url, AGENT_IDLE_TIMEOUT: '1', KUBE_START_TIMEOUT: '30', KUBE_AGENT_COMMAND: slowStart };
+    const first = await startKubeAccount(env);
+    const second = await startKubeAccount(env);
+    try {
+      const user = await guest(first, 'kube-slow-start');
+      const asked = Date.now();
+      expect(await chat(first, user, 'c', 'slow')).toBe('echo: slow');
+      expect(Date.now() - asked).toBeGreaterThan(3_000);
+      // Once it serves and sits unused, it is idle like any other.
+      const agentId = (await first.services.agents.registry.forUser(user.userId))?.id ?? '';
+      await eventually('suspended once idle', async () => (await statefulSet(agentId))?.spec?.replicas === 0, 30_000);
+    } finally {
+      await first.stop();
+      await second.stop();
+      await database.drop();
+    }
+  });
+
   it('two account instances on one store, both polling for due agents, wake a sleeping agent once for its task, which runs once', async (context) => {
     const database = await sharedDatabase();
     if (!database) return context.skip(NO_SHARED_DATABASE);

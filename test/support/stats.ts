@@ -1,4 +1,4 @@
-/** Small statistics for timing tests: Mann–Whitney U (normal approximation, tie-corrected). */
+/** Small statistics for timing tests: Wilcoxon signed-rank on interleaved pairs (normal approximation, tie-corrected). */
 
 export interface Comparison {
   n: number;
@@ -6,7 +6,7 @@ export interface Comparison {
   medianB: number;
   /** Two-sided p-value that A and B come from the same distribution. */
   p: number;
-  /** Common-language effect size: P(a > b) + P(a = b)/2; 0.5 means no difference. */
+  /** Common-language effect size over the pairs: P(a > b) + P(a = b)/2; 0.5 means no difference. */
   effect: number;
 }
 
@@ -22,36 +22,40 @@ function normalCdf(z: number): number {
   return z >= 0 ? (1 + y) / 2 : (1 - y) / 2;
 }
 
-export function mannWhitney(a: number[], b: number[]): Comparison {
-  const all = [...a.map((v) => ({ v, g: 0 })), ...b.map((v) => ({ v, g: 1 }))].sort((x, y) => x.v - y.v);
-  const ranks = new Array<number>(all.length);
+/**
+ * Wilcoxon's signed-rank test on pairs (a[i], b[i]), taken next to each other: what the machine's
+ * load does over the run (a second worker starting, a browser suite beside) falls on both halves
+ * of a pair and cancels in their difference, where a two-sample test would count it as noise.
+ * Pairs whose halves are equal carry no sign and are dropped (tie-corrected variance).
+ */
+export function signedRank(a: number[], b: number[]): Comparison {
+  if (a.length !== b.length) throw new Error('signedRank compares pairs: a and b must be as long');
+  const differences = a.map((v, i) => v - b[i]!).filter((d) => d !== 0);
+  const byMagnitude = differences.map((d) => ({ d, m: Math.abs(d) })).sort((x, y) => x.m - y.m);
+  let positiveRanks = 0;
   let tieTerm = 0;
-  for (let i = 0; i < all.length; ) {
+  for (let i = 0; i < byMagnitude.length; ) {
     let j = i;
-    while (j + 1 < all.length && all[j + 1]!.v === all[i]!.v) j++;
+    while (j + 1 < byMagnitude.length && byMagnitude[j + 1]!.m === byMagnitude[i]!.m) j++;
     const rank = (i + j) / 2 + 1;
-    for (let k = i; k <= j; k++) ranks[k] = rank;
+    for (let k = i; k <= j; k++) if (byMagnitude[k]!.d > 0) positiveRanks += rank;
     const t = j - i + 1;
     tieTerm += t ** 3 - t;
     i = j + 1;
   }
-  let rankSumA = 0;
-  all.forEach((x, i) => {
-    if (x.g === 0) rankSumA += ranks[i]!;
-  });
-  const n1 = a.length;
-  const n2 = b.length;
-  const u = rankSumA - (n1 * (n1 + 1)) / 2;
-  const mean = (n1 * n2) / 2;
-  const n = n1 + n2;
-  const sd = Math.sqrt(((n1 * n2) / 12) * (n + 1 - tieTerm / (n * (n - 1))));
-  const z = sd === 0 ? 0 : (u - mean) / sd;
-  return { n: Math.min(n1, n2), medianA: median(a), medianB: median(b), p: 2 * (1 - normalCdf(Math.abs(z))), effect: u / (n1 * n2) };
+  const n = byMagnitude.length;
+  const mean = (n * (n + 1)) / 4;
+  const sd = Math.sqrt((n * (n + 1) * (2 * n + 1)) / 24 - tieTerm / 48);
+  const z = sd === 0 ? 0 : (positiveRanks - mean) / sd;
+  const above = a.filter((v, i) => v > b[i]!).length;
+  const equal = a.length - differences.length;
+  return { n: a.length, medianA: median(a), medianB: median(b), p: 2 * (1 - normalCdf(Math.abs(z))), effect: (above + equal / 2) / a.length };
 }
 
 /**
- * Takes `n` samples of each of two operations, interleaved in a random order (so drift in the
- * machine's load falls on both alike), after `warm` unrecorded rounds. Durations in ms.
+ * Takes `n` pairs of samples of two operations, one right after the other in a random order
+ * (so drift in the machine's load falls on both halves alike, and which goes first cannot bias
+ * the difference), after `warm` unrecorded rounds. Durations in ms; a[i] and b[i] are a pair.
  */
 export async function sampleInterleaved(n: number, a: () => Promise<unknown>, b: () => Promise<unknown>, warm = 50): Promise<{ a: number[]; b: number[] }> {
   for (let i = 0; i < warm; i++) {

@@ -14,7 +14,7 @@
  * - **Suspend**: an agent unused for AGENT_IDLE_TIMEOUT (by any instance: the last use is an
  *   annotation, written at most a few times per idle period) that says it is idle (GET /lifecycle,
  *   as for local agents) goes to replicas 0: the Pod gets SIGTERM and AGENT_STOP_GRACE to finish
- *   what runs, the PVC stays.
+ *   what runs, the PVC stays. A Pod not serving yet is given KUBE_START_TIMEOUT besides (unusedFor).
  * - **Capacity**: AGENT_MAX_RUNNING counts the cluster's running agents (StatefulSets at 1, from
  *   the watch); at the cap the least recently used idle one is suspended, or the call gets 503
  *   AGENT_CAPACITY.
@@ -349,7 +349,7 @@ export class KubernetesProvisioner implements SleepingAgents {
     const oldestFirst = running.sort((a, b) => this.lastUsed(a) - this.lastUsed(b));
     for (const set of oldestFirst) {
       const id = set.metadata?.labels?.[LABEL.agentId];
-      if (!id || this.starting.has(id)) continue;
+      if (!id || this.starting.has(id) || !this.unusedFor(set, 0)) continue;
       if (await this.suspendIfIdle(id)) {
         this.evicted++;
         return;
@@ -388,7 +388,7 @@ export class KubernetesProvisioner implements SleepingAgents {
       const idleMs = this.options.idleTimeoutSeconds * 1000;
       for (const set of this.runningSets()) {
         const id = set.metadata?.labels?.[LABEL.agentId];
-        if (!id || this.starting.has(id) || Date.now() - this.lastUsed(set) < idleMs) continue;
+        if (!id || this.starting.has(id) || !this.unusedFor(set, idleMs)) continue;
         await this.suspendIfIdle(id);
       }
     } catch (error) {
@@ -396,6 +396,19 @@ export class KubernetesProvisioner implements SleepingAgents {
     } finally {
       this.sweeping = false;
     }
+  }
+
+  /**
+   * Whether the agent may be taken for idle: unused for `ms`, and, while its Pod does not serve
+   * here, for the start timeout too. Another instance may be waiting for that Pod (a wake, a first
+   * message), and on a loaded node a start can outlast a short idle timeout; suspending it then
+   * would fail that wait, and a failed wake is tried again. A Pod that never serves is taken once
+   * every start waiting for it has given up.
+   */
+  private unusedFor(set: V1StatefulSet, ms: number): boolean {
+    const unused = Date.now() - this.lastUsed(set);
+    if (unused < ms) return false;
+    return this.servingPod(set.metadata?.labels?.[LABEL.agentId] ?? '') !== undefined || unused >= this.options.startTimeoutMs;
   }
 
   /** When the agent was last used: by this instance, by another (the annotation), or its Pod's start. */
