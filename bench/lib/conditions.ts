@@ -35,25 +35,34 @@ export async function conditionsProbe(postgresUrl: string | undefined) {
       : 'SELECT checkpoints_timed + checkpoints_req AS n FROM pg_stat_bgwriter';
     return Number((await client.query(query)).rows[0].n);
   };
-  // A backend's CPU from /proc (user + system, 100 ticks a second): PostgreSQL runs on this machine.
-  const backendsCpuMs = async (database: string | undefined): Promise<number> => {
-    if (!client || !database) return 0;
+  // Each backend's CPU from /proc (user + system, 100 ticks a second): PostgreSQL runs on this machine.
+  const backendsCpuMs = async (database: string | undefined): Promise<Map<number, number>> => {
+    const spent = new Map<number, number>();
+    if (!client || !database) return spent;
     const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
-    const ticks = await Promise.all(
-      rows.map(async ({ pid }) => {
-        const fields = (await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.split(' ') ?? [];
-        return Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-      }),
-    );
-    return ticks.reduce((a, b) => a + b, 0) * 10;
+    for (const { pid } of rows) {
+      const fields = (await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.split(' ') ?? [];
+      if (fields.length) spent.set(pid, (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10);
+    }
+    return spent;
   };
-  const cpuMs = async (server: MeasuredServer) => (await cpuMsOf(server.pid)) + (await backendsCpuMs(server.database));
+  // Per backend: a pool closes idle connections and opens new ones during a run, and a closed
+  // backend's CPU leaves the sum (a plain difference of sums once came out negative). A backend
+  // that closed counts what it spent until the last read before; a new one all it spent.
+  const spentSince = (before: Map<number, number>, after: Map<number, number>) => {
+    let ms = 0;
+    for (const [pid, now] of after) ms += now - (before.get(pid) ?? 0);
+    return ms;
+  };
   return {
     async around<T>(measure: () => Promise<T>, server?: MeasuredServer): Promise<T & Conditions> {
       const before = await checkpoints();
-      const cpuBefore = server && (await cpuMs(server));
+      const cpuBefore = server && { process: await cpuMsOf(server.pid), backends: await backendsCpuMs(server.database) };
       const result = await measure();
-      const spent = server && cpuBefore !== undefined ? { cpuMs: (await cpuMs(server)) - cpuBefore } : {};
+      const spent =
+        server && cpuBefore
+          ? { cpuMs: (await cpuMsOf(server.pid)) - cpuBefore.process + spentSince(cpuBefore.backends, await backendsCpuMs(server.database)) }
+          : {};
       return { ...result, loadAverage: Math.round(loadavg()[0]! * 10) / 10, checkpoint: (await checkpoints()) > before, ...spent };
     },
     close: () => client?.end(),

@@ -222,12 +222,12 @@ describe.each(kinds)('account self-service on %s', (kind) => {
       const pair = await api.email(uniqueEmail('usage'), { 'user-agent': 'Old/1' });
       await account.services.tokens.usage.flush();
       await api.call('GET', '/auth/me', bearer(pair, { 'user-agent': 'New/2' }));
-      expect(await account.services.tokens.usage.flush()).toBe(1);
+      expect(await account.services.tokens.usage.flush()).toEqual({ sessions: 1, users: 1 });
       const [row] = await sessions(pair);
       expect(row?.user_agent).toBe('New/2');
       // Later calls within the minute note nothing more: no write on the token path.
       for (let i = 0; i < 5; i++) await api.call('GET', '/auth/me', bearer(pair, { 'user-agent': 'Newer/3' }));
-      expect(await account.services.tokens.usage.flush()).toBe(0);
+      expect(await account.services.tokens.usage.flush()).toEqual({ sessions: 0, users: 0 });
       expect((await sessions(pair))[0]?.user_agent).toBe('New/2');
     });
 

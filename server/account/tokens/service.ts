@@ -180,6 +180,7 @@ export class TokenService {
       }
       throw refreshRejected(theft);
     }
+    this.usage.noteActive(claims.userId);
     // The level is the session's (auth/mfa/): a refresh neither raises nor lowers it.
     const accessToken = await signAccessToken(this.issuer, { ...claims, guest: outcome.guest, aal: outcome.aal, metadata: this.metadataOf(outcome.metadata) });
     return tokenPair(accessToken, next);
@@ -221,7 +222,7 @@ export class TokenService {
     if (!session.active) throw unauthorized('The session has ended', 'SESSION_REVOKED');
     const aal = claims.aal ?? session.aal ?? undefined;
     if (aal === 'aal1' && !options.firstFactorOnly) throw mfaRequired();
-    if (options.seen) this.usage.note(claims.sessionId, options.seen);
+    if (options.seen) this.usage.note(claims, options.seen);
     return aal === claims.aal ? claims : { ...claims, aal };
   }
 

@@ -93,34 +93,20 @@ export interface Rotation {
 export type RotationOutcome = { ok: true; generation: number; guest: boolean; metadata: unknown; aal: Aal | null } | { ok: false };
 
 /**
- * How fresh a user's `last_active_at` a refresh leaves alone: the column is indexed (the admin
- * list sorts by it), so each write is a new row version with new index entries, and a client
- * refreshing every few minutes across several devices would rewrite it each time. To the minute
- * is what the list needs.
- */
-const LAST_ACTIVE_RESOLUTION_MS = 60_000;
-
-/**
- * One statement: bump the generation if (and only if) the presented token is the current one; the
- * user was active now (stamped unless it already was within LAST_ACTIVE_RESOLUTION_MS).
+ * One statement: bump the generation if (and only if) the presented token is the current one. The
+ * user's last activity is noted by the caller and written behind (usage.ts), not here.
  */
 export async function rotateSession({ sql }: SessionStore, rotation: Rotation, now = new Date()): Promise<RotationOutcome> {
   const { sessionId, userId, generation, presented, next } = rotation;
   if (!UUID.test(sessionId) || !UUID.test(userId)) return { ok: false };
   const rows = await sql<{ guest: boolean; metadata: unknown; aal: Aal | null }>`
-    WITH rotated AS (
-      UPDATE sessions AS s
-         SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}, refresh_digest = ${next}
-        FROM users AS u
-       WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id
-         AND s.generation = ${generation} AND s.refresh_digest IS NOT DISTINCT FROM ${presented}::text
-         AND s.revoked_at IS NULL AND s.expires_at > ${now}
-      RETURNING u.id, u.tier <> 'full' AS guest, u.metadata, s.aal
-    ), touched AS (
-      UPDATE users SET last_active_at = ${now}
-       WHERE id IN (SELECT id FROM rotated) AND last_active_at < ${new Date(now.getTime() - LAST_ACTIVE_RESOLUTION_MS)}
-    )
-    SELECT guest, metadata, aal FROM rotated`;
+    UPDATE sessions AS s
+       SET generation = s.generation + 1, rotated_at = ${now}, expires_at = ${refreshExpiry(now)}, refresh_digest = ${next}
+      FROM users AS u
+     WHERE s.id = ${sessionId}::uuid AND s.user_id = ${userId}::uuid AND u.id = s.user_id
+       AND s.generation = ${generation} AND s.refresh_digest IS NOT DISTINCT FROM ${presented}::text
+       AND s.revoked_at IS NULL AND s.expires_at > ${now}
+    RETURNING u.tier <> 'full' AS guest, u.metadata, s.aal`;
   const row = rows[0];
   return row ? { ok: true, generation: generation + 1, guest: row.guest, metadata: row.metadata, aal: row.aal } : { ok: false };
 }
