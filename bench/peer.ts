@@ -69,7 +69,7 @@ export interface PeerOptions {
   runId: string;
 }
 
-type Measured = Row & Partial<Conditions>;
+type Measured = Row & Partial<Conditions> & { slices?: number[] };
 type Compared = { ours: Row & { runs: number[] }; ratio: number; rounds: number[] };
 
 /** One path's runs in one round, per side. */
@@ -80,6 +80,8 @@ export interface PathRound {
   checkpoint: Record<Side, boolean>;
   /** CPU µs per request: the side's process and the PostgreSQL backends of its database. */
   cpuUs: Record<Side, number>;
+  /** Requests in each of the side's slices, in the order they ran (reqPerSec is the median slice's rate). */
+  slices: Record<Side, number[]>;
 }
 
 export interface PeerResults {
@@ -95,16 +97,21 @@ export interface PeerResults {
 }
 
 /**
- * One side's slices of a round as one run: requests over the whole time, CPU summed, the load
- * average their mean, a checkpoint if any slice had one; latencies of the slice with the median
- * rate.
+ * One side's slices of a round as one run: the rate of its median slice, CPU and requests summed
+ * (CPU per request is their quotient), the load average their mean, a checkpoint if any slice had
+ * one; latencies of the median slice. The median, not requests over the whole time: one slice in
+ * three that a burst elsewhere on the machine (an autovacuum, another process) cut by a third
+ * moved a round's sum by a tenth, in code no change had touched (a `/auth/me` round of 1,895,
+ * 3,031 and 3,347 req/s); the middle slice is what the side does when nothing else interferes.
+ * Every slice's count is kept (`slices`) to recompute it either way.
  */
-function joinSlices(name: string, slices: Measured[], seconds: number): Measured {
+function joinSlices(name: string, slices: Measured[]): Measured {
   const total = slices.reduce((n, r) => n + r.total, 0);
   const mid = medianRow(name, slices);
   return {
     name,
-    requestsPerSecond: Math.round(total / seconds),
+    requestsPerSecond: mid.requestsPerSecond,
+    slices: slices.map((r) => r.total),
     p50: mid.p50,
     p99: mid.p99,
     total,
@@ -229,7 +236,7 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
             slices[side].push(await probe.around(() => run(RUN_NAMES[side][what], opts, true), servers[side]));
           }
         }
-        for (const side of SIDES) add(`${what}:${side}`, printRow(joinSlices(RUN_NAMES[side][what], slices[side], seconds)));
+        for (const side of SIDES) add(`${what}:${side}`, printRow(joinSlices(RUN_NAMES[side][what], slices[side])));
       };
       await measure('signin');
       for (const side of SIDES) workloads[side].prepare();
@@ -271,6 +278,7 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
           loadAverage: perSide((r) => r.loadAverage ?? 0, what, i),
           checkpoint: perSide((r) => r.checkpoint ?? false, what, i),
           cpuUs: perSide((r) => Math.round(((r.cpuMs ?? 0) * 1000) / Math.max(1, r.total)), what, i),
+          slices: perSide((r) => r.slices ?? [], what, i),
         })),
       ]),
     ) as PeerResults['roundsByPath'];
