@@ -206,9 +206,10 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
     const settled = async () => {
       if (!(await agentsSettled(ours.url, POOL_SIZE))) unsettledRuns++;
     };
+    const loadOnce = (name: string, opts: autocannon.Options, quiet = false) => load(name, { connections: CONNECTIONS, duration: seconds, ...opts, quiet });
     const run = async (name: string, opts: autocannon.Options, quiet = false) => {
       await settled();
-      return load(name, { connections: CONNECTIONS, duration: seconds, ...opts, quiet });
+      return loadOnce(name, opts, quiet);
     };
     // Warm-up (not measured), every side alike; the sign-ins fill the token pools the other paths draw on.
     for (const what of ['signin', 'me', 'refresh'] as const) {
@@ -233,7 +234,10 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
           const order = SIDES.map((_, i) => SIDES[(i + round + slice) % SIDES.length]!);
           for (const side of order) {
             const opts = { ...optionsOf(side, what), duration: seconds / SLICES };
-            slices[side].push(await probe.around(() => run(RUN_NAMES[side][what], opts, true), servers[side]));
+            // Settled before the measured window opens: the check reads our /metrics, which asks
+            // every agent running here for its series, CPU that is the harness's, not a request's.
+            await settled();
+            slices[side].push(await probe.around(() => loadOnce(RUN_NAMES[side][what], opts, true), servers[side]));
           }
         }
         for (const side of SIDES) add(`${what}:${side}`, printRow(joinSlices(RUN_NAMES[side][what], slices[side])));
