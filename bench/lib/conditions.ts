@@ -48,7 +48,8 @@ export async function conditionsProbe(postgresUrl: string | undefined) {
   };
   // Per backend: a pool closes idle connections and opens new ones during a run, and a closed
   // backend's CPU leaves the sum (a plain difference of sums once came out negative). A backend
-  // that closed counts what it spent until the last read before; a new one all it spent.
+  // that closed during the run adds nothing (what it spent in the run is lost: a slight
+  // undercount); one that opened during it adds all it spent.
   const spentSince = (before: Map<number, number>, after: Map<number, number>) => {
     let ms = 0;
     for (const [pid, now] of after) ms += now - (before.get(pid) ?? 0);

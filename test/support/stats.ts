@@ -4,7 +4,7 @@ export interface Comparison {
   n: number;
   medianA: number;
   medianB: number;
-  /** Two-sided p-value that A and B come from the same distribution. */
+  /** Two-sided p-value that the differences a[i] − b[i] are symmetric about 0 (no difference). */
   p: number;
   /** Common-language effect size over the pairs: P(a > b) + P(a = b)/2; 0.5 means no difference. */
   effect: number;

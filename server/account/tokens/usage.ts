@@ -59,25 +59,29 @@ export class SessionUsage {
     this.active.set(userId, new Date(now));
   }
 
-  /** Writes what was noted since the last flush: sessions, then users, one statement each; how many of each were noted. */
+  /** Writes what was noted since the last flush, sessions and users one statement each; how many of each were noted. */
   async flush(): Promise<{ sessions: number; users: number }> {
     const sessions = [...this.pending].map(([id, seen]) => ({ id, at: seen.at.toISOString(), ip: seen.ip, ua: seen.userAgent }));
-    // In id order, so that two instances flushing at once lock rows in the same order.
+    // In id order: two instances flushing at once then tend to lock rows in the same order (the plan decides).
     const users = [...this.active].map(([id, at]) => ({ id, at: at.toISOString() })).sort((a, b) => (a.id < b.id ? -1 : 1));
     this.pending = new Map();
     this.active = new Map();
-    // jsonb_to_recordset: one parameter for the whole batch, on pg and PGlite alike.
+    // jsonb_to_recordset: one parameter for the whole batch, on pg and PGlite alike. Each statement
+    // runs whether the other failed or not.
+    const writes: Array<Promise<unknown>> = [];
     if (sessions.length)
-      await this.store.sql`
+      writes.push(this.store.sql`
         UPDATE sessions AS s
            SET last_used_at = GREATEST(s.last_used_at, v.at), ip = COALESCE(v.ip, s.ip), user_agent = COALESCE(v.ua, s.user_agent)
           FROM jsonb_to_recordset(${JSON.stringify(sessions)}::jsonb) AS v(id uuid, at timestamp(3), ip text, ua text)
-         WHERE s.id = v.id`;
+         WHERE s.id = v.id`);
     if (users.length)
-      await this.store.sql`
+      writes.push(this.store.sql`
         UPDATE users AS u SET last_active_at = v.at
           FROM jsonb_to_recordset(${JSON.stringify(users)}::jsonb) AS v(id uuid, at timestamp(3))
-         WHERE u.id = v.id AND u.last_active_at < v.at - ${`${LAST_ACTIVE_RESOLUTION_MS} milliseconds`}::interval`;
+         WHERE u.id = v.id AND u.last_active_at < v.at - ${`${LAST_ACTIVE_RESOLUTION_MS} milliseconds`}::interval`);
+    const failed = (await Promise.allSettled(writes)).find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
     return { sessions: sessions.length, users: users.length };
   }
 

@@ -403,11 +403,12 @@ export class KubernetesProvisioner implements SleepingAgents {
    * here, for the start timeout too. Another instance may be waiting for that Pod (a wake, a first
    * message), and on a loaded node a start can outlast a short idle timeout; suspending it then
    * would fail that wait, and a failed wake is tried again. A Pod that never serves is taken once
-   * every start waiting for it has given up.
+   * the start timeout has passed since its wake or its Pod's start.
    */
   private unusedFor(set: V1StatefulSet, ms: number): boolean {
     const unused = Date.now() - this.lastUsed(set);
-    if (unused < ms) return false;
+    // With ms 0 (eviction at the cap) a last use a little ahead of this clock (another instance's) does not shield a serving agent.
+    if (ms > 0 && unused < ms) return false;
     return this.servingPod(set.metadata?.labels?.[LABEL.agentId] ?? '') !== undefined || unused >= this.options.startTimeoutMs;
   }
 
