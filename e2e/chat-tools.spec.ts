@@ -165,9 +165,12 @@ test('files attach with the paperclip, by drop and by paste; they land in upload
   page.on('response', async (res) => {
     if (res.url().endsWith('/files/upload') && res.status() === 200) uploads.push(((await res.json()) as { path: string }).path);
   });
+  // Send may come before the agent has started (under load): the message and its files then wait and go once it has.
   await page.getByTestId('send').click();
   const sent = users(page).last();
-  await expect(sent).toHaveText('YouPlease read these\n\nAttached: uploads/report.txt\nAttached: uploads/dropped.csv\nAttached: uploads/pasted.png');
+  await expect(sent).toHaveText('YouPlease read these\n\nAttached: uploads/report.txt\nAttached: uploads/dropped.csv\nAttached: uploads/pasted.png', {
+    timeout: 20_000,
+  });
   await expect(chips).toHaveCount(0);
   await expect(composer(page)).toHaveValue('');
   expect(uploads.sort()).toEqual(['uploads/dropped.csv', 'uploads/pasted.png', 'uploads/report.txt']);
@@ -178,6 +181,33 @@ test('files attach with the paperclip, by drop and by paste; they land in upload
   await expect(tree).toContainText('report.txt');
   await expect(tree).toContainText('dropped.csv');
   await expect(tree).not.toContainText('drop-me.txt');
+});
+
+test('files sent while the agent is still starting wait with the message, then go first and the message names them', async ({ page }) => {
+  // The chat's calls to the agent are held: the page stays at "Starting your agent" until released.
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  await page.route(
+    (url) => url.pathname.startsWith('/trpc/agent.chat'),
+    async (route) => {
+      await released;
+      await route.continue();
+    },
+  );
+  await start(page, 'attach-early');
+  const chooser = page.waitForEvent('filechooser');
+  await page.getByRole('button', { name: 'Attach files' }).click();
+  await (await chooser).setFiles([{ name: 'early.txt', mimeType: 'text/plain', buffer: Buffer.from('before the agent\n') }]);
+  await composer(page).fill('Read this when you can');
+  await page.getByTestId('send').click();
+  await expect(page.getByTestId('queued')).toHaveText('Your message and its files will be sent as soon as your agent is ready.');
+  await expect(users(page)).toHaveCount(0);
+  release();
+  await expect(users(page).last()).toHaveText('YouRead this when you can\n\nAttached: uploads/early.txt', { timeout: 20_000 });
+  await expect(page.getByTestId('queued')).toHaveText('');
+  await expect(page.getByTestId('attachment')).toHaveCount(0);
 });
 
 test('a file too large is refused when added; a failed upload says why and the message is never lost', async ({ page }) => {

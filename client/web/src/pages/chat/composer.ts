@@ -7,7 +7,8 @@
  *
  * Nothing typed is lost: the box is the page's first focus (the router focuses it as the page
  * opens, so the first keystrokes land in it), a message sent while the chat loads (its agent
- * starting) waits in `queued` and goes once the chat has loaded, a message is not sent over a
+ * starting) waits in `queued` and goes, its attached files uploaded first, once the chat has
+ * loaded, a message is not sent over a
  * running reply (it waits in the box until the reply ends or is stopped), and a message that
  * could not be sent goes back into the box.
  */
@@ -180,40 +181,51 @@ export class Composer {
       return;
     }
     if (this.opts.loading()) {
-      if (attachments.count > 0) {
-        this.queuedNote.textContent = 'Your agent is starting: send again in a moment to upload the attached files.';
-        return;
-      }
-      // Typing never waits for the agent: this goes as soon as the chat has loaded.
-      this.queued = this.queued === undefined ? typed : `${this.queued}\n\n${typed}`;
+      // Typing never waits for the agent: this goes (its files uploaded first) as soon as the chat has loaded.
+      if (typed) this.queued = this.queued ? `${this.queued}\n\n${typed}` : typed;
+      else this.queued ??= '';
       input.value = '';
-      this.queuedNote.textContent = 'Your message will be sent as soon as your agent is ready.';
+      this.queuedNote.textContent =
+        attachments.count > 0
+          ? 'Your message and its files will be sent as soon as your agent is ready.'
+          : 'Your message will be sent as soon as your agent is ready.';
       return;
     }
-    let message = typed;
-    if (attachments.count > 0) {
-      // Files first (into uploads/), then the message naming them; a failed upload keeps both.
-      this.opts.say('Uploading the attached files…');
-      const uploading = attachments.upload();
-      this.updateSend();
-      const lines = await uploading.catch(() => undefined);
-      this.updateSend();
-      this.opts.say('');
-      if (!lines) return;
-      message = typed ? `${typed}\n\n${lines.join('\n')}` : lines.join('\n');
-      if (!this.checkLength(message)) return;
-      attachments.clear();
-    }
+    const message = await this.withAttachments(typed);
+    if (message === undefined) return;
     input.value = '';
     await this.opts.send(message);
+  }
+
+  /**
+   * Files first (into uploads/), then the message naming them under `typed`; undefined when an
+   * upload failed or the whole is too long (the files stay attached, the caller keeps the text).
+   */
+  private async withAttachments(typed: string): Promise<string | undefined> {
+    const { attachments } = this;
+    if (attachments.count === 0) return typed;
+    this.opts.say('Uploading the attached files…');
+    const uploading = attachments.upload();
+    this.updateSend();
+    const lines = await uploading.catch(() => undefined);
+    this.updateSend();
+    this.opts.say('');
+    if (!lines) return undefined;
+    const message = typed ? `${typed}\n\n${lines.join('\n')}` : lines.join('\n');
+    if (!this.checkLength(message)) return undefined;
+    attachments.clear();
+    return message;
   }
 
   /** Once the chat has loaded: the message that waited for it goes. */
   sendQueued(): void {
     if (this.opts.loading() || this.sending || this.queued === undefined) return;
-    const message = this.queued;
+    const typed = this.queued;
     this.queued = undefined;
     this.queuedNote.textContent = '';
-    void this.opts.send(message);
+    void this.withAttachments(typed).then((message) => {
+      if (message === undefined) this.restore(typed);
+      else if (message) return this.opts.send(message);
+    });
   }
 }
