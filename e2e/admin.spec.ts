@@ -34,6 +34,12 @@ test('an admin finds a user, bans them (their sign-in is refused), unbans them, 
   await expect(admin.getByTestId('signed-in')).toContainText('Signed in');
   await admin.goto('/admin');
   await expect(admin.getByRole('alert').filter({ hasText: 'two-step verification' }).first()).toBeVisible();
+  // The refusal makes the page refresh its tokens (api.ts, secondFactorRequired). Leaving the page
+  // while that refresh is in flight loses the rotated pair: the server has moved on, the browser
+  // keeps the spent token, and its next refresh is taken for a reuse, which signs it out (the
+  // clean-clone CI saw the sign-in page here; docs/security.md, "Not covered"). Here the page is left
+  // once it is quiet.
+  await admin.waitForLoadState('networkidle');
   await admin.goto('/account');
   await enrolAuthenticator(admin);
   await admin.getByTestId('recovery-codes-saved').click();
