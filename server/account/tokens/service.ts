@@ -222,7 +222,7 @@ export class TokenService {
     if (!session.active) throw unauthorized('The session has ended', 'SESSION_REVOKED');
     const aal = claims.aal ?? session.aal ?? undefined;
     if (aal === 'aal1' && !options.firstFactorOnly) throw mfaRequired();
-    if (options.seen) this.usage.note(claims, options.seen);
+    if (options.seen) this.usage.note(claims.sessionId, options.seen);
     return aal === claims.aal ? claims : { ...claims, aal };
   }
 

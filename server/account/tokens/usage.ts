@@ -1,15 +1,16 @@
 /**
- * When and from where each session was last used, for the session list, and when each user was
- * last active, for the admin list, without a database write on the token paths: a protected call
- * notes its session (and user) in memory (a Map lookup), at most once a minute per session, a
- * refresh notes its user, and a background flush writes every note in one statement per table.
+ * When and from where each session was last used, for the session list, and when each user last
+ * refreshed, for the admin list's "last active", without a database write on the token paths: a
+ * protected call notes its session in memory (a Map lookup), at most once a minute per session,
+ * a refresh notes its user, and a background flush writes every note in one statement per table.
  * Refreshes leave the session alone here: rotation already writes `rotated_at` (sessions.ts).
  *
  * A user's `last_active_at` is kept to the minute: a note within a minute of the stored stamp
  * leaves the row alone, since the column is indexed for the admin list and every write of it is a
- * new row version with new index entries. It was once written by the refresh statement itself,
- * whose extra data-changing part (users and all its indexes opened on every refresh, written or
- * not) cost a refresh about an eighth of its CPU.
+ * new row version with new index entries (which is also why protected calls do not note users: a
+ * user active all day would rewrite the row every minute or two, not at each refresh). It was once
+ * written by the refresh statement itself, whose extra data-changing part (users and all its
+ * indexes opened on every refresh, written or not) cost a refresh about an eighth of its CPU.
  *
  * Losing the notes of the last minute when an instance stops (`close` flushes them) would only
  * make "last used" or "last active" a minute older; nothing security-relevant depends on them.
@@ -20,7 +21,7 @@ import type { SessionStore } from './sessions.js';
 export const USAGE_INTERVAL_MS = 60_000;
 
 /** How fresh a stored `last_active_at` a newer note leaves alone. */
-export const LAST_ACTIVE_RESOLUTION_MS = 60_000;
+const LAST_ACTIVE_RESOLUTION_MS = 60_000;
 
 interface Seen extends ClientInfo {
   at: Date;
@@ -44,16 +45,15 @@ export class SessionUsage {
   }
 
   /** A protected call's use of its session. `seen.client` is read only when the use is noted: working out the address costs a little. */
-  note(session: { sessionId: string; userId: string }, seen: { readonly client: ClientInfo }, now = Date.now()): void {
-    const last = this.noted.get(session.sessionId);
+  note(sessionId: string, seen: { readonly client: ClientInfo }, now = Date.now()): void {
+    const last = this.noted.get(sessionId);
     if (last !== undefined && now - last < USAGE_INTERVAL_MS) return;
     if (this.noted.size >= this.maxEntries) this.noted.clear();
-    this.noted.set(session.sessionId, now);
-    this.pending.set(session.sessionId, { ...seen.client, at: new Date(now) });
-    this.noteActive(session.userId, now);
+    this.noted.set(sessionId, now);
+    this.pending.set(sessionId, { ...seen.client, at: new Date(now) });
   }
 
-  /** The user was active (a refresh, a noted call). */
+  /** The user refreshed a session. */
   noteActive(userId: string, now = Date.now()): void {
     if (this.active.size >= this.maxEntries && !this.active.has(userId)) return;
     this.active.set(userId, new Date(now));
