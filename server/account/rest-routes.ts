@@ -5,7 +5,7 @@
  * request to the agent proxy (server/account/agents/proxy/http-proxy.ts), and the API reference
  * (`/docs`, rest-bridge/api-docs.ts).
  */
-import type { IRouter, Request } from 'express';
+import type { IRouter, Request, Response } from 'express';
 import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
 import { proxyToOwnAgent, type ProxyServices } from './agents/proxy/http-proxy.js';
@@ -33,7 +33,7 @@ const ACCOUNT_ERRORS: ServiceErrorCodes = {
 
 export function mountAccountBridge(
   api: IRouter,
-  services: ProxyServices & Pick<AccountServices, 'bots' | 'connectors' | 'config'>,
+  services: ProxyServices & Pick<AccountServices, 'bots' | 'connectors' | 'config' | 'rateLimits'>,
   contextFor: (req: Request) => AccountContext,
   baseUrl: string,
 ): void {
@@ -85,16 +85,20 @@ export function mountAccountBridge(
  * page. Both steps need the browser's sign-in cookie (connectors/sign-in-cookie.ts). Failures
  * land on that page too, with the reason.
  */
-function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices, 'connectors' | 'config'>): void {
-  const { connectors, config } = services;
+function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices, 'connectors' | 'config' | 'rateLimits'>): void {
+  const { connectors, config, rateLimits } = services;
   const page = (params: Record<string, string>) => `${config.frontendUrl}/connectors?${new URLSearchParams(params)}`;
   const browserOf = (req: Request) => parseCookies(req.get('cookie'))[SIGN_IN_COOKIE];
+  // Counted before the look-up, like every sign-in step; a refusal lands on the page like any other failure.
+  const admit = (req: Request, res: Response) =>
+    rateLimits.consume('connectors.browser', rateLimits.clientKey(req.ip ?? 'unknown'), (name, value) => res.setHeader(name, value));
   table.add(
     'get',
     '/connectors/{id}/authorize',
     [
       async (req, res) => {
         try {
+          await admit(req, res);
           const { location } = await connectors.openTicket(String(req.params.id), String(req.query.ticket ?? ''), browserOf(req));
           res.redirect(302, location);
         } catch (error) {
@@ -113,6 +117,7 @@ function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices,
       );
       // The cookie stays until it expires: another sign-in of this browser may still be under way.
       try {
+        await admit(req, res);
         res.redirect(302, (await connectors.finishSignIn(query, browserOf(req))).location);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;

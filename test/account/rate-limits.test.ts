@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { redisReachable } from '../support/redis.js';
@@ -27,6 +27,29 @@ describe('rate limits (memory store)', () => {
     expect(await limited.json()).toMatchObject({ code: 'RATE_LIMITED', detail: expect.any(String) });
     // Another client is not affected.
     expect((await post(`${account.url}/api/v1/auth/guest`, { device_id: testDeviceId('rl-y') }, { 'x-forwarded-for': '203.0.113.8' })).status).toBe(200);
+  });
+
+  it("limits a connector sign-in's browser steps to 30 a minute per IP, both steps in one count, and says so on the Connectors page", async () => {
+    const from = { 'x-forwarded-for': '203.0.113.10' };
+    const step = (path: string, headers = from) => fetch(`${account.url}/api/v1${path}`, { redirect: 'manual', headers });
+    const reasonOf = (answer: Response) => new URL(answer.headers.get('location') ?? '', account.url).searchParams.get('error') ?? '';
+    const reasons: string[] = [];
+    for (let i = 0; i < 15; i++) {
+      // Unknown tickets and states: each one a store look-up, which is what the limit bounds.
+      const opened = await step(`/connectors/${randomUUID()}/authorize?ticket=t${i}`);
+      expect(opened.headers.get('ratelimit-remaining')).toBe(String(29 - 2 * i));
+      reasons.push(reasonOf(opened));
+      reasons.push(reasonOf(await step(`/connectors/callback?state=s${i}&code=c`)));
+    }
+    expect(reasons.every((reason) => /unknown/.test(reason))).toBe(true);
+    for (const path of [`/connectors/${randomUUID()}/authorize?ticket=t`, '/connectors/callback?state=s&code=c']) {
+      const refused = await step(path);
+      expect(refused.status).toBe(302);
+      expect(new URL(refused.headers.get('location') ?? '').pathname).toBe('/connectors');
+      expect(reasonOf(refused)).toMatch(/^Too many requests; try again in \d+ s$/);
+    }
+    // Another client is not affected.
+    expect(reasonOf(await step('/connectors/callback?state=s&code=c', { 'x-forwarded-for': '203.0.113.11' }))).toMatch(/unknown/);
   });
 
   it('counts over tRPC the same way', async () => {

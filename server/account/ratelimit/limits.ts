@@ -38,6 +38,8 @@ export const RATE_LIMITS = {
   'auth.mfa.account': 5,
   'auth.refresh': 20,
   'auth.oauth': 30,
+  /** The browser steps of a connector's sign-in (`/connectors/{id}/authorize`, `/connectors/callback`): each looks a one-time ticket or state up. */
+  'connectors.browser': 30,
   'auth.mobile': 10,
   'auth.logout': 20,
   'auth.logout.all': 20,
