@@ -234,8 +234,7 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
           const order = SIDES.map((_, i) => SIDES[(i + round + slice) % SIDES.length]!);
           for (const side of order) {
             const opts = { ...optionsOf(side, what), duration: seconds / SLICES };
-            // Settled before the measured window opens: the check reads our /metrics, which asks
-            // every agent running here for its series, CPU that is the harness's, not a request's.
+            // Settled before the measured window opens: the check's CPU is the harness's, not a request's.
             await settled();
             slices[side].push(await probe.around(() => loadOnce(RUN_NAMES[side][what], opts, true), servers[side]));
           }
