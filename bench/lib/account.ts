@@ -60,8 +60,9 @@ export async function startAccountService(env: Record<string, string>, again?: R
  * land in no side's measured run. False when it did not settle in time. Read from `/metrics` in
  * JSON, which holds the account's own series only: the text form also asks every agent running
  * here for its series (≈ 2 ms of the account's CPU per agent), and with the twenty-odd agents a
- * bench:check claims, the tail of that work landed in the next measured slice: ≈ 60 µs per guest
- * sign-in of ours, about half of what the warm pool seemed to cost.
+ * bench:check claims, the tail of that work landed in the next measured slice: ours with its warm
+ * pool against ours without, polled that way, cost ≈ 110 µs more per guest sign-in; polled in
+ * JSON, nothing more (docs/performance.md).
  */
 export async function agentsSettled(url: string, pooled: number, timeoutMs = 60_000): Promise<boolean> {
   type Series = Array<{ name: string; values: Array<{ value: number }> }>;
@@ -147,7 +148,7 @@ export function ourWorkload(url: string, runId: string) {
     signIn,
     prepare() {
       if (!meTokens.length) meTokens = pairs.slice(0, 256).map((p) => `Bearer ${p.access_token}`);
-      for (const pair of pairs.splice(0, REFRESH_SESSIONS - refreshPool.size)) refreshPool.put(pair.refresh_token);
+      for (const pair of pairs.slice(0, REFRESH_SESSIONS - refreshPool.size)) refreshPool.put(pair.refresh_token);
       pairs.length = 0;
     },
     refresh: {

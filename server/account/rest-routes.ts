@@ -5,11 +5,12 @@
  * request to the agent proxy (server/account/agents/proxy/http-proxy.ts), and the API reference
  * (`/docs`, rest-bridge/api-docs.ts).
  */
-import type { IRouter, Request, Response } from 'express';
+import type { IRouter, Request } from 'express';
 import { accountRouter } from './router.js';
 import type { AccountContext } from './trpc.js';
 import { proxyToOwnAgent, type ProxyServices } from './agents/proxy/http-proxy.js';
 import { parseCookies } from './auth/oauth/cookies.js';
+import { AccountRequest } from './request.js';
 import { SIGN_IN_COOKIE } from './connectors/sign-in-cookie.js';
 import type { AccountServices } from './services.js';
 import { AppError, notFound } from '../common/errors.js';
@@ -89,16 +90,19 @@ function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices,
   const { connectors, config, rateLimits } = services;
   const page = (params: Record<string, string>) => `${config.frontendUrl}/connectors?${new URLSearchParams(params)}`;
   const browserOf = (req: Request) => parseCookies(req.get('cookie'))[SIGN_IN_COOKIE];
-  // Counted before the look-up, like every sign-in step; a refusal lands on the page like any other failure.
-  const admit = (req: Request, res: Response) =>
-    rateLimits.consume('connectors.browser', rateLimits.clientKey(req.ip ?? 'unknown'), (name, value) => res.setHeader(name, value));
+  // Counted before the look-up, like every sign-in step (trpc.ts, rateLimited: the same client
+  // address and RateLimit-* headers); a refusal lands on the page like any other failure.
+  const admit = (req: Request) => {
+    const request = new AccountRequest(req);
+    return rateLimits.consume('connectors.browser', rateLimits.clientKey(request.ip), request.setHeader);
+  };
   table.add(
     'get',
     '/connectors/{id}/authorize',
     [
       async (req, res) => {
         try {
-          await admit(req, res);
+          await admit(req);
           const { location } = await connectors.openTicket(String(req.params.id), String(req.query.ticket ?? ''), browserOf(req));
           res.redirect(302, location);
         } catch (error) {
@@ -117,7 +121,7 @@ function mountConnectorSignIn(table: RouteTable, services: Pick<AccountServices,
       );
       // The cookie stays until it expires: another sign-in of this browser may still be under way.
       try {
-        await admit(req, res);
+        await admit(req);
         res.redirect(302, (await connectors.finishSignIn(query, browserOf(req))).location);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
