@@ -82,6 +82,8 @@ export interface PathRound {
   cpuUs: Record<Side, number>;
   /** Requests in each of the side's slices, in the order they ran (reqPerSec is the median slice's rate). */
   slices: Record<Side, number[]>;
+  /** CPU ms our local agents spent during the side's slices (bench/lib/conditions.ts says why they do). */
+  agentsCpuMs: Record<Side, number>;
 }
 
 export interface PeerResults {
@@ -120,6 +122,7 @@ function joinSlices(name: string, slices: Measured[]): Measured {
     loadAverage: Math.round((slices.reduce((n, r) => n + (r.loadAverage ?? 0), 0) / slices.length) * 10) / 10,
     checkpoint: slices.some((r) => r.checkpoint),
     cpuMs: slices.reduce((n, r) => n + (r.cpuMs ?? 0), 0),
+    agentsCpuMs: slices.reduce((n, r) => n + (r.agentsCpuMs ?? 0), 0),
   };
 }
 
@@ -219,7 +222,7 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
 
     const raw: Record<string, Measured[]> = {};
     const add = (key: string, row: Measured) => (raw[key] ??= []).push(row);
-    const probe = await conditionsProbe(usePostgres ? postgresServerUrl() : undefined);
+    const probe = await conditionsProbe(usePostgres ? postgresServerUrl() : undefined, ours.child.pid);
     cleanups.push(async () => probe.close());
     for (let round = 0; round < rounds; round++) {
       console.log(`round ${round + 1}/${rounds}`);
@@ -282,6 +285,7 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
           checkpoint: perSide((r) => r.checkpoint ?? false, what, i),
           cpuUs: perSide((r) => Math.round(((r.cpuMs ?? 0) * 1000) / Math.max(1, r.total)), what, i),
           slices: perSide((r) => r.slices ?? [], what, i),
+          agentsCpuMs: perSide((r) => r.agentsCpuMs ?? 0, what, i),
         })),
       ]),
     ) as PeerResults['roundsByPath'];
@@ -353,9 +357,10 @@ export function printPeerTables(peer: PeerResults, options: Pick<PeerOptions, 's
     ),
   );
   console.log(
-    '\nRound by round: req/s, CPU µs per request (the process and its PostgreSQL backends), the 1-minute load average during the run (* a PostgreSQL checkpoint during it):',
+    "\nRound by round: req/s, CPU µs per request (the process and its PostgreSQL backends), the 1-minute load average during the run (* a PostgreSQL checkpoint during it), our agents' CPU ms during it:",
   );
-  const cell = (r: PathRound, side: Side) => `${r.reqPerSec[side]}/s, ${r.cpuUs[side]} µs (${r.loadAverage[side]}${r.checkpoint[side] ? '*' : ''})`;
+  const cell = (r: PathRound, side: Side) =>
+    `${r.reqPerSec[side]}/s, ${r.cpuUs[side]} µs (${r.loadAverage[side]}${r.checkpoint[side] ? '*' : ''}; agents ${r.agentsCpuMs[side]} ms)`;
   console.log(
     table(
       ['path', 'round', 'ours', 'Better Auth', 'baseline'],

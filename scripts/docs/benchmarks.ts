@@ -165,7 +165,14 @@ interface CheckResults {
     sinceBaseline: { commit: string; rows: Array<{ what: string; rounds: number[] }> };
     roundsByPath: Record<
       CheckPath,
-      Array<{ round: number; reqPerSec: Record<CheckSide, number>; loadAverage: Record<CheckSide, number>; cpuUs: Record<CheckSide, number> }>
+      Array<{
+        round: number;
+        reqPerSec: Record<CheckSide, number>;
+        loadAverage: Record<CheckSide, number>;
+        cpuUs: Record<CheckSide, number>;
+        /** Recorded since the agents' CPU was probed: older results lack it. */
+        agentsCpuMs?: Record<CheckSide, number>;
+      }>
     >;
   };
 }
@@ -303,13 +310,20 @@ export function renderBenchmarksPage(): string {
         goalCell(check.peer.sinceBaseline.rows[i]!.rounds, check.peer.goals[what].baseline) || eachRound(check.peer.sinceBaseline.rows[i]!.rounds),
       ]),
     ),
-    `Round by round: requests per second, CPU µs per request (the server process and its PostgreSQL backends) and the 1-minute load average during the side's turns; ours / Better Auth / baseline (\`${check.peer.sinceBaseline.commit}\`):`,
+    `Round by round: requests per second, CPU µs per request (the server process and its PostgreSQL backends), the 1-minute load average during the side's turns and the CPU ms our local agents spent during them (their heaps shrinking after a start: [Performance](performance.md)); ours / Better Auth / baseline (\`${check.peer.sinceBaseline.commit}\`):`,
     table(
-      ['path', 'round', 'req/s', 'CPU µs per request', 'load average (our turns)'],
+      ['path', 'round', 'req/s', 'CPU µs per request', 'load average (our turns)', "our agents' CPU ms"],
       paths.flatMap((what, i) =>
         check.peer.roundsByPath[what].map((r) => {
           const sides = (pick: Record<CheckSide, number>) => (['ours', 'peer', 'baseline'] as const).map((side) => fmt(pick[side])).join(' / ');
-          return [check.peer.sinceBaseline.rows[i]!.what, r.round, sides(r.reqPerSec), sides(r.cpuUs), r.loadAverage.ours];
+          return [
+            check.peer.sinceBaseline.rows[i]!.what,
+            r.round,
+            sides(r.reqPerSec),
+            sides(r.cpuUs),
+            r.loadAverage.ours,
+            r.agentsCpuMs ? sides(r.agentsCpuMs) : '',
+          ];
         }),
       ),
       [1],
