@@ -13,7 +13,10 @@
  * Our service runs with its warm pool (AGENT_WARM_POOL=POOL_SIZE, the default on a machine with
  * memory to spare): a new guest's sign-in claims a pooled agent and the pool refills after a run of
  * sign-ups. Every run waits until no agent is starting and the pool is full, so that a pooled
- * start (a second or so of CPU) falls in no side's measured run.
+ * start (a second or so of CPU) falls in no side's measured run. The agents those sign-ins claim
+ * are never used, and stop after AGENT_IDLE_SECONDS instead of the default half hour: left
+ * running, the twenty-odd of them idled on and gave back their start-up heaps in the later runs of
+ * every side (bench/lib/conditions.ts), 20–460 ms of CPU per side and round; stopped, 0–170 ms.
  *
  * Used by `npm run bench` (bench/run.ts) and `npm run bench:check` (bench/check.ts).
  */
@@ -33,6 +36,8 @@ import { load, median, medianRow, printRow, spawnServer, stop, table, waitForHtt
 export const BASELINE_COMMIT = process.env.BENCH_TOKENS_BASELINE ?? 'fca629c';
 /** Our warm pool in the rounds. */
 const POOL_SIZE = 2;
+/** How long the agents our sign-ins claim (and never use) keep running: see above. */
+const AGENT_IDLE_SECONDS = 2;
 const CONNECTIONS = 32;
 /** Turns per side and round (see the rounds below). */
 const SLICES = 3;
@@ -173,7 +178,11 @@ export async function peerComparison(options: PeerOptions): Promise<PeerResults>
   };
   const startOurs = async (side: 'ours' | 'baseline', tree?: string) => {
     const env = await database();
-    const started = await startAccountService({ ...env, ...(tree ? {} : { AGENT_WARM_POOL: String(POOL_SIZE) }) }, undefined, tree);
+    const started = await startAccountService(
+      { ...env, ...(tree ? {} : { AGENT_WARM_POOL: String(POOL_SIZE), AGENT_IDLE_TIMEOUT: String(AGENT_IDLE_SECONDS) }) },
+      undefined,
+      tree,
+    );
     children.push(started.child);
     cleanups.push(() => rm(started.dataDir, { recursive: true, force: true }));
     measured(side, started.child, env);
