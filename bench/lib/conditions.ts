@@ -10,10 +10,10 @@
  * threads), so the agents a run of sign-ins claimed and the pool started again spend CPU in later
  * runs, of any side (docs/performance.md).
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import pg from 'pg';
-import { cpuMsOf } from './harness.js';
+import { cpuMsOf, processStat } from './harness.js';
 
 export interface Conditions {
   loadAverage: number;
@@ -24,20 +24,20 @@ export interface Conditions {
   agentsCpuMs?: number;
 }
 
-/** user + system CPU ms of a process from its /proc stat fields (100 ticks a second), with its parent. */
-async function statOf(pid: string): Promise<{ parent: string; cpuMs: number } | undefined> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.split(' ') ?? [];
-  return fields.length ? { parent: fields[1] ?? '', cpuMs: (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10 } : undefined;
-}
-
-/** CPU ms so far of each process below `root` (not `root` itself), by pid. */
+/**
+ * CPU ms so far of each process below `root` (not `root` itself), by pid. Every process's stat is
+ * read, since finding a process's children needs /proc/<pid>/task/<tid>/children, which not every
+ * kernel has (this machine's does not).
+ */
 async function descendantsCpuMs(root: number): Promise<Map<number, number>> {
+  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
   const stats = new Map<string, { parent: string; cpuMs: number }>();
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const stat = await statOf(pid);
-    if (stat) stats.set(pid, stat);
-  }
+  await Promise.all(
+    pids.map(async (pid) => {
+      const stat = await processStat(pid);
+      if (stat) stats.set(pid, stat);
+    }),
+  );
   const below = (pid: string): boolean => {
     for (let parent = stats.get(pid)?.parent; parent && parent !== '0'; parent = stats.get(parent)?.parent) if (parent === String(root)) return true;
     return false;
@@ -71,7 +71,7 @@ export async function conditionsProbe(postgresUrl: string | undefined, agentsOf?
     if (!client || !database) return spent;
     const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
     for (const { pid } of rows) {
-      const stat = await statOf(String(pid));
+      const stat = await processStat(pid);
       if (stat) spent.set(pid, stat.cpuMs);
     }
     return spent;

@@ -74,10 +74,17 @@ export async function rssOf(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
 }
 
-/** CPU time (user + system) the process has used, in ms (from /proc/<pid>/stat, 100 ticks/s). */
+/** A process's parent and the CPU time (user + system) it has used, in ms (/proc/<pid>/stat, 100 ticks/s); undefined once it is gone. */
+export async function processStat(pid: number | string): Promise<{ parent: string; cpuMs: number } | undefined> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.split(' ') ?? [];
+  return fields.length ? { parent: fields[1] ?? '', cpuMs: (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10 } : undefined;
+}
+
+/** CPU time (user + system) a running process has used, in ms. */
 export async function cpuMsOf(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  const stat = await processStat(pid);
+  if (!stat) throw new Error(`process ${pid} is gone`);
+  return stat.cpuMs;
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;

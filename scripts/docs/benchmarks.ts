@@ -170,8 +170,7 @@ interface CheckResults {
         reqPerSec: Record<CheckSide, number>;
         loadAverage: Record<CheckSide, number>;
         cpuUs: Record<CheckSide, number>;
-        /** Recorded since the agents' CPU was probed: older results lack it. */
-        agentsCpuMs?: Record<CheckSide, number>;
+        agentsCpuMs: Record<CheckSide, number>;
       }>
     >;
   };
@@ -312,18 +311,11 @@ export function renderBenchmarksPage(): string {
     ),
     `Round by round: requests per second, CPU µs per request (the server process and its PostgreSQL backends), the 1-minute load average during the side's turns and the CPU ms our local agents spent during them (their heaps shrinking after a start: [Performance](performance.md)); ours / Better Auth / baseline (\`${check.peer.sinceBaseline.commit}\`):`,
     table(
-      ['path', 'round', 'req/s', 'CPU µs per request', 'load average (our turns)', "our agents' CPU ms"],
+      ['path', 'round', 'req/s', 'CPU µs per request', 'load average (our turns)', "our agents' CPU ms in each side's turns"],
       paths.flatMap((what, i) =>
         check.peer.roundsByPath[what].map((r) => {
           const sides = (pick: Record<CheckSide, number>) => (['ours', 'peer', 'baseline'] as const).map((side) => fmt(pick[side])).join(' / ');
-          return [
-            check.peer.sinceBaseline.rows[i]!.what,
-            r.round,
-            sides(r.reqPerSec),
-            sides(r.cpuUs),
-            r.loadAverage.ours,
-            r.agentsCpuMs ? sides(r.agentsCpuMs) : '',
-          ];
+          return [check.peer.sinceBaseline.rows[i]!.what, r.round, sides(r.reqPerSec), sides(r.cpuUs), r.loadAverage.ours, sides(r.agentsCpuMs)];
         }),
       ),
       [1],
