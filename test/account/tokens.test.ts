@@ -1,7 +1,6 @@
-import { createHash, generateKeyPairSync, verify } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { generateKeyPair, SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIGN_IN_PLACE_MAX_MICROS, signers, signingMicros, signingPlace } from '../../server/account/tokens/jwt.js';
 import { revokeIfStolen } from '../../server/account/tokens/sessions.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
@@ -289,27 +288,5 @@ describe.each(kinds)('tokens on %s', (kind) => {
       expect(res.status).toBe(401);
       expect(await res.json()).toMatchObject({ code: 'TOKEN_EXPIRED' });
     });
-  });
-});
-
-describe('where a token is signed (tokens/jwt.ts)', () => {
-  it('a key signs in place when a signature is cheap on this CPU, on the thread pool when it is not', () => {
-    expect(signingPlace(SIGN_IN_PLACE_MAX_MICROS - 8)).toBe('in place');
-    expect(signingPlace(SIGN_IN_PLACE_MAX_MICROS)).toBe('in place');
-    expect(signingPlace(SIGN_IN_PLACE_MAX_MICROS + 0.5)).toBe('pool');
-    expect(signingPlace(130)).toBe('pool');
-    const { privateKey } = generateKeyPairSync('ed25519');
-    const micros = signingMicros(privateKey);
-    expect(micros).toBeGreaterThan(0);
-    expect(micros).toBeLessThan(100_000);
-  });
-
-  it('both places make the same Ed25519 signature, which the public key verifies', async () => {
-    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    const data = Buffer.from('header.payload');
-    const [inPlace, onPool] = await Promise.all([signers['in place'](privateKey)(data), signers.pool(privateKey)(data)]);
-    expect(inPlace.equals(onPool)).toBe(true);
-    expect(verify(null, data, publicKey, inPlace)).toBe(true);
-    expect(verify(null, Buffer.from('header.payloaD'), publicKey, onPool)).toBe(false);
   });
 });
