@@ -26,6 +26,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import type autocannon from 'autocannon';
 import { createTestDatabase, postgresServerUrl, type TestDatabase } from '../test/support/postgres.js';
+import { buildIfStale } from '../scripts/build.js';
 import { freePort } from '../server/common/net.js';
 import { agentsSettled, jsonHeaders, ourWorkload, startAccountService } from './lib/account.js';
 import { baselineTree, shortCommit } from './lib/baseline.js';
@@ -163,6 +164,9 @@ function peerWorkload(url: string) {
 
 export async function peerComparison(options: PeerOptions): Promise<PeerResults> {
   const { seconds, rounds, usePostgres } = options;
+  // Our pooled agents run from the build, as in production: from stale sources they would start
+  // through tsx, with many times the CPU, and give it back as noise in later runs.
+  await buildIfStale({ web: false });
   const children: ChildProcess[] = [];
   const cleanups: Array<() => Promise<unknown>> = [];
   const database = async (): Promise<Record<string, string>> => {
