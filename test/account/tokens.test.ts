@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync, verify } from 'node:crypto';
 import { generateKeyPair, SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SIGN_IN_PLACE_MAX_CORES, SIGN_IN_PLACE_MAX_MICROS, signers, signingMicros, signingPlace } from '../../server/account/tokens/jwt.js';
 import { revokeIfStolen } from '../../server/account/tokens/sessions.js';
 import { accountStoreKinds } from '../support/postgres.js';
 import { startTestAccount, type TestAccount } from '../support/servers.js';
@@ -288,5 +289,37 @@ describe.each(kinds)('tokens on %s', (kind) => {
       expect(res.status).toBe(401);
       expect(await res.json()).toMatchObject({ code: 'TOKEN_EXPIRED' });
     });
+  });
+});
+
+describe('where a token is signed (tokens/jwt.ts)', () => {
+  it('a key signs in place on few cores when a signature is cheap there, on the thread pool otherwise', () => {
+    const cheap = () => SIGN_IN_PLACE_MAX_MICROS - 8;
+    expect(signingPlace(SIGN_IN_PLACE_MAX_CORES, cheap)).toBe('in place');
+    expect(signingPlace(1, () => SIGN_IN_PLACE_MAX_MICROS)).toBe('in place');
+    expect(signingPlace(SIGN_IN_PLACE_MAX_CORES, () => SIGN_IN_PLACE_MAX_MICROS + 0.5)).toBe('pool');
+    expect(signingPlace(SIGN_IN_PLACE_MAX_CORES, () => 130)).toBe('pool');
+    // With cores to spare the pool's thread runs beside the event loop: nothing is timed.
+    let timed = 0;
+    expect(
+      signingPlace(SIGN_IN_PLACE_MAX_CORES + 1, () => {
+        timed++;
+        return 1;
+      }),
+    ).toBe('pool');
+    expect(timed).toBe(0);
+    const { privateKey } = generateKeyPairSync('ed25519');
+    const micros = signingMicros(privateKey);
+    expect(micros).toBeGreaterThan(0);
+    expect(micros).toBeLessThan(100_000);
+  });
+
+  it('both places make the same Ed25519 signature, which the public key verifies', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const data = Buffer.from('header.payload');
+    const [inPlace, onPool] = await Promise.all([signers['in place'](privateKey)(data), signers.pool(privateKey)(data)]);
+    expect(inPlace.equals(onPool)).toBe(true);
+    expect(verify(null, data, publicKey, inPlace)).toBe(true);
+    expect(verify(null, Buffer.from('header.payloaD'), publicKey, onPool)).toBe(false);
   });
 });

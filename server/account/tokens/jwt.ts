@@ -9,6 +9,7 @@
  * do not: a refresh takes the level from the session row, as it takes `guest` from the user's.
  */
 import { randomUUID, sign as signBytes, verify as verifyBytes, type KeyObject } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import { unauthorized } from '../../common/errors.js';
 import { TOKEN_ALG, type SigningKeys } from './keys.js';
@@ -54,14 +55,65 @@ export interface RefreshClaims extends SessionSubject {
 const base64url = (json: object) => Buffer.from(JSON.stringify(json)).toString('base64url');
 
 /*
- * Ed25519 through node:crypto's callback form, which runs the signature math on libuv's thread
- * pool: the event loop only hands the job over. Measured on the 2-core development machine: a
- * sign costs the event loop ≈ 6–12 µs this way against ≈ 45 µs in place, a verify ≈ 7–25 µs
- * against ≈ 130 µs, so a busy service spends its one JS thread on requests and the math goes to
- * another core. (WebCrypto, which jose uses, also runs on the pool but costs far more per call in JS.)
+ * Where an Ed25519 signature is computed. node:crypto's callback form runs the math on libuv's
+ * thread pool: the event loop only hands the job over, but the hand-off itself (the job, a pool
+ * thread woken, its callback queued back) costs CPU and, when no core is idle, a thread switch.
+ * Which is cheaper depends on the CPU and on the cores:
+ * - where a signature took ≈ 45 µs in place (the 2-core machine of commit 7ffba25), the pool won:
+ *   the event loop paid ≈ 6–12 µs per signature instead, and refresh went from 1,100–1,150 to
+ *   1,430–1,490 a second;
+ * - where it takes ≈ 22 µs (the 2-core machines of 2026-11-30), signing in place gave 7–13 % more
+ *   guest sign-ins and 26 % more refreshes a second than the pool form of the same tree
+ *   (alternating 1 s runs, docs/performance.md): with the service, PostgreSQL and the clients on
+ *   two cores, the pool's thread finds none idle, and the hand-off cost more than the math;
+ * - with cores to spare, the pool's thread runs beside the event loop, and the event loop, the one
+ *   thread a Node service cannot add, pays only the hand-off.
+ * So on at most SIGN_IN_PLACE_MAX_CORES cores the first signature with a key times a few in
+ * place, and the key signs in place when one costs at most SIGN_IN_PLACE_MAX_MICROS (between the
+ * two machines); everywhere else on the pool. Verification costs ≈ 60 µs even on the faster CPU
+ * and stays on the pool: in place, refresh was 5 % slower there.
  */
-const signEd25519 = (data: Buffer, key: KeyObject) =>
-  new Promise<Buffer>((resolve, reject) => signBytes(null, data, key, (error, signature) => (error ? reject(error) : resolve(signature))));
+export const SIGN_IN_PLACE_MAX_MICROS = 30;
+export const SIGN_IN_PLACE_MAX_CORES = 2;
+/** Signatures timed per key (the first few warm the code and caches up and are not counted). */
+const CALIBRATION_WARM_UP = 4;
+const CALIBRATION_SAMPLES = 9;
+
+type Signer = (data: Buffer) => Promise<Buffer>;
+export type SigningPlace = 'in place' | 'pool';
+
+export const signers: Record<SigningPlace, (key: KeyObject) => Signer> = {
+  'in place': (key) => async (data) => signBytes(null, data, key),
+  pool: (key) => (data) =>
+    new Promise<Buffer>((resolve, reject) => signBytes(null, data, key, (error, signature) => (error ? reject(error) : resolve(signature)))),
+};
+
+/** The median time of one in-place signature with `key`, in µs. */
+export function signingMicros(key: KeyObject): number {
+  const data = Buffer.alloc(320, 'x');
+  const times: number[] = [];
+  for (let i = 0; i < CALIBRATION_WARM_UP + CALIBRATION_SAMPLES; i++) {
+    const started = process.hrtime.bigint();
+    signBytes(null, data, key);
+    if (i >= CALIBRATION_WARM_UP) times.push(Number(process.hrtime.bigint() - started) / 1000);
+  }
+  return times.sort((a, b) => a - b)[CALIBRATION_SAMPLES >> 1] as number;
+}
+
+/** Where a key signs on `cores` cores: `micros` (signingMicros) is only measured where it can matter. */
+export const signingPlace = (cores: number, micros: () => number): SigningPlace =>
+  cores <= SIGN_IN_PLACE_MAX_CORES && micros() <= SIGN_IN_PLACE_MAX_MICROS ? 'in place' : 'pool';
+
+const signerOfKey = new WeakMap<KeyObject, Signer>();
+
+function signEd25519(data: Buffer, key: KeyObject): Promise<Buffer> {
+  let signer = signerOfKey.get(key);
+  if (!signer) {
+    signer = signers[signingPlace(availableParallelism(), () => signingMicros(key))](key);
+    signerOfKey.set(key, signer);
+  }
+  return signer(data);
+}
 
 const verifyEd25519 = (data: Buffer, key: KeyObject, signature: Buffer) =>
   new Promise<boolean>((resolve, reject) => verifyBytes(null, data, key, signature, (error, valid) => (error ? reject(error) : resolve(valid))));
@@ -111,7 +163,7 @@ export const tokenPair = (accessToken: string, refreshToken: string): TokenPair 
 });
 
 export async function signTokenPair(issuer: TokenIssuer, subject: TokenSubject, generation: number, now = nowSeconds()): Promise<TokenPair> {
-  // Both on the thread pool at once.
+  // Both at once when they go to the thread pool.
   const [accessToken, refreshToken] = await Promise.all([signAccessToken(issuer, subject, now), signRefreshToken(issuer, subject, generation, now)]);
   return tokenPair(accessToken, refreshToken);
 }

@@ -15,7 +15,7 @@ export const TOKEN_ALG = 'EdDSA';
 
 export interface SigningKeys {
   kid: string;
-  /** Node key objects: tokens are signed and verified with node:crypto, on libuv's thread pool (jwt.ts says why). */
+  /** Node key objects: tokens are signed and verified with node:crypto (jwt.ts says where and why). */
   privateKey: KeyObject;
   publicKeys: Map<string, KeyObject>;
   /** The public half of every key, as served at /.well-known/jwks.json. */
