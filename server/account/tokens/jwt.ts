@@ -71,7 +71,8 @@ const base64url = (json: object) => Buffer.from(JSON.stringify(json)).toString('
  * So on at most SIGN_IN_PLACE_MAX_CORES cores the first signature with a key times a few in
  * place, and the key signs in place when one costs at most SIGN_IN_PLACE_MAX_MICROS (between the
  * two machines); everywhere else on the pool. Verification costs ≈ 60 µs even on the faster CPU
- * and stays on the pool: in place, refresh was 5 % slower there.
+ * and stays on the pool: in place, refresh was 5 % slower there. (WebCrypto, which jose uses,
+ * also runs on the pool but costs far more per call in JS.)
  */
 export const SIGN_IN_PLACE_MAX_MICROS = 35;
 export const SIGN_IN_PLACE_MAX_CORES = 2;
