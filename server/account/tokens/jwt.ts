@@ -58,21 +58,14 @@ const base64url = (json: object) => Buffer.from(JSON.stringify(json)).toString('
  * Where an Ed25519 signature is computed. node:crypto's callback form runs the math on libuv's
  * thread pool: the event loop only hands the job over, but the hand-off itself (the job, a pool
  * thread woken, its callback queued back) costs CPU and, when no core is idle, a thread switch.
- * Which is cheaper depends on the CPU and on the cores:
- * - where a signature took ≈ 45 µs in place (the 2-core machine of commit 7ffba25), the pool won:
- *   the event loop paid ≈ 6–12 µs per signature instead, and refresh went from 1,100–1,150 to
- *   1,430–1,490 a second;
- * - where it takes ≈ 22 µs (the 2-core machines of 2026-11-30), signing in place gave 7–13 % more
- *   guest sign-ins and 26 % more refreshes a second than the pool form of the same tree
- *   (alternating 1 s runs, docs/performance.md): with the service, PostgreSQL and the clients on
- *   two cores, the pool's thread finds none idle, and the hand-off cost more than the math;
- * - with cores to spare, the pool's thread runs beside the event loop, and the event loop, the one
- *   thread a Node service cannot add, pays only the hand-off.
- * So on at most SIGN_IN_PLACE_MAX_CORES cores the first signature with a key times a few in
- * place, and the key signs in place when one costs at most SIGN_IN_PLACE_MAX_MICROS (between the
- * two machines); everywhere else on the pool. Verification costs ≈ 60 µs even on the faster CPU
- * and stays on the pool: in place, refresh was 5 % slower there. (WebCrypto, which jose uses,
- * also runs on the pool but costs far more per call in JS.)
+ * With cores to spare the pool's thread runs beside the event loop, the one thread a Node service
+ * cannot add, and the pool wins; on two cores shared with PostgreSQL and the clients, a CPU that
+ * signs in ≈ 22 µs did better in place, and one that signed in ≈ 45 µs on the pool (figures:
+ * docs/performance.md, "Where a token is signed"). So on at most SIGN_IN_PLACE_MAX_CORES cores the
+ * first signature with a key times a few in place, and the key signs in place when one costs at
+ * most SIGN_IN_PLACE_MAX_MICROS; everywhere else on the pool. Verification (≈ 60 µs even on the
+ * faster CPU) stays on the pool. WebCrypto, which jose uses, also runs on the pool but costs far
+ * more per call in JS.
  */
 export const SIGN_IN_PLACE_MAX_MICROS = 35;
 export const SIGN_IN_PLACE_MAX_CORES = 2;
