@@ -36,11 +36,17 @@ test('an admin finds a user, bans them (their sign-in is refused), unbans them, 
   // while that refresh is in flight loses the rotated pair: the server has moved on, the browser
   // keeps the spent token, and its next refresh is taken for a reuse, which signs it out (the
   // clean-clone CI saw the sign-in page here; docs/security.md, "Not covered"). Here the page is
-  // left once that refresh has answered.
+  // left once it holds the new pair: the answer's arrival is not enough, the page stores it a
+  // moment later (CI saw that moment lost too, and the sign-in page after the enrolment).
+  const storedRefreshToken = () =>
+    admin.evaluate(() => (JSON.parse(localStorage.getItem('agent.tokens') ?? 'null') as { refresh_token: string } | null)?.refresh_token);
+  const spent = await storedRefreshToken();
   const refreshed = admin.waitForResponse((res) => new URL(res.url()).pathname === '/trpc/tokens.refresh');
   await admin.goto('/admin');
   await expect(admin.getByRole('alert').filter({ hasText: 'two-step verification' }).first()).toBeVisible();
   expect((await refreshed).status()).toBe(200);
+  await expect.poll(storedRefreshToken).not.toBe(spent);
+  expect(await storedRefreshToken()).toBeDefined();
   await admin.goto('/account');
   await enrolAuthenticator(admin);
   await admin.getByTestId('recovery-codes-saved').click();

@@ -310,7 +310,10 @@ export function createAccountClient(options: AccountClientOptions) {
 
     isSignedIn: async () => (await storage.get()) !== null,
 
-    /** Ends this session; local tokens are dropped even when the service cannot be reached. */
+    /**
+     * Ends this session; local tokens are dropped even when the service cannot be reached. The
+     * stored pair is read as the call starts, so a caller may clear its own state right after.
+     */
     async logout(): Promise<void> {
       const tokens = await storage.get();
       await storage.set(null);

@@ -39,7 +39,12 @@ const PAGES: Record<string, () => HTMLElement> = {
 const notFound = () => h('div', {}, h('h1', { class: 'page-title', tabIndex: -1 }, 'Not found'), h('p', {}, 'There is no page here.'));
 
 let notice: string | undefined;
+/** The sign-in page last drawn. */
+let signInShown: HTMLElement | undefined;
 onSessionLost(() => {
+  // Signed out already (a call still in flight at sign-out found its session ended): the sign-in
+  // page is up, and drawing it again would wipe what the user has begun to type there.
+  if (signInShown?.isConnected) return;
   notice = 'Your session has ended. Please sign in again.';
   signedOut();
 });
@@ -52,9 +57,9 @@ startRouter(app, () => {
   // One factor of two: nothing but the second step (or signing out) until it is passed.
   if (awaitingSecondFactor()) return secondStepPage(() => navigate(location.pathname));
   if (signedIn()) return layout(PAGES[location.pathname] ?? notFound);
-  const page = signInPage(() => {
+  signInShown = signInPage(() => {
     notice = undefined;
     navigate(location.pathname);
   }, notice);
-  return page;
+  return signInShown;
 });

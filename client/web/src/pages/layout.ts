@@ -30,13 +30,15 @@ export function signedOut(): void {
 }
 
 export async function signOut(everywhere: boolean): Promise<void> {
-  try {
-    if (everywhere) await account.logoutAll();
-    else await account.logout();
-  } catch {
-    /* the local tokens go regardless */
+  if (everywhere) {
+    await account.logoutAll().catch(() => undefined);
+    signedOut();
+    return;
   }
+  // The sign-in page at once: logout takes the tokens as it starts and ends the session behind it.
+  const ended = account.logout().catch(() => undefined);
   signedOut();
+  await ended;
 }
 
 function inbox(): HTMLElement {
