@@ -7,10 +7,13 @@ export const composer = (page: Page) => page.getByLabel('Message', { exact: true
 /**
  * A client of its own (a documentation address, only ever a header; playwright.config.ts trusts
  * it from loopback): what the service allows per client (guest sign-ups, account reads, sign-in
- * mails) is then counted apart from the other specs, which all come from 127.0.0.1.
+ * mails) is then counted apart from the other specs, which all come from 127.0.0.1. A random /64
+ * of IPv6's documentation prefix (the service counts IPv6 per /64): one of 254 IPv4 addresses let
+ * two specs of one minute meet in a bucket, one in a few hundred runs.
  */
 export async function ownClient(page: Page): Promise<void> {
-  await page.setExtraHTTPHeaders({ 'x-forwarded-for': `198.51.100.${1 + Math.floor(Math.random() * 254)}` });
+  const hextet = () => Math.floor(Math.random() * 0x10000).toString(16);
+  await page.setExtraHTTPHeaders({ 'x-forwarded-for': `2001:db8:${hextet()}:${hextet()}::1` });
 }
 
 /** A new guest whose device id is `device` (set on the first load only, so a reload keeps the session's). */
