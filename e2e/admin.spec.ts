@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { ownClient } from './support/guest.js';
 import { signInByEmail } from './support/outbox.js';
 import { enrolAuthenticator } from './support/second-factor.js';
@@ -20,7 +20,7 @@ test('an admin finds a user, bans them (their sign-in is refused), unbans them, 
   const userAddress = `member-${suffix}@e2e.example`;
   const userContext = await browser.newContext();
   const user = await userContext.newPage();
-  // Each a client of its own (support/guest.ts): the other specs' mails have spent 127.0.0.1's.
+  // Contexts made here: each a client of its own too (support/test.ts).
   await ownClient(user);
   await user.goto('/');
   let userCode = await signInByEmail(user, userAddress);

@@ -1,6 +1,7 @@
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { axeProblems } from './support/axe.js';
-import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import { send, signInAsGuest, transcript } from './support/guest.js';
 import { signInByEmail } from './support/outbox.js';
 import { enrolAuthenticator } from './support/second-factor.js';
 
@@ -40,7 +41,6 @@ const heading = (name: string | RegExp) => async (page: Page) => {
 
 test('signed out: sign-in, a spent e-mail link, a provider callback error', async ({ page }) => {
   test.setTimeout(120_000);
-  await ownClient(page);
   await check(page, '/', heading('Sign in'));
   await check(page, '/auth/verify?token=spent-or-made-up', async (p) => {
     await expect(p.getByRole('alert')).toBeVisible({ timeout: 20_000 });
@@ -52,7 +52,6 @@ test('signed out: sign-in, a spent e-mail link, a provider callback error', asyn
 
 test('a guest: chat with a reply, files, subagents, messenger, account, connectors', async ({ page }) => {
   test.setTimeout(240_000);
-  await ownClient(page);
   await signInAsGuest(page, `e2e-axe-pages-${Date.now()}`);
   await send(page, 'markdown please');
   await expect(transcript(page).locator('code.hljs')).toBeVisible({ timeout: 20_000 });
@@ -77,7 +76,6 @@ test('a guest: chat with a reply, files, subagents, messenger, account, connecto
 
 test('an admin: two-step verification (its recovery codes, the second step) and the admin page', async ({ page }) => {
   test.setTimeout(180_000);
-  await ownClient(page);
   await page.goto('/');
   // An admin of its own (ADMIN_EMAILS in playwright.config.ts): e2e/admin.spec.ts enrols the operator's app.
   const code = await signInByEmail(page, 'auditor@e2e.example');

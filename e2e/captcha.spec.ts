@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { expect, test } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { startTestAccount, type TestAccount } from '../test/support/servers.js';
 
 const SOLVED = 'solved-token-0123456789';

@@ -1,6 +1,6 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { claimedAgents, signalAgent } from './support/agents.js';
-import { composer, ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import { composer, send, signInAsGuest, transcript } from './support/guest.js';
 import { type OwnService, ownService } from './support/own-service.js';
 
 /**
@@ -12,7 +12,6 @@ import { type OwnService, ownService } from './support/own-service.js';
  * 10 s of its return (a failed send used to cancel the retries: issue 37).
  */
 test('a hung agent is reported within 5 s; when it runs again the reply resumes and completes', async ({ page }) => {
-  await ownClient(page);
   const before = new Set(claimedAgents().keys());
   await signInAsGuest(page, `e2e-stall-${Date.now()}`);
   await send(page, 'hello');

@@ -1,4 +1,5 @@
-import { expect, test, type Browser, type Page } from '@playwright/test';
+import type { Browser, Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { claimedAgents, killNow } from './support/agents.js';
 import { axeProblems } from './support/axe.js';
 import { composer, send, signInAsGuest, transcript } from './support/guest.js';

@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './support/test.js';
 
 /**
  * The first minute (against the product and the scripted model, e2e/support/model.ts): typing

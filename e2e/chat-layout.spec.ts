@@ -1,5 +1,6 @@
-import { expect, test, type Page } from '@playwright/test';
-import { composer, ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
+import { composer, send, signInAsGuest, transcript } from './support/guest.js';
 
 /**
  * The chat page as a chat app, at phone (375×740) and desktop (1280×800) size, in Chromium against
@@ -42,7 +43,6 @@ for (const size of SIZES) {
     page,
   }) => {
     await page.setViewportSize({ width: size.width, height: size.height });
-    await ownClient(page);
     await signInAsGuest(page, `e2e-layout-${size.name}-${Date.now()}`);
 
     const question = 'Could you compare the three cheapest flights from Lisbon to Reykjavik, May?';
@@ -87,7 +87,6 @@ for (const size of SIZES) {
 
 test('phone: a Markdown table keeps its header row, scrolls in its own box, and breaks no word', async ({ page }) => {
   await page.setViewportSize({ width: 375, height: 740 });
-  await ownClient(page);
   await signInAsGuest(page, `e2e-table-${Date.now()}`);
   await send(page, 'wide table please');
   const table = transcript(page).locator('[data-role="assistant"] table').last();
@@ -113,7 +112,6 @@ test('phone: a Markdown table keeps its header row, scrolls in its own box, and 
 
 test('Delete asks first; Enter twice on "Delete chat" deletes exactly one chat and focus goes to the message box', async ({ page }) => {
   await page.setViewportSize({ width: 1280, height: 800 });
-  await ownClient(page);
   await signInAsGuest(page, `e2e-delete-${Date.now()}`);
   for (const title of ['first chat', 'second chat', 'third chat']) {
     if (title !== 'first chat') await newChat(page);
@@ -154,7 +152,6 @@ test('Delete asks first; Enter twice on "Delete chat" deletes exactly one chat a
 for (const size of SIZES) {
   test(`${size.name}: keyboard only: load, type, Enter; Send turns into Stop; Escape outside the box stops; focus back in the box`, async ({ page }) => {
     await page.setViewportSize({ width: size.width, height: size.height });
-    await ownClient(page);
     await signInAsGuest(page, `e2e-keys-${size.name}-${Date.now()}`);
     // Focus is in the message box from the start.
     await expect(composer(page)).toBeFocused();

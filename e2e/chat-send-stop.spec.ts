@@ -1,5 +1,5 @@
-import { expect, test, type Page } from '@playwright/test';
-import { composer, ownClient, signInAsGuest, transcript } from './support/guest.js';
+import { expect, test } from './support/test.js';
+import { composer, signInAsGuest, transcript } from './support/guest.js';
 
 /**
  * Sending and stopping in Chromium against the product and the scripted model
@@ -7,14 +7,8 @@ import { composer, ownClient, signInAsGuest, transcript } from './support/guest.
  * round-trips; one over the bound is refused inline before anything is sent; Stop ends the
  * reply on the server, keeps the chat, and history shows the partial reply as stopped.
  */
-/** A new guest, as a client of its own (support/guest.ts): the chat specs before this one spent 127.0.0.1's guest sign-ins. */
-async function signInAsOwnGuest(page: Page, device: string): Promise<void> {
-  await ownClient(page);
-  await signInAsGuest(page, device);
-}
-
 test('a 32,000-character message round-trips in a POST body; one over the limit is refused inline', async ({ page }) => {
-  await signInAsOwnGuest(page, `e2e-long-${Date.now()}`);
+  await signInAsGuest(page, `e2e-long-${Date.now()}`);
   const requests: Array<{ url: string; method: string; body: string }> = [];
   page.on('request', (request) => requests.push({ url: request.url(), method: request.method(), body: request.postData() ?? '' }));
 
@@ -46,7 +40,7 @@ test('a 32,000-character message round-trips in a POST body; one over the limit 
 });
 
 test('Stop ends the reply on the server, keeps the chat, and history marks the reply stopped', async ({ page }) => {
-  await signInAsOwnGuest(page, `e2e-stop-${Date.now()}`);
+  await signInAsGuest(page, `e2e-stop-${Date.now()}`);
   await composer(page).fill('hello');
   await page.getByTestId('send').click();
   await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);

@@ -1,6 +1,7 @@
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { axeProblems } from './support/axe.js';
-import { composer, ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import { composer, send, signInAsGuest, transcript } from './support/guest.js';
 
 /**
  * The tools on each message and in the message box, in Chromium against the product and the
@@ -21,7 +22,6 @@ const bodyText = (item: ReturnType<Page['locator']>) => item.locator('.body').fi
 
 async function start(page: Page, name: string, size = DESKTOP): Promise<void> {
   await page.setViewportSize(size);
-  await ownClient(page);
   await signInAsGuest(page, `e2e-tools-${name}-${Date.now()}`);
 }
 

@@ -1,9 +1,10 @@
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { startEverythingServer } from '../test/support/mcp-everything.js';
 import { startOAuthMcpServer } from '../test/support/mcp-oauth-server.js';
 import { filesContaining, processesContaining } from '../test/support/secret-search.js';
 import { axeProblems } from './support/axe.js';
-import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import { send, signInAsGuest, transcript } from './support/guest.js';
 import { signInByEmail } from './support/outbox.js';
 
 /**
@@ -23,7 +24,6 @@ const DATA_DIR = 'test-results/e2e-data';
 const WIDTHS = [375, 1280];
 
 async function signInFull(page: Page, who: string): Promise<void> {
-  await ownClient(page);
   await page.goto('/');
   await signInByEmail(page, `${who}-${Date.now()}@e2e.example`);
   await expect(page.getByTestId('signed-in')).toContainText('Signed in as', { timeout: 20_000 });
@@ -170,7 +170,6 @@ test('a server behind OAuth: declined, then allowed at its provider, the tool an
 
 test('a guest is told connectors are for full accounts, and how to become one', async ({ page }) => {
   test.setTimeout(120_000);
-  await ownClient(page);
   await signInAsGuest(page, `e2e-connectors-guest-${Date.now()}`);
   await page.getByRole('link', { name: 'Connectors' }).click();
   const refused = page.getByTestId('connectors-refused');

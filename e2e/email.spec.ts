@@ -1,5 +1,5 @@
-import { expect, test, type Page } from '@playwright/test';
-import { ownClient } from './support/guest.js';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { mailTo } from './support/outbox.js';
 
 /**
@@ -13,11 +13,8 @@ async function request(page: Page, address: string): Promise<void> {
   await emailSection(page).getByRole('button', { name: 'Send me a sign-in code' }).click();
 }
 
-// Each sign-in test counts as a client of its own (support/guest.ts): 127.0.0.1 may ask for 5
-// mails a minute, which the other specs' mails, or this spec run again, would otherwise spend.
 test('signs in with the 6-digit code', async ({ page }) => {
   const address = `code-${Date.now()}@example.com`;
-  await ownClient(page);
   await page.goto('/');
   await request(page, address);
   await expect(emailSection(page).getByLabel('6-digit code')).toBeFocused();
@@ -29,7 +26,6 @@ test('signs in with the 6-digit code', async ({ page }) => {
 
 test('signs in with the link: /auth/verify POSTs its token', async ({ page }) => {
   const address = `link-${Date.now()}@example.com`;
-  await ownClient(page);
   await page.goto('/');
   await request(page, address);
   await expect(emailSection(page).getByLabel('6-digit code')).toBeVisible();
@@ -44,8 +40,6 @@ test('signs in with the link: /auth/verify POSTs its token', async ({ page }) =>
 
 test('a rate-limited request counts down before it can be tried again', async ({ page }) => {
   const address = `limited-${Date.now()}@example.com`;
-  // A client of its own (a documentation address, only ever a header): the other specs keep their budget.
-  await page.setExtraHTTPHeaders({ 'x-forwarded-for': '203.0.113.7' });
   await page.goto('/');
   // 5 a minute per address and per IP (docs/api.md, "Rate limits in detail"): keep asking until one is refused with Retry-After.
   for (let i = 0; i < 6; i++) {

@@ -1,6 +1,7 @@
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { axeProblems } from './support/axe.js';
-import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import { send, signInAsGuest, transcript } from './support/guest.js';
 
 /**
  * The Memory page at a phone's and a desktop's width: a guest's MEMORY.md (written through the
@@ -18,7 +19,6 @@ for (const width of [375, 1280]) {
   test(`shows, edits and deletes the memory files at ${width} px`, async ({ page }) => {
     test.setTimeout(120_000);
     await page.setViewportSize({ width, height: 800 });
-    await ownClient(page);
     await signInAsGuest(page, `memory-${width}-${Date.now()}`);
     const auth = { authorization: `Bearer ${await accessToken(page)}` };
     const seeded = await page.request.patch('/api/v1/agent/memory/MEMORY.md', { headers: auth, data: { content: '- likes green tea\n' }, timeout: 30_000 });
@@ -69,7 +69,6 @@ for (const width of [375, 1280]) {
 test('a long chat shows its older messages as one summarised entry that expands to them', async ({ page }) => {
   test.setTimeout(180_000);
   await page.setViewportSize({ width: 1280, height: 800 });
-  await ownClient(page);
   await signInAsGuest(page, `memory-compaction-${Date.now()}`);
   const long = (n: number) => `Part ${n}. ${'The quick brown fox jumps over the lazy dog. '.repeat(660)}`.slice(0, 30_000);
   for (let n = 1; n <= 4; n++) {

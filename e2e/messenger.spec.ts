@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { expect, test } from '@playwright/test';
+import { expect, test } from './support/test.js';
 
 /**
  * The Messenger page with the fake Bot API (e2e/support/telegram.ts): a full account (e-mail

@@ -1,4 +1,5 @@
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 
 const portBase = Number(process.env.E2E_PORT_BASE ?? 3900);
 

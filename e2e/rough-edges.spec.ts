@@ -1,6 +1,7 @@
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { axeViolations } from './support/axe.js';
-import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import { send, signInAsGuest, transcript } from './support/guest.js';
 import { type OwnService, ownService } from './support/own-service.js';
 
 /**
@@ -61,7 +62,6 @@ test('sign-in: the product name in the title, a served SVG favicon, the guest op
 });
 
 test('the guest banner ends in a sentence and leads to the sign-in options', async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `e2e-banner-${Date.now()}`);
   for (const size of SIZES) {
     await page.setViewportSize(size);
@@ -83,7 +83,6 @@ test('the guest banner ends in a sentence and leads to the sign-in options', asy
 });
 
 test('Account: no heading over nothing, devices in words, the account id folded away', async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `e2e-account-${Date.now()}`);
   const userId = (await page.getByTestId('signed-in').getAttribute('data-user-id')) ?? '';
   expect(userId).toMatch(/^[0-9a-f-]{36}$/);
@@ -120,7 +119,6 @@ test('Account: no heading over nothing, devices in words, the account id folded 
 });
 
 test("a guest's Messenger page explains how to get a bot, with no filter over nothing and nothing in the console", async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `e2e-messenger-${Date.now()}`);
   for (const size of SIZES) {
     await page.setViewportSize(size);
@@ -141,7 +139,6 @@ test("a guest's Messenger page explains how to get a bot, with no filter over no
 });
 
 test('dark mode: code blocks and the rest of the chat keep readable colours', async ({ page }) => {
-  await ownClient(page);
   await page.emulateMedia({ colorScheme: 'dark' });
   await signInAsGuest(page, `e2e-dark-${Date.now()}`);
   await send(page, 'markdown please');
@@ -156,7 +153,6 @@ test('dark mode: code blocks and the rest of the chat keep readable colours', as
 });
 
 test('Files: a duplicate upload asks (keep both says what it was named, replace replaces); files are renamed and deleted', async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `e2e-files-${Date.now()}`);
   const status = page.getByTestId('upload-status');
   const tree = page.getByTestId('file-tree');

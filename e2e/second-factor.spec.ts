@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
 import { ownClient } from './support/guest.js';
 import { signInByEmail } from './support/outbox.js';
 import { enrolAuthenticator, passSecondStep } from './support/second-factor.js';

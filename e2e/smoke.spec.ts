@@ -1,5 +1,5 @@
-import { expect, test } from '@playwright/test';
-import { ownClient, signInAsGuest } from './support/guest.js';
+import { expect, test } from './support/test.js';
+import { signInAsGuest } from './support/guest.js';
 
 // The product as `npm start` runs it answers in a real browser.
 test('the API describes itself, and a user reaches their own agent through it', async ({ page }) => {
@@ -29,7 +29,6 @@ test('a guest signs in and out in the web client', async ({ page }) => {
 });
 
 test('a call still on its way at sign-out leaves the sign-in page alone: what the user types there stays', async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `smoke-late-call-${Date.now().toString(36)}`);
   // The Account page's activity list is held on its way until the session has ended.
   let release = () => {};

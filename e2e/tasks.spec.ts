@@ -1,5 +1,6 @@
-import { expect, test, type Page } from '@playwright/test';
-import { ownClient, signInAsGuest } from './support/guest.js';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
+import { signInAsGuest } from './support/guest.js';
 
 /**
  * The Tasks page at a phone's and a desktop's width: a guest's tasks (made through the proxy, as
@@ -17,7 +18,6 @@ async function accessToken(page: Page): Promise<string> {
 for (const width of [375, 1280]) {
   test(`lists, pauses, resumes and deletes tasks at ${width} px`, async ({ page }) => {
     await page.setViewportSize({ width, height: 800 });
-    await ownClient(page);
     await signInAsGuest(page, `tasks-${width}-${Date.now()}`);
     const auth = { authorization: `Bearer ${await accessToken(page)}` };
     const at = '2099-01-02T00:30:00+00:00';

@@ -1,5 +1,6 @@
-import { expect, test, type Page } from '@playwright/test';
-import { composer, ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import type { Page } from '@playwright/test';
+import { expect, test } from './support/test.js';
+import { composer, send, signInAsGuest, transcript } from './support/guest.js';
 
 /**
  * What a guest may still use today, in Chromium against the product and the scripted model: the
@@ -10,7 +11,6 @@ const signedIn = (page: Page) => page.getByTestId('signed-in');
 const budget = (page: Page) => page.getByTestId('model-budget');
 
 test('the header counts down messages and model tokens; a spent budget disables the composer with the reason', async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `e2e-budget-${Date.now()}`);
   await expect(signedIn(page)).toHaveText('Signed in as a guest · 50 of 50 messages left today');
   // A guest's default budget (MODEL_DAILY_TOKENS_GUEST) is 200,000 tokens a day.
@@ -37,7 +37,6 @@ test('the header counts down messages and model tokens; a spent budget disables 
 });
 
 test("a guest who sent today's 50 messages sees 0 left and a disabled composer that says why", async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `e2e-quota-${Date.now()}`);
   await expect(signedIn(page)).toHaveText('Signed in as a guest · 50 of 50 messages left today');
   await expect(page.getByTestId('send')).toBeEnabled({ timeout: 20_000 });
@@ -69,7 +68,6 @@ test("a guest who sent today's 50 messages sees 0 left and a disabled composer t
 });
 
 test("the Account page splits today's model tokens by source: the user's chats and what the agent did on its own", async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `e2e-sources-${Date.now()}`);
   await send(page, 'hello');
   await expect(transcript(page).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);

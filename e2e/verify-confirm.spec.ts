@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { expect, test, type Page } from '@playwright/test';
-import { ownClient, signInAsGuest } from './support/guest.js';
+import type { Page } from '@playwright/test';
+import { clientAddress, expect, test } from './support/test.js';
+import { signInAsGuest } from './support/guest.js';
 import { mailTo } from './support/outbox.js';
 
 /**
@@ -13,7 +14,7 @@ import { mailTo } from './support/outbox.js';
 async function strangersLink(page: Page, address: string): Promise<string> {
   const res = await page.request.post('/api/v1/auth/login/email', {
     data: { email: address },
-    headers: { 'x-forwarded-for': `203.0.113.${1 + Math.floor(Math.random() * 254)}` },
+    headers: { 'x-forwarded-for': clientAddress() },
   });
   expect(res.status()).toBe(200);
   const { link } = await mailTo(address);
@@ -33,7 +34,6 @@ const signedInUser = (page: Page) =>
 const QUESTION = /^Sign in as s•••@example\.com\? You are signed in as a guest; this will sign you out of it\.$/;
 
 test("a guest who opens a stranger's link is asked first; declining keeps the guest", async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `verify-decline-${randomUUID()}`);
   const guest = await signedInUser(page);
   const link = await strangersLink(page, `stranger-${Date.now()}@example.com`);
@@ -50,7 +50,6 @@ test("a guest who opens a stranger's link is asked first; declining keeps the gu
 });
 
 test("a guest who accepts a stranger's link is signed in to the address's own account, not upgraded", async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `verify-accept-${randomUUID()}`);
   const guest = await signedInUser(page);
   const address = `stranger-${Date.now()}@example.com`;

@@ -1,5 +1,5 @@
-import { expect, test } from '@playwright/test';
-import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
+import { expect, test } from './support/test.js';
+import { send, signInAsGuest, transcript } from './support/guest.js';
 
 /**
  * The agent reads the web, in Chromium against the product and the scripted model: asked about a
@@ -9,7 +9,6 @@ import { ownClient, send, signInAsGuest, transcript } from './support/guest.js';
  * calls `web_search` (a fake SearXNG), the card names the query, and the answer names the first result.
  */
 test('a page fetched and a search made show as cards, and the answers carry what came back', async ({ page }) => {
-  await ownClient(page);
   await signInAsGuest(page, `e2e-web-${Date.now()}`);
   const webPort = Number(process.env.E2E_PORT_BASE ?? 3900) + 14;
 

@@ -1,19 +1,13 @@
 /** Signing in as a guest and sending a message from the chat page, as the chat specs do it. */
-import { expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { clientAddress, expect } from './test.js';
 
 export const transcript = (page: Page) => page.getByTestId('transcript');
 export const composer = (page: Page) => page.getByLabel('Message', { exact: true });
 
-/**
- * A client of its own (a documentation address, only ever a header; playwright.config.ts trusts
- * it from loopback): what the service allows per client (guest sign-ups, account reads, sign-in
- * mails) is then counted apart from the other specs, which all come from 127.0.0.1. A random /64
- * of IPv6's documentation prefix (the service counts IPv6 per /64): one of 254 IPv4 addresses let
- * two specs of one minute meet in a bucket, one in a few hundred runs.
- */
+/** A client of its own (support/test.ts) for a page of a context the test made itself. */
 export async function ownClient(page: Page): Promise<void> {
-  const hextet = () => Math.floor(Math.random() * 0x10000).toString(16);
-  await page.setExtraHTTPHeaders({ 'x-forwarded-for': `2001:db8:${hextet()}:${hextet()}::1` });
+  await page.setExtraHTTPHeaders({ 'x-forwarded-for': clientAddress() });
 }
 
 /** A new guest whose device id is `device` (set on the first load only, so a reload keeps the session's). */

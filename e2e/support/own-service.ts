@@ -48,7 +48,7 @@ export async function ownService(name: string, offset: number, env: Record<strin
           HOST: '127.0.0.1',
           DATA_DIR: dataDir,
           LOG_LEVEL: 'warn',
-          // As the shared product: each spec's ownClient() counts as a client of its own.
+          // As the shared product: each test's context is a client of its own (support/test.ts).
           TRUST_PROXY: 'loopback',
           MODEL: `openai-compatible:http://127.0.0.1:${portBase + 12}/v1#scripted`,
           ...env,
