@@ -1,5 +1,6 @@
 import type { Page } from '@playwright/test';
 import { expect, test } from './support/test.js';
+import { ownClient } from './support/guest.js';
 import { hexToString, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { mailTo, signInByEmail } from './support/outbox.js';
@@ -97,6 +98,7 @@ test('signs another session out from the Account page', async ({ browser }) => {
   const address = `sessions-${Date.now()}@example.com`;
   const one = await (await browser.newContext()).newPage();
   const two = await (await browser.newContext({ userAgent: 'SecondDevice/1.0' })).newPage();
+  await Promise.all([ownClient(one), ownClient(two)]);
   await one.goto('/');
   const first = await signIn(one, address);
   await two.goto('/');

@@ -2,7 +2,7 @@ import type { Browser, Page } from '@playwright/test';
 import { expect, test } from './support/test.js';
 import { claimedAgents, killNow } from './support/agents.js';
 import { axeProblems } from './support/axe.js';
-import { composer, send, signInAsGuest, transcript } from './support/guest.js';
+import { composer, ownClient, send, signInAsGuest, transcript } from './support/guest.js';
 import { XSS_FILE } from './support/xss.js';
 
 /**
@@ -156,6 +156,7 @@ test('the chat list follows the account to a second browser context; after sign-
   const device = `e2e-list-${Date.now()}`;
   const one = await (await browser.newContext()).newPage();
   const two = await (await browser.newContext()).newPage();
+  await Promise.all([ownClient(one), ownClient(two)]);
   await signInAsGuest(one, device);
   await send(one, 'Trip to Lisbon');
   await expect(transcript(one).locator('[data-role="assistant"]').last()).toHaveText(/How can I help\?/);

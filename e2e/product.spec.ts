@@ -1,5 +1,6 @@
 import type { Page } from '@playwright/test';
 import { expect, test } from './support/test.js';
+import { ownClient } from './support/guest.js';
 
 /**
  * The product end to end in Chromium, as `npm start` runs it, with the scripted model
@@ -158,6 +159,7 @@ test('sign out everywhere ends the other sessions too', async ({ browser }) => {
   const device = `e2e-everywhere-${Date.now()}`;
   const one = await browser.newPage();
   const two = await browser.newPage();
+  await Promise.all([ownClient(one), ownClient(two)]);
   await signInAsGuest(one, device);
   await signInAsGuest(two, device);
   // Both pages have loaded their chat (otherwise a load still on its way meets the sign-out first).
