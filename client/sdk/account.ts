@@ -137,6 +137,12 @@ export const assuranceLevel = (accessToken: string): 'aal1' | 'aal2' | undefined
   return aal === 'aal1' || aal === 'aal2' ? aal : undefined;
 };
 
+/** Reads (does not verify) the session an access token belongs to (`sid` claim): the same across its rotations. */
+export const sessionIdOf = (accessToken: string): string | undefined => {
+  const sid = base64UrlJson(accessToken.split('.')[1] ?? '')?.sid;
+  return typeof sid === 'string' ? sid : undefined;
+};
+
 /** How long a refresh that lost a race waits for the winner's pair to appear in shared storage. */
 const LOST_RACE_WAIT_MS = 1_000;
 
@@ -164,6 +170,10 @@ export function createAccountClient(options: AccountClientOptions) {
       if (seen && current.refresh_token !== seen.refresh_token) return current;
       try {
         const pair = await trpc.tokens.refresh.mutate({ refresh_token: current.refresh_token }, { context: { auth: 'none' } });
+        // Signed out (or in again) while the answer was on its way: the storage says what holds now,
+        // and a pair of the session that was left must not come back.
+        const after = await storage.get();
+        if (after?.refresh_token !== current.refresh_token) return after;
         const next = toStored(pair);
         await storage.set(next);
         return next;

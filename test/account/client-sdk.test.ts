@@ -125,6 +125,38 @@ describe('account client SDK (Node, against a real service)', () => {
     expect(res.status).toBe(401);
   });
 
+  it('a refresh answered after sign-out (or a new sign-in) does not bring the left session back', async () => {
+    for (const next of ['signed out', 'signed in again'] as const) {
+      // The network holds the refresh's answer until the client has moved on.
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let answered = () => {};
+      const rotated = new Promise<void>((resolve) => {
+        answered = resolve;
+      });
+      const slowRefresh: typeof fetch = async (input, init) => {
+        const res = await fetch(input, init);
+        if (String(input).includes('tokens.refresh')) {
+          answered();
+          await held;
+        }
+        return res;
+      };
+      const storage = memoryTokenStorage();
+      const client = createAccountClient({ url: account.url, storage, fetch: slowRefresh });
+      await client.signInAsGuest(device());
+      const refreshing = client.refresh();
+      await rotated;
+      await client.logout();
+      const again = next === 'signed in again' ? await client.signInAsGuest(device()) : undefined;
+      release();
+      expect(await refreshing, next).toEqual(again ? expect.objectContaining({ refresh_token: again.refresh_token }) : null);
+      expect((await storage.get())?.refresh_token, next).toBe(again?.refresh_token);
+    }
+  });
+
   it('localTokenStorage round-trips through any Web Storage and ignores junk', () => {
     const map = new Map<string, string>();
     const web = {
