@@ -15,7 +15,7 @@ import type { AccountRouter } from '@contracts/account/router.js';
 import { isErrorCode } from '@contracts/errors.js';
 import { retryingWhenBusy } from './busy.js';
 import { wordingFor, type ClientErrorCode } from './errors.js';
-import { clearTokens, loadTokens, tokenStorage } from './session.js';
+import { clearTokens, currentSessionId, loadTokens, tokenStorage } from './session.js';
 
 export { errorCode };
 
@@ -30,19 +30,32 @@ let lostHandler: () => void = () => undefined;
 export function onSessionLost(handler: () => void): void {
   lostHandler = handler;
 }
-export function sessionLost(): void {
+/**
+ * The session is gone: forget it and show sign-in. `of`: the session the failed call (or the view
+ * that made it) belonged to. A failure of a session this browser has since left for another one
+ * (signed out and in again while the call was on its way) must not end the new one.
+ */
+export function sessionLost(of?: string | null): void {
+  const current = currentSessionId();
+  if (of !== undefined && current !== null && current !== of) return;
   clearTokens();
   lostHandler();
 }
 
-/** A fresh access token, or null (session lost: the handler has run). */
-async function bearer(): Promise<string | null> {
+/**
+ * A fresh access token, or null when the session is gone (the handler has run). A refresh that
+ * could not reach the service, or that it could not answer (offline, a 5xx, a 429), throws: the
+ * session may well be alive, and the next try can tell.
+ */
+export async function bearer(): Promise<string | null> {
+  const session = currentSessionId();
   try {
     const token = await account.accessToken();
-    if (!token) sessionLost();
+    if (!token) sessionLost(session);
     return token;
-  } catch {
-    sessionLost();
+  } catch (error) {
+    if (!isSessionError(error)) throw error;
+    sessionLost(session);
     return null;
   }
 }
@@ -80,6 +93,7 @@ export const filePath = (path: string) => path.split('/').map(encodeURIComponent
 
 /** fetch through the proxy with the access token; on TOKEN_EXPIRED one refresh and retry; a lost session → sign-in. */
 export async function agentFetch(path: string, init: RequestInit = {}): Promise<Response> {
+  const session = currentSessionId();
   for (let attempt = 0; ; attempt++) {
     const token = await bearer();
     if (!token) throw new ApiError(401, 'SESSION_LOST', 'Your session has ended. Please sign in again.');
@@ -96,7 +110,7 @@ export async function agentFetch(path: string, init: RequestInit = {}): Promise<
       await account.refresh().catch(() => null);
       continue;
     }
-    sessionLost();
+    sessionLost(session);
     throw new ApiError(401, isErrorCode(body.code) ? body.code : 'UNAUTHORIZED', 'Your session has ended. Please sign in again.');
   }
 }

@@ -1,4 +1,5 @@
 import { errorCode, errorMessage, isSessionError, retryAfter, secondFactorRequired, sessionLost } from './api.js';
+import { currentSessionId } from './session.js';
 
 /** Tiny DOM helper: h('button', {type: 'button', onclick}, 'Text'). */
 export function h<K extends keyof HTMLElementTagNameMap>(
@@ -27,9 +28,14 @@ export interface AlertBox {
   fail(error: unknown, button?: HTMLButtonElement): void;
 }
 
-/** Shows a failure where screen readers announce it. */
+/**
+ * Shows a failure where screen readers announce it. It belongs to the session its view was drawn
+ * for (every sign-in, sign-out or switch draws the page anew): a call of that view answered 401
+ * after the browser moved on to another session ends nothing (api.ts, `sessionLost`).
+ */
 export function alertBox(): AlertBox {
   const el = h('p', { role: 'alert' });
+  const session = currentSessionId();
   let timer: ReturnType<typeof setInterval> | undefined;
   const stop = () => {
     if (timer) clearInterval(timer);
@@ -47,7 +53,7 @@ export function alertBox(): AlertBox {
     },
     fail(error, button) {
       stop();
-      if (isSessionError(error)) return sessionLost();
+      if (isSessionError(error)) return sessionLost(session);
       if (errorCode(error) === 'MFA_REQUIRED') void secondFactorRequired();
       const message = errorMessage(error);
       const wait = retryAfter(error);

@@ -13,7 +13,7 @@ import { connectorsPage } from './pages/connectors.js';
 import { filesPage } from './pages/files.js';
 import { accountPage } from './pages/account.js';
 import { adminPage } from './pages/admin.js';
-import { layout, signedOut } from './pages/layout.js';
+import { layout, signedOut, signingOutEverywhere } from './pages/layout.js';
 import { messengerPage } from './pages/messenger.js';
 import { secondStepPage } from './mfa/second-step.js';
 import { signInPage } from './pages/signin.js';
@@ -43,8 +43,9 @@ let notice: string | undefined;
 let signInShown: HTMLElement | undefined;
 onSessionLost(() => {
   // Signed out already (a call still in flight at sign-out found its session ended): the sign-in
-  // page is up, and drawing it again would wipe what the user has begun to type there.
-  if (signInShown?.isConnected) return;
+  // page is up, and drawing it again would wipe what the user has begun to type there. Or signing
+  // out everywhere: that draws it once it is done, with no "session has ended".
+  if (signInShown?.isConnected || signingOutEverywhere()) return;
   notice = 'Your session has ended. Please sign in again.';
   signedOut();
 });

@@ -3,7 +3,7 @@
  * (`StoredTokens`: the pair plus when the access token expires), so the SDK (api.ts) reads,
  * refreshes and rotates them. Every sign-in method ends in `saveTokens`.
  */
-import { localTokenStorage, type StoredTokens, type TokenPair } from '../../sdk/account.js';
+import { localTokenStorage, sessionIdOf, type StoredTokens, type TokenPair } from '../../sdk/account.js';
 
 export type { TokenPair };
 
@@ -11,6 +11,12 @@ export const tokenStorage = localTokenStorage('agent.tokens');
 
 export function loadTokens(): StoredTokens | null {
   return tokenStorage.get() as StoredTokens | null;
+}
+
+/** The session the stored tokens belong to, or null when signed out. */
+export function currentSessionId(): string | null {
+  const tokens = loadTokens();
+  return tokens ? (sessionIdOf(tokens.access_token) ?? null) : null;
 }
 
 export function saveTokens(pair: TokenPair): void {

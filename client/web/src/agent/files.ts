@@ -3,7 +3,8 @@
  * preview (text in <pre>, images as blob: URLs; the page's CSP allows img-src blob:). Uploads
  * go through XMLHttpRequest for its progress events.
  */
-import { account, agentFetch, agentUrl, apiError, ApiError, filePath, sessionLost } from '../api.js';
+import { account, agentFetch, agentUrl, apiError, ApiError, bearer, filePath, sessionLost } from '../api.js';
+import { currentSessionId } from '../session.js';
 import { formatBytes, h } from '../dom.js';
 
 const PREVIEW_TEXT_BYTES = 256 * 1024;
@@ -58,12 +59,10 @@ export interface UploadResult {
  * expired mid-way; a lost session goes to sign-in.
  */
 export function uploadFile(file: File, dir: string, onProgress: (fraction: number) => void, signal?: AbortSignal): Promise<UploadResult> {
+  const session = currentSessionId();
   const attempt = async (retried: boolean): Promise<UploadResult> => {
-    const token = await account.accessToken().catch(() => null);
-    if (!token) {
-      sessionLost();
-      throw new ApiError(401, 'SESSION_LOST', 'Your session has ended. Please sign in again.');
-    }
+    const token = await bearer();
+    if (!token) throw new ApiError(401, 'SESSION_LOST', 'Your session has ended. Please sign in again.');
     const res = await new Promise<Response>((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open('POST', agentUrl('/files/upload'));
@@ -91,7 +90,7 @@ export function uploadFile(file: File, dir: string, onProgress: (fraction: numbe
       await account.refresh().catch(() => null);
       return attempt(true);
     }
-    if (res.status === 401) sessionLost();
+    if (res.status === 401) sessionLost(session);
     if (res.status === 413) throw new ApiError(413, error.code, `${file.name} is too large: ${error.message}`);
     throw error;
   };

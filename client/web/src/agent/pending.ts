@@ -4,7 +4,7 @@
  * 50) and handed to listeners (the layout's inbox, the open chat). A 404 means the agent has no
  * pending endpoint yet: polling stops quietly.
  */
-import { agentFetch, signedIn } from '../api.js';
+import { agentFetch, awaitingSecondFactor, signedIn } from '../api.js';
 import type { PendingMessage } from './types.js';
 
 const KEY = 'agent.pending';
@@ -34,9 +34,13 @@ export function onPending(listener: (messages: PendingMessage[]) => void): () =>
 
 async function poll(): Promise<void> {
   timer = undefined;
-  if (!running || !signedIn() || document.visibilityState === 'hidden') return schedule();
+  // A session at its second step gets 403 for everything but that step: nothing to ask yet.
+  if (!running || !signedIn() || awaitingSecondFactor() || document.visibilityState === 'hidden') return schedule();
   try {
     const res = await agentFetch('/pending');
+    // Signed out while the answer was on its way: the messages were that account's, and this
+    // browser has already forgotten it (the next person here must not find them in the inbox).
+    if (!running) return;
     if (res.status === 404) {
       running = false;
       return;

@@ -29,9 +29,16 @@ export function signedOut(): void {
   navigate('/');
 }
 
+let endingEverywhere = false;
+/** "Sign out everywhere" is under way: the calls it cuts off are its doing, not a session lost (main.ts). */
+export const signingOutEverywhere = (): boolean => endingEverywhere;
+
 export async function signOut(everywhere: boolean): Promise<void> {
   if (everywhere) {
+    // The tokens stay until the service has ended every session: the call itself needs them.
+    endingEverywhere = true;
     await account.logoutAll().catch(() => undefined);
+    endingEverywhere = false;
     signedOut();
     return;
   }
