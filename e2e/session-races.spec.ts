@@ -128,3 +128,19 @@ test('a refresh that cannot reach the service keeps the session: the page says s
     Date.now(),
   );
 });
+
+test('a second tab follows the first: signed out with it, then showing the account it signs in to', async ({ page, context }) => {
+  await signInAsGuest(page, `races-tabs-${Date.now().toString(36)}`);
+  const first = await page.getByTestId('signed-in').getAttribute('data-user-id');
+  const other = await context.newPage();
+  await other.goto('/files');
+  await expect(other.getByTestId('signed-in')).toHaveAttribute('data-user-id', first!);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await expect(other.getByRole('heading', { name: 'Sign in' })).toBeVisible();
+  await expect(other.getByText('Your session has ended')).toHaveCount(0);
+  await page.getByRole('button', { name: 'Continue as guest' }).click();
+  await expect(page.getByTestId('signed-in')).toContainText('as a guest');
+  const second = await page.getByTestId('signed-in').getAttribute('data-user-id');
+  expect(second).not.toBe(first);
+  await expect(other.getByTestId('signed-in')).toHaveAttribute('data-user-id', second!);
+});

@@ -21,6 +21,8 @@ import { subagentsPage } from './pages/subagents.js';
 import { memoryPage } from './pages/memory.js';
 import { tasksPage } from './pages/tasks.js';
 import { navigate, rerender, startRouter } from './router.js';
+import { currentSessionId, forgetTabData } from './session.js';
+import { forgetMe } from './who.js';
 
 const PAGES: Record<string, () => HTMLElement> = {
   '/': chatPage,
@@ -41,6 +43,8 @@ const notFound = () => h('div', {}, h('h1', { class: 'page-title', tabIndex: -1 
 let notice: string | undefined;
 /** The sign-in page last drawn. */
 let signInShown: HTMLElement | undefined;
+/** What the page was last drawn for: its session (null: signed out) and whether it waited for the second step. */
+let drawnFor: { session: string | null; secondStep: boolean } = { session: null, secondStep: false };
 onSessionLost(() => {
   // Signed out already (a call still in flight at sign-out found its session ended): the sign-in
   // page is up, and drawing it again would wipe what the user has begun to type there. Or signing
@@ -54,7 +58,24 @@ onSecondStepNeeded(rerender);
 
 const app = document.getElementById('app') as HTMLElement;
 app.before(busyNotice(document));
+// Tabs share the tokens: when another one signs out, or in to another session, or passes the
+// second step, this one follows (a rotation keeps the session and changes nothing here). Without
+// it, a tab still showing the account that left would send what is typed into it to the next one.
+addEventListener('storage', (event) => {
+  if (event.key !== null && event.key !== 'agent.tokens') return;
+  const session = currentSessionId();
+  if (session === drawnFor.session) {
+    if (awaitingSecondFactor() !== drawnFor.secondStep) rerender();
+    return;
+  }
+  if (session === null) return signedOut();
+  forgetMe();
+  forgetTabData();
+  navigate('/');
+});
+
 startRouter(app, () => {
+  drawnFor = { session: currentSessionId(), secondStep: awaitingSecondFactor() };
   // One factor of two: nothing but the second step (or signing out) until it is passed.
   if (awaitingSecondFactor()) return secondStepPage(() => navigate(location.pathname));
   if (signedIn()) return layout(PAGES[location.pathname] ?? notFound);

@@ -34,7 +34,14 @@ export function clearTokens(): void {
  * sessionStorage. The chat list itself lives on the agent, not here.
  */
 export function forgetAccountData(): void {
-  for (const storage of [localStorage, sessionStorage]) {
-    for (const key of Object.keys(storage)) if (key.startsWith('agent.')) storage.removeItem(key);
-  }
+  for (const storage of [localStorage, sessionStorage]) forgetKeys(storage);
+}
+
+/** This tab's part of it (the open chat): another tab has signed in to another session, whose tokens stay. */
+export function forgetTabData(): void {
+  forgetKeys(sessionStorage);
+}
+
+function forgetKeys(storage: Storage): void {
+  for (const key of Object.keys(storage)) if (key.startsWith('agent.')) storage.removeItem(key);
 }
