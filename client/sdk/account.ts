@@ -158,39 +158,41 @@ export function createAccountClient(options: AccountClientOptions) {
     access_expires_at: now() + pair.expires_in * 1000,
   });
 
+  /** `after`, when it is a later pair of the session `before` belongs to (a rotation), else null. */
+  const laterOfSession = (after: StoredTokens | null, before: StoredTokens): StoredTokens | null =>
+    after && after.refresh_token !== before.refresh_token && sessionIdOf(after.access_token) === sessionIdOf(before.access_token) ? after : null;
+
   /**
    * Single flight: while one refresh runs, every caller joins it. A caller that saw tokens
-   * which have been replaced since (by this client or, through shared storage, another tab)
-   * takes the new ones instead of refreshing again.
+   * which have been rotated since (by this client or, through shared storage, another tab)
+   * takes the new ones instead of refreshing again. Tokens of another session (signed out, or
+   * in again, meanwhile) are never handed to a caller of the one it saw, nor cleared by it.
    */
   function refreshTokens(seen?: StoredTokens): Promise<StoredTokens | null> {
     inflight ??= (async () => {
       const current = await storage.get();
       if (!current) return null;
-      if (seen && current.refresh_token !== seen.refresh_token) return current;
+      if (seen && current.refresh_token !== seen.refresh_token) return laterOfSession(current, seen);
       try {
         const pair = await trpc.tokens.refresh.mutate({ refresh_token: current.refresh_token }, { context: { auth: 'none' } });
-        // Signed out (or in again) while the answer was on its way: the storage says what holds now,
-        // and a pair of the session that was left must not come back.
-        const after = await storage.get();
-        if (after?.refresh_token !== current.refresh_token) return after;
+        // Signed out (or in again) while the answer was on its way: the pair of the session that
+        // was left must not come back.
+        if ((await storage.get())?.refresh_token !== current.refresh_token) return null;
         const next = toStored(pair);
         await storage.set(next);
         return next;
       } catch (error) {
         // Another client on the same storage (another tab) may have rotated this token a moment
         // ago: the service then answers INVALID_REFRESH_TOKEN and the winner's pair is about to land.
-        const replaced = async () => {
-          const after = await storage.get();
-          return after && after.refresh_token !== current.refresh_token ? after : null;
-        };
+        const replaced = async () => laterOfSession(await storage.get(), current);
         let winner = await replaced();
         for (let waited = 0; !winner && errorCode(error) === 'INVALID_REFRESH_TOKEN' && waited < LOST_RACE_WAIT_MS; waited += 50) {
           await new Promise((resolve) => setTimeout(resolve, 50));
           winner = await replaced();
         }
         if (winner) return winner;
-        if (error instanceof TRPCClientError && (error.data as { httpStatus?: number } | undefined)?.httpStatus === 401) await storage.set(null);
+        const refused = error instanceof TRPCClientError && (error.data as { httpStatus?: number } | undefined)?.httpStatus === 401;
+        if (refused && (await storage.get())?.refresh_token === current.refresh_token) await storage.set(null);
         throw error;
       }
     })().finally(() => {

@@ -125,35 +125,44 @@ describe('account client SDK (Node, against a real service)', () => {
     expect(res.status).toBe(401);
   });
 
-  it('a refresh answered after sign-out (or a new sign-in) does not bring the left session back', async () => {
-    for (const next of ['signed out', 'signed in again'] as const) {
-      // The network holds the refresh's answer until the client has moved on.
-      let release = () => {};
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let answered = () => {};
-      const rotated = new Promise<void>((resolve) => {
-        answered = resolve;
-      });
-      const slowRefresh: typeof fetch = async (input, init) => {
-        const res = await fetch(input, init);
-        if (String(input).includes('tokens.refresh')) {
-          answered();
-          await held;
-        }
-        return res;
-      };
-      const storage = memoryTokenStorage();
-      const client = createAccountClient({ url: account.url, storage, fetch: slowRefresh });
-      await client.signInAsGuest(device());
-      const refreshing = client.refresh();
-      await rotated;
-      await client.logout();
-      const again = next === 'signed in again' ? await client.signInAsGuest(device()) : undefined;
-      release();
-      expect(await refreshing, next).toEqual(again ? expect.objectContaining({ refresh_token: again.refresh_token }) : null);
-      expect((await storage.get())?.refresh_token, next).toBe(again?.refresh_token);
+  it('a refresh that crosses a sign-out (or a new sign-in) neither brings the left session back nor touches the new one', async () => {
+    // The network holds the refresh on its way (the service then refuses it: the session has
+    // ended) or holds its answer (the service rotated first), until the client has moved on.
+    for (const held of ['answer', 'request'] as const) {
+      for (const next of ['signed out', 'signed in again'] as const) {
+        let release = () => {};
+        const gate = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let reached = () => {};
+        const refreshing = new Promise<void>((resolve) => {
+          reached = resolve;
+        });
+        const slowRefresh: typeof fetch = async (input, init) => {
+          if (!String(input).includes('tokens.refresh')) return fetch(input, init);
+          if (held === 'request') {
+            reached();
+            await gate;
+            return fetch(input, init);
+          }
+          const res = await fetch(input, init);
+          reached();
+          await gate;
+          return res;
+        };
+        const storage = memoryTokenStorage();
+        const client = createAccountClient({ url: account.url, storage, fetch: slowRefresh });
+        await client.signInAsGuest(device());
+        const refresh = client.refresh().catch((error: unknown) => errorCode(error));
+        await refreshing;
+        await client.logout();
+        const again = next === 'signed in again' ? await client.signInAsGuest(device()) : undefined;
+        release();
+        const outcome = await refresh;
+        const label = `${held} held, ${next}`;
+        expect(outcome, label).toEqual(held === 'request' ? 'INVALID_REFRESH_TOKEN' : null);
+        expect((await storage.get())?.refresh_token, label).toBe(again?.refresh_token);
+      }
     }
   });
 
