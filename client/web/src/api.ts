@@ -35,9 +35,9 @@ export function onSessionLost(handler: () => void): void {
  * that made it) belonged to. A failure of a session this browser has since left for another one
  * (signed out and in again while the call was on its way) must not end the new one.
  */
-export function sessionLost(of?: string | null): void {
+export function sessionLost(of: string | null): void {
   const current = currentSessionId();
-  if (of !== undefined && current !== null && current !== of) return;
+  if (current !== null && current !== of) return;
   clearTokens();
   lostHandler();
 }
