@@ -105,13 +105,13 @@ test('"Sign out everywhere": the calls it cuts off say nothing of a session that
 test('a refresh that cannot reach the service keeps the session: the page says so and goes on once it can', async ({ page }) => {
   await signInAsGuest(page, `races-offline-${Date.now().toString(36)}`);
   await expect(page.getByTestId('signed-in')).toContainText('messages left today');
-  // The access token looks expired and the network drops the refresh: as after a laptop's sleep.
+  // The network drops the refresh and the access token looks expired: as after a laptop's sleep.
+  const refresh = pathIs('/trpc/tokens.refresh');
+  await page.route(refresh, (route) => route.abort('internetdisconnected'));
   await page.evaluate(() => {
     const tokens = JSON.parse(localStorage.getItem('agent.tokens')!) as { access_expires_at: number };
     localStorage.setItem('agent.tokens', JSON.stringify({ ...tokens, access_expires_at: 0 }));
   });
-  const refresh = pathIs('/trpc/tokens.refresh');
-  await page.route(refresh, (route) => route.abort('internetdisconnected'));
   const dropped = page.waitForEvent('requestfailed', (request) => refresh(new URL(request.url())));
   await page.getByRole('link', { name: 'Subagents' }).click();
   await dropped;
@@ -134,6 +134,17 @@ test('a second tab follows the first: signed out with it, then showing the accou
   const first = await page.getByTestId('signed-in').getAttribute('data-user-id');
   const other = await context.newPage();
   await other.goto('/files');
+  await expect(other.getByTestId('signed-in')).toHaveAttribute('data-user-id', first!);
+  // A rotation in the first tab changes nothing in the second.
+  await page.evaluate(() => {
+    const tokens = JSON.parse(localStorage.getItem('agent.tokens')!) as { access_expires_at: number };
+    localStorage.setItem('agent.tokens', JSON.stringify({ ...tokens, access_expires_at: 0 }));
+  });
+  const rotated = answered(page, '/trpc/tokens.refresh');
+  await page.reload();
+  expect((await rotated).status()).toBe(200);
+  await settle(other);
+  await expect(other).toHaveURL(/\/files$/);
   await expect(other.getByTestId('signed-in')).toHaveAttribute('data-user-id', first!);
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(other.getByRole('heading', { name: 'Sign in' })).toBeVisible();

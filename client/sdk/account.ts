@@ -143,6 +143,12 @@ export const sessionIdOf = (accessToken: string): string | undefined => {
   return typeof sid === 'string' ? sid : undefined;
 };
 
+/** Reads (does not verify) the user an access token belongs to (`sub` claim). */
+export const userIdOf = (accessToken: string): string | undefined => {
+  const sub = base64UrlJson(accessToken.split('.')[1] ?? '')?.sub;
+  return typeof sub === 'string' ? sub : undefined;
+};
+
 /** How long a refresh that lost a race waits for the winner's pair to appear in shared storage. */
 const LOST_RACE_WAIT_MS = 1_000;
 
@@ -176,8 +182,9 @@ export function createAccountClient(options: AccountClientOptions) {
       try {
         const pair = await trpc.tokens.refresh.mutate({ refresh_token: current.refresh_token }, { context: { auth: 'none' } });
         // Signed out (or in again) while the answer was on its way: the pair of the session that
-        // was left must not come back.
-        if ((await storage.get())?.refresh_token !== current.refresh_token) return null;
+        // was left must not come back. (A later pair of this session, stored by another tab, stands.)
+        const meanwhile = await storage.get();
+        if (meanwhile?.refresh_token !== current.refresh_token) return laterOfSession(meanwhile, current);
         const next = toStored(pair);
         await storage.set(next);
         return next;

@@ -13,7 +13,7 @@ import { connectorsPage } from './pages/connectors.js';
 import { filesPage } from './pages/files.js';
 import { accountPage } from './pages/account.js';
 import { adminPage } from './pages/admin.js';
-import { layout, signedOut, signingOutEverywhere } from './pages/layout.js';
+import { layout, leftInAnotherTab, signedOut, signingOutEverywhere } from './pages/layout.js';
 import { messengerPage } from './pages/messenger.js';
 import { secondStepPage } from './mfa/second-step.js';
 import { signInPage } from './pages/signin.js';
@@ -21,8 +21,8 @@ import { subagentsPage } from './pages/subagents.js';
 import { memoryPage } from './pages/memory.js';
 import { tasksPage } from './pages/tasks.js';
 import { navigate, rerender, startRouter } from './router.js';
-import { currentSessionId, forgetTabData } from './session.js';
-import { forgetMe } from './who.js';
+import { currentSessionId, currentUserId } from './session.js';
+import { forgetMe, refreshAccountInfo } from './who.js';
 
 const PAGES: Record<string, () => HTMLElement> = {
   '/': chatPage,
@@ -43,8 +43,9 @@ const notFound = () => h('div', {}, h('h1', { class: 'page-title', tabIndex: -1 
 let notice: string | undefined;
 /** The sign-in page last drawn. */
 let signInShown: HTMLElement | undefined;
-/** What the page was last drawn for: its session (null: signed out) and whether it waited for the second step. */
-let drawnFor: { session: string | null; secondStep: boolean } = { session: null, secondStep: false };
+/** What the page was last drawn for: its user and session (null: signed out) and whether it waited for the second step. */
+const drawing = () => ({ user: currentUserId(), session: currentSessionId(), secondStep: awaitingSecondFactor() });
+let drawnFor = drawing();
 onSessionLost(() => {
   // Signed out already (a call still in flight at sign-out found its session ended): the sign-in
   // page is up, and drawing it again would wipe what the user has begun to type there. Or signing
@@ -58,24 +59,25 @@ onSecondStepNeeded(rerender);
 
 const app = document.getElementById('app') as HTMLElement;
 app.before(busyNotice(document));
-// Tabs share the tokens: when another one signs out, or in to another session, or passes the
-// second step, this one follows (a rotation keeps the session and changes nothing here). Without
-// it, a tab still showing the account that left would send what is typed into it to the next one.
+// Tabs share the tokens: when another one signs out, or in to another account, or passes the
+// second step, this one follows. Without it, a tab still showing the account that left would send
+// what is typed into it to the next one. A rotation changes nothing here, nor does a new session
+// of the same account (a link or a guest upgrade): the page stays, its header is asked again. The
+// sign-in landing pages (/auth/…) finish their own flow first.
 addEventListener('storage', (event) => {
-  if (event.key !== null && event.key !== 'agent.tokens') return;
-  const session = currentSessionId();
-  if (session === drawnFor.session) {
-    if (awaitingSecondFactor() !== drawnFor.secondStep) rerender();
-    return;
+  if ((event.key !== null && event.key !== 'agent.tokens') || location.pathname.startsWith('/auth/')) return;
+  const now = drawing();
+  if (now.user !== drawnFor.user) return leftInAnotherTab();
+  if (now.secondStep !== drawnFor.secondStep) return rerender();
+  if (now.session !== drawnFor.session) {
+    drawnFor = now;
+    forgetMe();
+    refreshAccountInfo();
   }
-  if (session === null) return signedOut();
-  forgetMe();
-  forgetTabData();
-  navigate('/');
 });
 
 startRouter(app, () => {
-  drawnFor = { session: currentSessionId(), secondStep: awaitingSecondFactor() };
+  drawnFor = drawing();
   // One factor of two: nothing but the second step (or signing out) until it is passed.
   if (awaitingSecondFactor()) return secondStepPage(() => navigate(location.pathname));
   if (signedIn()) return layout(PAGES[location.pathname] ?? notFound);

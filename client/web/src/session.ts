@@ -3,7 +3,7 @@
  * (`StoredTokens`: the pair plus when the access token expires), so the SDK (api.ts) reads,
  * refreshes and rotates them. Every sign-in method ends in `saveTokens`.
  */
-import { localTokenStorage, sessionIdOf, type StoredTokens, type TokenPair } from '../../sdk/account.js';
+import { localTokenStorage, sessionIdOf, userIdOf, type StoredTokens, type TokenPair } from '../../sdk/account.js';
 
 export type { TokenPair };
 
@@ -17,6 +17,12 @@ export function loadTokens(): StoredTokens | null {
 export function currentSessionId(): string | null {
   const tokens = loadTokens();
   return tokens ? (sessionIdOf(tokens.access_token) ?? null) : null;
+}
+
+/** The user the stored tokens belong to, or null when signed out. */
+export function currentUserId(): string | null {
+  const tokens = loadTokens();
+  return tokens ? (userIdOf(tokens.access_token) ?? null) : null;
 }
 
 export function saveTokens(pair: TokenPair): void {

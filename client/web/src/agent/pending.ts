@@ -12,6 +12,8 @@ const INTERVAL_MS = 10_000;
 const listeners = new Set<(messages: PendingMessage[]) => void>();
 let timer: ReturnType<typeof setTimeout> | undefined;
 let running = false;
+/** Which start the polling belongs to: a stop (sign-out) ends it, and a later start is another. */
+let round = 0;
 
 export function storedPending(): PendingMessage[] {
   try {
@@ -36,11 +38,12 @@ async function poll(): Promise<void> {
   timer = undefined;
   // A session at its second step gets 403 for everything but that step: nothing to ask yet.
   if (!running || !signedIn() || awaitingSecondFactor() || document.visibilityState === 'hidden') return schedule();
+  const asked = round;
   try {
     const res = await agentFetch('/pending');
-    // Signed out while the answer was on its way: the messages were that account's, and this
-    // browser has already forgotten it (the next person here must not find them in the inbox).
-    if (!running) return;
+    // Signed out while the answer was on its way (and maybe in again): the messages were that
+    // account's, which this browser has forgotten; the next person here must not find them.
+    if (asked !== round) return;
     if (res.status === 404) {
       running = false;
       return;
@@ -70,6 +73,7 @@ export function startPendingPoll(): void {
 
 export function stopPendingPoll(): void {
   running = false;
+  round++;
   if (timer) clearTimeout(timer);
   timer = undefined;
 }

@@ -6,7 +6,7 @@ import { account } from '../api.js';
 import { dismissPending, onPending, startPendingPoll, stopPendingPoll, storedPending } from '../agent/pending.js';
 import { h } from '../dom.js';
 import { go, navigate, onLeave } from '../router.js';
-import { clearTokens, forgetAccountData } from '../session.js';
+import { clearTokens, forgetAccountData, forgetTabData } from '../session.js';
 import { oauthButtons } from '../signin/oauth.js';
 import { accountInfo, accountSummary, budgetSummary, forgetMe, keepTimezone, me, onAccountRefresh } from '../who.js';
 
@@ -26,6 +26,18 @@ export function signedOut(): void {
   forgetMe();
   clearTokens();
   forgetAccountData();
+  navigate('/');
+}
+
+/**
+ * Another tab signed out, or in to another account: this tab drops its own view of the account it
+ * showed and draws what the shared tokens say now. The browser-wide part (tokens, device id) is
+ * that tab's to clear, and may already hold its next sign-in.
+ */
+export function leftInAnotherTab(): void {
+  stopPendingPoll();
+  forgetMe();
+  forgetTabData();
   navigate('/');
 }
 
