@@ -1,6 +1,7 @@
 import type { Page } from '@playwright/test';
 import { expect, test } from './support/test.js';
 import { composer, send, signInAsGuest, transcript } from './support/guest.js';
+import { clearOfMidnightUtc } from '../test/support/clock.js';
 
 /**
  * What a guest may still use today, in Chromium against the product and the scripted model: the
@@ -9,6 +10,9 @@ import { composer, send, signInAsGuest, transcript } from './support/guest.js';
  */
 const signedIn = (page: Page) => page.getByTestId('signed-in');
 const budget = (page: Page) => page.getByTestId('model-budget');
+
+// The day's figures are filled and read back: no test straddles midnight UTC.
+test.beforeEach(() => clearOfMidnightUtc(30_000));
 
 test('the header counts down messages and model tokens; a spent budget disables the composer with the reason', async ({ page }) => {
   await signInAsGuest(page, `e2e-budget-${Date.now()}`);

@@ -7,7 +7,8 @@
  * audit row for every admin action made in this file.
  */
 import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { clearOfMidnightUtc, MIDNIGHT_MARGIN_MS } from '../support/clock.js';
 import { bearerTrpcClient } from '../../server/account/agents/client.js';
 import type { AccountRouter } from '../../server/account/router.js';
 import { bearer, newWallet, uniqueEmail } from '../support/account-api.js';
@@ -20,6 +21,8 @@ interface UsersPage {
   next_cursor: string | null;
 }
 
+// Daily figures are filled and read back: no test straddles midnight UTC (support/clock.ts).
+beforeEach(() => clearOfMidnightUtc(), MIDNIGHT_MARGIN_MS + 5_000);
 describe('admin API', () => {
   let account: TestAccount;
   let model: ScriptedModel;

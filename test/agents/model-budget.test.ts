@@ -5,7 +5,8 @@
  * (an `error` event naming it). The scripted model reports 10 prompt tokens plus one per text chunk.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { clearOfMidnightUtc, MIDNIGHT_MARGIN_MS } from '../support/clock.js';
 import { ModelBudget, UsageScanner } from '../../server/account/agents/egress/model-usage.js';
 import type { HotSql } from '../../server/account/hot-sql.js';
 import { ProactiveBudget } from '@contracts/agent/model-source.js';
@@ -25,6 +26,8 @@ async function usageRecorded(account: TestAccount, token: string, atLeast: numbe
   }
 }
 
+// Daily figures are filled and read back: no test straddles midnight UTC (support/clock.ts).
+beforeEach(() => clearOfMidnightUtc(), MIDNIGHT_MARGIN_MS + 5_000);
 describe('reading usage from model answers', () => {
   const scan = (...chunks: string[]) => {
     const scanner = new UsageScanner();

@@ -13,7 +13,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { clearOfMidnightUtc, MIDNIGHT_MARGIN_MS } from '../support/clock.js';
 import { EgressGateway, type OpenGateway } from '../../server/account/agents/egress/gateway.js';
 import { ModelBudget } from '../../server/account/agents/egress/model-usage.js';
 import { openAccountStore, type AccountStore } from '../../server/account/store.js';
@@ -119,6 +120,8 @@ async function settled(budget: ModelBudget, userId: string, atLeast: number): Pr
 
 const chatRequest = { model: 'm', max_tokens: 600, messages: [{ role: 'user', content: 'hi' }] };
 
+// Daily figures are filled and read back: no test straddles midnight UTC (support/clock.ts).
+beforeEach(() => clearOfMidnightUtc(), MIDNIGHT_MARGIN_MS + 5_000);
 describe('calls in flight against the daily budget', () => {
   it('four parallel 601-token calls against a 1,000-token budget pass it by at most one call; the rest get 429 with a short Retry-After', async () => {
     const { socket, budget } = await gatewayFor('racer');

@@ -16,7 +16,8 @@ import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { clearOfMidnightUtc, MIDNIGHT_MARGIN_MS } from '../support/clock.js';
 import type { AccountRouter } from '@contracts/account/router.js';
 import type { TokenPair } from '@contracts/account/tokens.js';
 import type { LocalProvisioner } from '../../server/account/agents/provisioners/local/provisioner.js';
@@ -104,6 +105,8 @@ const inSeconds = (s: number) => new Date(Date.now() + s * 1000).toISOString();
 type Task = { id: string; status: string; next_run_at: string | null; prompt: string };
 type Usage = { usage: { model_tokens: { used: number; by_source: Record<string, number> } } };
 
+// Daily figures are filled and read back: no test straddles midnight UTC (support/clock.ts).
+beforeEach(() => clearOfMidnightUtc(), MIDNIGHT_MARGIN_MS + 5_000);
 describe('a reminder while the agent sleeps', () => {
   it('wakes the agent at its time, runs one turn, and arrives as a pending message and on Telegram', async () => {
     const owner = await fullUser('task-owner');
