@@ -2,6 +2,7 @@ import type { Page } from '@playwright/test';
 import { expect, test } from './support/test.js';
 import { axeProblems } from './support/axe.js';
 import { composer, send, signInAsGuest, transcript } from './support/guest.js';
+import { gate } from '../test/support/gate.js';
 
 /**
  * The tools on each message and in the message box, in Chromium against the product and the
@@ -185,14 +186,11 @@ test('files attach with the paperclip, by drop and by paste; they land in upload
 
 test('files sent while the agent is still starting wait with the message, then go first and the message names them', async ({ page }) => {
   // The chat's calls to the agent are held: the page stays at "Starting your agent" until released.
-  let release = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
+  const agentCalls = gate();
   await page.route(
     (url) => url.pathname.startsWith('/trpc/agent.chat'),
     async (route) => {
-      await released;
+      await agentCalls.opened;
       await route.continue();
     },
   );
@@ -204,7 +202,7 @@ test('files sent while the agent is still starting wait with the message, then g
   await page.getByTestId('send').click();
   await expect(page.getByTestId('queued')).toHaveText('Your message and its files will be sent as soon as your agent is ready.');
   await expect(users(page)).toHaveCount(0);
-  release();
+  agentCalls.open();
   await expect(users(page).last()).toHaveText('YouRead this when you can\n\nAttached: uploads/early.txt', { timeout: 20_000 });
   await expect(page.getByTestId('queued')).toHaveText('');
   await expect(page.getByTestId('attachment')).toHaveCount(0);

@@ -1,6 +1,7 @@
 import type { Page } from '@playwright/test';
 import { expect, test } from './support/test.js';
 import { signInAsGuest } from './support/guest.js';
+import { gate } from '../test/support/gate.js';
 
 /**
  * The web client's session where calls and sign-outs cross, each race forced by holding one
@@ -17,27 +18,21 @@ const pathIs = (path: string) => (url: URL) => url.pathname === path;
  * service answers at once and the browser gets it on release). `reached` resolves once it is held.
  */
 async function hold(page: Page, path: string, mode: 'request' | 'answer') {
-  let release = () => {};
-  const gate = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let held = () => {};
-  const reached = new Promise<void>((resolve) => {
-    held = resolve;
-  });
+  const released = gate();
+  const held = gate();
   await page.route(pathIs(path), async (route) => {
     if (mode === 'request') {
-      held();
-      await gate;
+      held.open();
+      await released.opened;
       await route.continue();
     } else {
       const response = await route.fetch();
-      held();
-      await gate;
+      held.open();
+      await released.opened;
       await route.fulfill({ response });
     }
   });
-  return { reached, release };
+  return { reached: held.opened, release: released.open };
 }
 
 const answered = (page: Page, path: string) => page.waitForResponse((response) => pathIs(path)(new URL(response.url())));

@@ -124,8 +124,17 @@ export interface CaptchaOptions {
   captcha?: string;
 }
 
+/** One claim of a token's payload, read (not verified): for what the client decides for itself. */
+const claimOf = (accessToken: string, name: string): unknown => base64UrlJson(accessToken.split('.')[1] ?? '')?.[name];
+
+/** A claim that must be a string, else undefined. */
+const stringClaimOf = (accessToken: string, name: string): string | undefined => {
+  const value = claimOf(accessToken, name);
+  return typeof value === 'string' ? value : undefined;
+};
+
 /** Reads (does not verify) the `guest` claim: only used to decide whether to offer a guest upgrade. */
-export const isGuestToken = (accessToken: string): boolean => base64UrlJson(accessToken.split('.')[1] ?? '')?.guest === true;
+export const isGuestToken = (accessToken: string): boolean => claimOf(accessToken, 'guest') === true;
 
 /**
  * Reads (does not verify) the session's assurance level (`aal` claim): `aal1` means the account has
@@ -133,21 +142,15 @@ export const isGuestToken = (accessToken: string): boolean => base64UrlJson(acce
  * and logout answers 403 MFA_REQUIRED until it does. Undefined: the account had none at sign-in.
  */
 export const assuranceLevel = (accessToken: string): 'aal1' | 'aal2' | undefined => {
-  const aal = base64UrlJson(accessToken.split('.')[1] ?? '')?.aal;
+  const aal = claimOf(accessToken, 'aal');
   return aal === 'aal1' || aal === 'aal2' ? aal : undefined;
 };
 
 /** Reads (does not verify) the session an access token belongs to (`sid` claim): the same across its rotations. */
-export const sessionIdOf = (accessToken: string): string | undefined => {
-  const sid = base64UrlJson(accessToken.split('.')[1] ?? '')?.sid;
-  return typeof sid === 'string' ? sid : undefined;
-};
+export const sessionIdOf = (accessToken: string): string | undefined => stringClaimOf(accessToken, 'sid');
 
 /** Reads (does not verify) the user an access token belongs to (`sub` claim). */
-export const userIdOf = (accessToken: string): string | undefined => {
-  const sub = base64UrlJson(accessToken.split('.')[1] ?? '')?.sub;
-  return typeof sub === 'string' ? sub : undefined;
-};
+export const userIdOf = (accessToken: string): string | undefined => stringClaimOf(accessToken, 'sub');
 
 /** How long a refresh that lost a race waits for the winner's pair to appear in shared storage. */
 const LOST_RACE_WAIT_MS = 1_000;

@@ -7,6 +7,7 @@ import { LOGIN_EMAIL_MESSAGE } from '../../server/account/auth/email/service.js'
 import { startTestAccount, type TestAccount } from '../support/servers.js';
 import { signInSecrets, startSmtpSink, type SmtpSink } from '../support/smtp.js';
 import { testDeviceId } from '../support/devices.js';
+import { gate } from '../support/gate.js';
 
 describe('account client SDK (Node, against a real service)', () => {
   let account: TestAccount;
@@ -130,34 +131,28 @@ describe('account client SDK (Node, against a real service)', () => {
     // ended) or holds its answer (the service rotated first), until the client has moved on.
     for (const held of ['answer', 'request'] as const) {
       for (const next of ['signed out', 'signed in again'] as const) {
-        let release = () => {};
-        const gate = new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        let reached = () => {};
-        const refreshing = new Promise<void>((resolve) => {
-          reached = resolve;
-        });
+        const released = gate();
+        const reached = gate();
         const slowRefresh: typeof fetch = async (input, init) => {
           if (!String(input).includes('tokens.refresh')) return fetch(input, init);
           if (held === 'request') {
-            reached();
-            await gate;
+            reached.open();
+            await released.opened;
             return fetch(input, init);
           }
           const res = await fetch(input, init);
-          reached();
-          await gate;
+          reached.open();
+          await released.opened;
           return res;
         };
         const storage = memoryTokenStorage();
         const client = createAccountClient({ url: account.url, storage, fetch: slowRefresh });
         await client.signInAsGuest(device());
         const refresh = client.refresh().catch((error: unknown) => errorCode(error));
-        await refreshing;
+        await reached.opened;
         await client.logout();
         const again = next === 'signed in again' ? await client.signInAsGuest(device()) : undefined;
-        release();
+        released.open();
         const outcome = await refresh;
         const label = `${held} held, ${next}`;
         expect(outcome, label).toEqual(held === 'request' ? 'INVALID_REFRESH_TOKEN' : null);

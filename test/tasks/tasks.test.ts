@@ -13,6 +13,7 @@ import { taskMessage, type TaskOutcome } from '../../server/agent/tasks/runner.j
 import { lastUserText, toolResults } from '../support/scripted-model.js';
 import { tempDir } from '../support/servers.js';
 import { startChatRig, type ChatRig } from '../chat/helpers.js';
+import { gate } from '../support/gate.js';
 
 type Task = { id: string; prompt: string; chat_id: string; at?: string; cron?: string; timezone: string; status: string; next_run_at: string | null };
 type Pending = { chat_id: string; content: string; source: string; created_at: string };
@@ -153,14 +154,11 @@ describe('a one-shot task at its time', () => {
 
   it('waits for a reply running in its chat instead of cutting it', async () => {
     // The user's reply is held until the task has come due (however loaded the machine), then sent.
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const userReply = gate();
     const isTask = (request: Parameters<typeof lastUserText>[0]) => lastUserText(request).startsWith('[Scheduled task]');
     rig.model.respond(async (request) => {
       if (isTask(request)) return { text: 'task answer' };
-      await held;
+      await userReply.opened;
       return { text: ['slow ', 'user answer'] };
     });
     const before = rig.model.requests.length;
@@ -173,7 +171,7 @@ describe('a one-shot task at its time', () => {
     const task = created.body;
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(at) - Date.now()) + 300));
     expect(rig.model.requests.slice(before).some(isTask)).toBe(false);
-    release();
+    userReply.open();
     expect(await ended).toEqual({ id: task.id, outcome: 'ok' });
     const frames = await user;
     expect(frames.map((f) => f.data.type)).not.toContain('error');

@@ -13,17 +13,17 @@ export function loadTokens(): StoredTokens | null {
   return tokenStorage.get() as StoredTokens | null;
 }
 
-/** The session the stored tokens belong to, or null when signed out. */
-export function currentSessionId(): string | null {
+/** What `read` finds in the stored access token, or null when signed out. */
+function ofStoredToken(read: (accessToken: string) => string | undefined): string | null {
   const tokens = loadTokens();
-  return tokens ? (sessionIdOf(tokens.access_token) ?? null) : null;
+  return tokens ? (read(tokens.access_token) ?? null) : null;
 }
 
+/** The session the stored tokens belong to, or null when signed out. */
+export const currentSessionId = (): string | null => ofStoredToken(sessionIdOf);
+
 /** The user the stored tokens belong to, or null when signed out. */
-export function currentUserId(): string | null {
-  const tokens = loadTokens();
-  return tokens ? (userIdOf(tokens.access_token) ?? null) : null;
-}
+export const currentUserId = (): string | null => ofStoredToken(userIdOf);
 
 export function saveTokens(pair: TokenPair): void {
   void tokenStorage.set({ access_token: pair.access_token, refresh_token: pair.refresh_token, access_expires_at: Date.now() + pair.expires_in * 1000 });

@@ -22,11 +22,9 @@ const PAGES: Array<{ path: string; label: string }> = [
 ];
 
 export function signedOut(): void {
-  stopPendingPoll();
-  forgetMe();
   clearTokens();
   forgetAccountData();
-  navigate('/');
+  drawAfresh();
 }
 
 /**
@@ -35,9 +33,14 @@ export function signedOut(): void {
  * that tab's to clear, and may already hold its next sign-in.
  */
 export function leftInAnotherTab(): void {
+  forgetTabData();
+  drawAfresh();
+}
+
+/** Nothing of the account shown so far stays in memory: no poll, no cached reads; the start page. */
+function drawAfresh(): void {
   stopPendingPoll();
   forgetMe();
-  forgetTabData();
   navigate('/');
 }
 
